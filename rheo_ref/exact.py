@@ -1,0 +1,172 @@
+"""Exact results of a decoding scheme (ALGORITHM.md sections 6-7), all as `Fraction`s.
+
+- `round_law`: law of the tokens emitted by one round from a context;
+- `token_law`: law of the first n tokens, composing rounds (each continues from the context
+  extended by what the previous one emitted);
+- `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i);
+- `tv`, `tau`, `round_lengths`, `acceptance`.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable, Mapping
+
+from .enumerate import METHODS, enumerate_trees, estimate_trees_per_round
+from .errors import CaseError, TooLargeError
+from .models import Case, Context
+from .verify import SPEC, Rules, verify_law
+
+Law = dict[tuple[int, ...], Fraction]
+ZERO = Fraction(0)
+DEFAULT_MAX_TREES = 2_000_000
+
+
+@dataclass
+class Counter:
+    """How many trees the enumerator produced (over every round law it computed)."""
+
+    enumerated: int = 0
+    rounds: int = 0
+
+
+def _memo_key(case: Case, context: Context) -> Context:
+    L = max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
+    return tuple(context)[-L:] if L else ()
+
+
+class Exact:
+    """Exact computations for one case, memoising round laws by the context the models can see."""
+
+    def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
+                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC) -> None:
+        self.rules = rules
+        if method not in METHODS:
+            raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+        self.case, self.method = case, method
+        self.counter = Counter()
+        self._rounds: dict[Context, Law] = {}
+        self._progress = progress
+        est = estimate_trees_per_round(case, method)
+        if max_trees is not None and est > max_trees:
+            raise TooLargeError(
+                f"method {method!r} would enumerate up to ~{est:,} trees per round (limit {max_trees:,}); "
+                f"use --method classes, a smaller scheme, or --force to run anyway")
+
+    def round_law(self, context: Context | None = None) -> Law:
+        ctx = self.case.context if context is None else tuple(context)
+        key = _memo_key(self.case, ctx)
+        if key not in self._rounds:
+            law: Law = defaultdict(Fraction)
+            for prob, nodes, kept in enumerate_trees(self.case, ctx, self.method):
+                self.counter.enumerated += 1
+                if self._progress is not None:
+                    self._progress(1)
+                for s, pr in verify_law(nodes, kept, self.case.target, ctx, self.case.scheme.verify, self.rules).items():
+                    law[s] += prob * pr
+            self.counter.rounds += 1
+            self._rounds[key] = dict(law)
+        return self._rounds[key]
+
+    def token_law(self, n: int | None = None, context: Context | None = None) -> Law:
+        """Law of the first n tokens produced by repeated rounds."""
+        n = self.case.tokens if n is None else n
+        ctx = self.case.context if context is None else tuple(context)
+        out: Law = defaultdict(Fraction)
+        for s, pr in self.round_law(ctx).items():
+            if len(s) >= n:
+                out[s[:n]] += pr
+            else:
+                for rest, pr2 in self.token_law(n - len(s), ctx + s).items():
+                    out[s + rest] += pr * pr2
+        return dict(out)
+
+    def round_lengths(self, context: Context | None = None) -> dict[int, Fraction]:
+        out: dict[int, Fraction] = defaultdict(Fraction)
+        for s, pr in self.round_law(context).items():
+            out[len(s)] += pr
+        return dict(sorted(out.items()))
+
+    def tau(self, context: Context | None = None) -> Fraction:
+        """Expected tokens emitted per round."""
+        return sum((k * pr for k, pr in self.round_lengths(context).items()), ZERO)
+
+    def acceptance(self, context: Context | None = None) -> Fraction:
+        """One-level acceptance rate: probability that some child of the root is accepted."""
+        return sum((pr for k, pr in self.round_lengths(context).items() if k >= 2), ZERO)
+
+
+def target_law(case: Case, n: int | None = None, context: Context | None = None) -> Law:
+    """p(s_1..s_n | context), zero entries omitted."""
+    n = case.tokens if n is None else n
+    ctx = case.context if context is None else tuple(context)
+    if n == 0:
+        return {(): Fraction(1)}
+    out: Law = {}
+    for v, pv in enumerate(case.target.row(ctx)):
+        if pv:
+            for rest, pr in target_law(case, n - 1, ctx + (v,)).items():
+                out[(v,) + rest] = pv * pr
+    return out
+
+
+def tv(a: Mapping, b: Mapping) -> Fraction:
+    """Exact total-variation distance between two laws given as dicts."""
+    return sum((abs(a.get(k, ZERO) - b.get(k, ZERO)) for k in set(a) | set(b)), ZERO) / 2
+
+
+def round_law(case: Case, method: str = "classes", context: Context | None = None) -> Law:
+    return Exact(case, method).round_law(context)
+
+
+def token_law(case: Case, n: int | None = None, method: str = "classes") -> Law:
+    return Exact(case, method).token_law(n)
+
+
+def tau(case: Case, method: str = "classes") -> Fraction:
+    return Exact(case, method).tau()
+
+
+def acceptance(case: Case, method: str = "classes") -> Fraction:
+    return Exact(case, method).acceptance()
+
+
+@dataclass
+class ExactReport:
+    """Everything `rheo exact` prints."""
+
+    law: Law
+    target: Law
+    tv: Fraction
+    tau: Fraction
+    round_lengths: dict[int, Fraction]
+    acceptance: Fraction
+    method: str
+    enumerated: int
+    seconds: float
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        key = lambda s: ",".join(map(str, s))  # noqa: E731
+        return {
+            "law": {key(s): str(p) for s, p in sorted(self.law.items()) if p},
+            "target": {key(s): str(p) for s, p in sorted(self.target.items()) if p},
+            "tv": str(self.tv), "tau": str(self.tau),
+            "round_lengths": {str(k): str(v) for k, v in self.round_lengths.items() if v},
+            "acceptance": str(self.acceptance), "method": self.method,
+            "enumerated": self.enumerated, "seconds": round(self.seconds, 4),
+        }
+
+
+def exact_report(case: Case, method: str = "classes", tokens: int | None = None, *,
+                 max_trees: int | None = DEFAULT_MAX_TREES, progress: Callable[[int], None] | None = None) -> ExactReport:
+    t0 = time.perf_counter()
+    ex = Exact(case, method, max_trees=max_trees, progress=progress)
+    n = case.tokens if tokens is None else tokens
+    law = ex.token_law(n)
+    tgt = target_law(case, n)
+    lengths = ex.round_lengths()
+    return ExactReport(law, tgt, tv(law, tgt), ex.tau(), lengths, ex.acceptance(), method,
+                       ex.counter.enumerated, time.perf_counter() - t0)

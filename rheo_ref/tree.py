@@ -1,0 +1,144 @@
+"""The dynamic tree: EAGLE-2/3 expand-then-rerank (ALGORITHM.md section 4).
+
+The builder is written once and driven by a *chooser* that decides what the sampled slot of each
+expansion holds. Enumerators (`rheo_ref.enumerate`) branch over every choice and carry its
+probability; a sampler (`rheo_ref.replay`) follows one choice per coin. A node may hold a *class*
+of sampled tokens (several ids that lead to the same fills and factor); the builder splits such a
+node into single tokens only when it is about to be expanded, because only then does its identity
+reach beyond its own level (section 7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from math import log
+from typing import Iterator, Protocol, Sequence
+
+from .models import Context, Row, Scheme, TableModel
+from .slots import SlotPlan, expand_slots
+
+ONE = Fraction(1)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of the draft tree; `id` is its creation index (the root is 0)."""
+
+    id: int
+    parent: int            # -1 for the root
+    depth: int
+    kind: str              # "root", "det", "sampled" or "fill"
+    slot: int              # slot index among its siblings (-1 for the root)
+    tokens: tuple[int, ...]  # () for the root; (t,) once known; several for a class of sampled ids
+    score: Fraction        # product of factors along the path (root: 1)
+    qtilde: Row | None = None  # q̃ of a sampled node
+
+    @property
+    def token(self) -> int:
+        if len(self.tokens) != 1:
+            raise ValueError(f"node {self.id} holds {len(self.tokens)} candidate tokens, not one")
+        return self.tokens[0]
+
+
+Tree = tuple[Node, ...]
+
+
+class Chooser(Protocol):
+    """Decides the sampled slots: each call returns weighted alternatives (weights sum to 1)."""
+
+    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+        """Alternatives for the sampled token: (conditional probability, token class)."""
+
+    def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
+        """Alternatives for one token of a class node about to be expanded."""
+
+
+def path_tokens(nodes: Sequence[Node], nid: int) -> Context:
+    """Tokens from the root (exclusive) to node `nid` (inclusive)."""
+    out = []
+    while nid > 0:
+        out.append(nodes[nid].token)
+        nid = nodes[nid].parent
+    return tuple(reversed(out))
+
+
+def frontier(nodes: Sequence[Node], depth: int, W: int) -> list[int]:
+    """The W depth-`depth` nodes of highest score; ties: earlier creation first."""
+    cands = [n for n in nodes if n.depth == depth]
+    cands.sort(key=lambda n: (-n.score, n.id))
+    return [n.id for n in cands[:W]]
+
+
+def rerank(nodes: Sequence[Node], R: int) -> frozenset[int]:
+    """Keep the R non-root nodes of highest score; ties by smaller depth, then earlier creation."""
+    cands = sorted(nodes[1:], key=lambda n: (-n.score, n.depth, n.id))
+    kept = frozenset(n.id for n in cands[:R])
+    for i in kept:
+        assert nodes[i].parent == 0 or nodes[i].parent in kept, f"kept set not closed under parents at node {i}"
+    return kept
+
+
+def children(nodes: Sequence[Node], kept: frozenset[int] | None = None) -> dict[int, list[Node]]:
+    """Kept children of every node, in creation (= slot) order."""
+    out: dict[int, list[Node]] = {n.id: [] for n in nodes}
+    for n in nodes[1:]:
+        if kept is None or n.id in kept:
+            out[n.parent].append(n)
+    return out
+
+
+def grow(draft: TableModel, draft_sample: TableModel, context: Context, scheme: Scheme,
+         chooser: Chooser) -> Iterator[tuple[Fraction, Tree]]:
+    """Every tree the chooser allows, with its probability (before the global rerank)."""
+    root = Node(0, -1, 0, "root", -1, (), ONE)
+
+    def expand_queue(nodes: list[Node], queue: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Tree]]:
+        if not queue:
+            if depth + 1 < scheme.D:
+                nxt = frontier(nodes, depth + 1, scheme.W)
+                if nxt:
+                    yield from expand_queue(nodes, nxt, depth + 1, prob)
+                    return
+            yield prob, tuple(nodes)
+            return
+        nid, rest = queue[0], queue[1:]
+        node = nodes[nid]
+        if len(node.tokens) > 1:  # a class about to be expanded: its identity now matters
+            for w, y in chooser.resolve(node):
+                split = list(nodes)
+                split[nid] = replace(node, tokens=(y,))
+                yield from expand_one(split, nid, rest, depth, prob * w)
+        else:
+            yield from expand_one(nodes, nid, rest, depth, prob)
+
+    def expand_one(nodes: list[Node], nid: int, rest: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Tree]]:
+        ctx = context + path_tokens(nodes, nid)
+        parent = nodes[nid]
+        plan = expand_slots(draft.row(ctx), draft_sample.row(ctx), scheme.K, scheme.m, scheme.proxy)
+
+        def child(slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction, qt: Row | None, offset: int) -> Node:
+            return Node(len(nodes) + offset, nid, depth + 1, kind, slot, tokens, parent.score * factor, qt)
+
+        dets = [child(i, (t,), "det", f, None, i) for i, (t, f) in enumerate(plan.det)]
+        if plan.qtilde is None:
+            yield from expand_queue(nodes + dets, rest, depth, prob)
+            return
+        m = scheme.m
+        for w, ys in chooser.sample_groups(plan, parent):
+            y = ys[0]
+            sampled = child(m, ys, "sampled", plan.factor_for(y), plan.qtilde, m)
+            fills = [child(m + 1 + i, (t,), "fill", f, None, m + 1 + i) for i, (t, f) in enumerate(plan.fills_for(y))]
+            yield from expand_queue(nodes + dets + [sampled] + fills, rest, depth, prob * w)
+
+    yield from expand_queue([root], [0], 0, ONE)
+
+
+def min_score_gap(nodes: Sequence[Node]) -> float:
+    """Smallest |log s_a - log s_b| over node pairs whose exact scores differ (section 8).
+
+    Float implementations may break near-ties differently from the exact order; cases whose gap
+    is below 1e-9 are not comparable outcome for outcome. Returns inf when there is no pair.
+    """
+    logs = sorted({n.score for n in nodes[1:] if n.score > 0})
+    gaps = [log(b) - log(a) for a, b in zip(logs, logs[1:])]
+    return min(gaps, default=float("inf"))

@@ -1,0 +1,117 @@
+"""Verification of one round, as an exact law (ALGORITHM.md section 5).
+
+At each node the target row r = p(.|context) meets the kept children in the rule's order:
+`rheo` (OT order): sampled child first, then top-m, then fills; `rrsw`: top-m, sampled, fills.
+A sampled child t (drawn from q̃) is accepted w.p. min(1, r(t)/q̃(t)), else r <- norm((r - q̃)+);
+a point mass t is accepted w.p. r(t), else r <- norm(r with t zeroed). On accept we move to the
+child; if all are rejected a bonus token is drawn from r. No coin is enumerated: the law is
+computed in closed form. A sampled child holding a class of tokens (a leaf, never expanded)
+is summed out here: its identity is q̃ restricted to the class, and the residual after a
+rejection does not depend on it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from typing import Sequence
+
+from .models import Context, Row, TableModel
+from .tree import Node, children
+
+ZERO = Fraction(0)
+ONE = Fraction(1)
+
+
+def normalise(r: Sequence[Fraction]) -> Row:
+    z = sum(r, ZERO)
+    assert z > 0, "residual with zero mass on a branch of positive probability"
+    return tuple(x / z for x in r)
+
+
+def residual_after_sampled(r: Row, qtilde: Row) -> Row:
+    """norm(max(0, r - q̃)): what is left of r once a sampled token is rejected."""
+    return normalise([max(ZERO, a - b) for a, b in zip(r, qtilde)])
+
+
+def residual_after_point(r: Row, t: int) -> Row:
+    """norm(r with t zeroed): what is left of r once the point mass t is rejected."""
+    return normalise([ZERO if i == t else x for i, x in enumerate(r)])
+
+
+def verification_order(kids: list[Node], order: str) -> list[Node]:
+    """`rrsw`: slot order (top-m, sampled, fills). `rheo`: the sampled child first."""
+    if order == "rheo":
+        return sorted(kids, key=lambda n: (n.kind != "sampled", n.slot))
+    return sorted(kids, key=lambda n: n.slot)
+
+
+class Rules:
+    """The verification rules of section 5. Deliberately broken variants (mutants, the negative
+    controls of the lossless gate) subclass this and override one method; the default is the spec."""
+
+    def accept_sampled(self, r: Row, qtilde: Row, y: int) -> Fraction:
+        return min(ONE, r[y] / qtilde[y])
+
+    def after_sampled(self, r: Row, qtilde: Row) -> Row:
+        return residual_after_sampled(r, qtilde)
+
+    def after_point(self, r: Row, t: int) -> Row:
+        return residual_after_point(r, t)
+
+    def bonus(self, r: Row, p: Row) -> Row:
+        """The row the bonus token is drawn from once every child is rejected."""
+        return r
+
+    def next_row(self, r: Row, p_child: Row) -> Row:
+        """The row verification restarts with after an accept: p at the child's context."""
+        return p_child
+
+    def order(self, kids: list[Node], order: str) -> list[Node]:
+        return verification_order(kids, order)
+
+
+SPEC = Rules()
+
+
+def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, context: Context,
+               order: str, rules: Rules = SPEC) -> dict[tuple[int, ...], Fraction]:
+    """Exact law of the emitted token sequence for one fixed (kept) tree."""
+    kids = children(nodes, kept)
+
+    def level(nid: int, ctx: Context, r: Row) -> dict[tuple[int, ...], Fraction]:
+        p = r
+        out: dict[tuple[int, ...], Fraction] = defaultdict(Fraction)
+        stay = ONE  # probability that every child tried so far was rejected
+        for ch in rules.order(kids[nid], order):
+            if ch.kind == "sampled":
+                qt = ch.qtilde
+                z_class = sum((qt[y] for y in ch.tokens), ZERO)
+                accepted = ZERO
+                for y in ch.tokens:
+                    a = qt[y] / z_class * rules.accept_sampled(r, qt, y)
+                    if a:
+                        accepted += a
+                        for s, pr in level(ch.id, ctx + (y,), rules.next_row(r, target.row(ctx + (y,)))).items():
+                            out[(y,) + s] += stay * a * pr
+                reject = ONE - accepted
+                if reject:
+                    r = rules.after_sampled(r, qt)
+            else:
+                t = ch.token
+                a = r[t]
+                if a:
+                    for s, pr in level(ch.id, ctx + (t,), rules.next_row(r, target.row(ctx + (t,)))).items():
+                        out[(t,) + s] += stay * a * pr
+                reject = ONE - a
+                if reject:
+                    r = rules.after_point(r, t)
+            stay *= reject
+            if not stay:
+                break
+        if stay:
+            for v, pv in enumerate(rules.bonus(r, p)):
+                if pv:
+                    out[(v,)] += stay * pv
+        return out
+
+    return dict(level(0, tuple(context), target.row(tuple(context))))
