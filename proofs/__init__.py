@@ -1,0 +1,1 @@
+"""proofs: machine-checked claims of the RheoSampling paper; run them with `python -m proofs`."""

@@ -1,0 +1,1 @@
+"""rheo_fast: the fast path, vectorised device-agnostic torch (ALGORITHM.md section 8)."""
