@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(mod)
         except ModuleNotFoundError as e:  # optional part not present in this checkout
-            if e.name != mod:
+            if e.name is None or not (mod == e.name or mod.startswith(e.name + ".")):
                 raise
             continue
         module.register(sub)

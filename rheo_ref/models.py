@@ -100,7 +100,7 @@ class TableModel:
             else:
                 skey = ",".join(str(int(t)) for t in key)
             lengths.append(len(_parse_key(skey, name)))
-            conv[skey] = tuple(parse_prob(x if not isinstance(x, float) else x, f"{name} row {skey!r}[{i}]") if not isinstance(x, Fraction) else x for i, x in enumerate(row))
+            conv[skey] = tuple(x if isinstance(x, Fraction) else parse_prob(x, f"{name} row {skey!r}[{i}]") for i, x in enumerate(row))
         if not conv:
             raise CaseError(f"{name}: no rows given")
         v = len(next(iter(conv.values())))
