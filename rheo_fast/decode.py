@@ -1,0 +1,132 @@
+"""One round and multi-round decoding (ALGORITHM.md sections 4-6), coupled to the reference.
+
+Randomness comes only from the caller's torch.Generator, as one fixed-size block of float64
+uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = non-root nodes):
+
+    coins[0 .. N]        sample coin of node i: draws the sampled token when node i is expanded
+                         (node 0 = root); unused when i is not expanded or has no sampled slot;
+    coins[N+1 .. 2N+1]   accept coin of node i (at N+1+i): decides whether child i is accepted
+                         when verification tries it (index N+1 = root: unused);
+    coins[2N+2]          bonus coin: draws the bonus token (inverse CDF, token-id order).
+
+`rheo_ref.replay` consumes the very same block with exact arithmetic, so both emit the same
+tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depends on outcomes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Scheme
+
+from .models import as_rows
+from .mutants import check_mutant
+from .tree import Layout, Tree, build_tree
+from .verify import Verdict, verify
+
+CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
+
+
+def round_coins(generator: torch.Generator, B: int, layout: Layout) -> Tensor:
+    """The coin block of one round: [B, 2(N+1)+1] float64 uniforms on the generator's device."""
+    return torch.rand((B, layout.n_coins), generator=generator, dtype=torch.float64, device=generator.device)
+
+
+def split_coins(coins: Tensor, layout: Layout) -> tuple[Tensor, Tensor, Tensor]:
+    n = layout.N + 1
+    return coins[:, :n], coins[:, n:2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
+
+
+@dataclass
+class RoundResult:
+    tree: Tree
+    verdict: Verdict
+    missing_target: Tensor  # [B] bool: a visited node's context has no target row
+
+
+def run_round(model: Any, state: Any, scheme: Scheme, coins: Tensor, *, mutant: str | None = None,
+              layout: Layout | None = None) -> RoundResult:
+    """Build, rerank and verify one tree per trial; coins [B, n_coins]."""
+    layout = layout or Layout(scheme.K, scheme.W, scheme.D)
+    sample_c, accept_c, bonus_c = split_coins(coins, layout)
+    tree = build_tree(model, state, scheme, layout, sample_c, mutant)
+    p = as_rows(model.target(state, tree))  # rows [B, V] at any nodes [B]
+    v = verify(tree, p, accept_c, bonus_c, scheme.K, scheme.m, scheme.D, scheme.verify, mutant)
+    return RoundResult(tree, v, v.missing)
+
+
+@dataclass
+class Decoded:
+    tokens: Tensor        # [B, n]
+    rounds: Tensor        # [B] rounds each trial needed to reach n tokens
+    first_lengths: Tensor  # [B] tokens emitted by the first round
+    per_round: list[Tensor]  # emitted [B, D+1] of every round (-1 padded), for coupling tests
+
+
+def decode(model: Any, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int, *,
+           generator: torch.Generator | None = None, coins: CoinSource | None = None,
+           mutant: str | None = None, keep_rounds: bool = False,
+           progress: Callable[[int], None] | None = None) -> Decoded:
+    """Repeat rounds until every trial has n tokens (each round continues from its own output)."""
+    check_mutant(mutant)
+    scheme.check_vocab(model.vocab_size)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise CaseError(f"tokens={n!r} must be an integer >= 1")
+    if (generator is None) == (coins is None):
+        raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
+    layout = Layout(scheme.K, scheme.W, scheme.D)
+    B, D = len(contexts), scheme.D
+    state = model.start(contexts)
+    dev = state_device(model)
+    out = torch.full((B, n + D + 2), -1, dtype=torch.int64, device=dev)  # [B, n+D+2]; last col: dump
+    filled = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
+    rounds = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
+    first = None
+    per_round = []
+    col = torch.arange(D + 1, device=dev)  # [D+1]
+    for i in range(n):  # a round emits >= 1 token, so n rounds always suffice
+        c = coins(i) if coins is not None else round_coins(generator, B, layout)  # [B, n_coins]
+        res = run_round(model, state, scheme, c.to(dev), mutant=mutant, layout=layout)
+        v, todo = res.verdict, filled < n  # [B]
+        check_round(model, state, res, scheme, todo)
+        write = todo[:, None] & (col < v.n_emitted[:, None])  # [B, D+1]
+        idx = torch.where(write, filled[:, None] + col, n + D + 1)  # [B, D+1]
+        out.scatter_(1, idx, torch.where(write, v.emitted, -1))  # [B, n+D+2]
+        filled += torch.where(todo, v.n_emitted, 0)  # [B]
+        invalid = (write & (v.emitted < 0)).any(-1)  # [B] a bonus from a massless row (mutants only)
+        filled = torch.where(invalid, n, filled)  # [B] such a trial stops; its tokens stay -1
+        rounds += todo.long()
+        first = v.n_emitted if first is None else first
+        if keep_rounds:
+            per_round.append(v.emitted)
+        state = model.advance(state, v.emitted, v.n_emitted)
+        if progress is not None:
+            progress(1)
+        if bool((filled >= n).all()):
+            break
+    return Decoded(out[:, :n], rounds, first, per_round)
+
+
+def state_device(model: Any) -> torch.device:
+    return getattr(model, "device", torch.device("cpu"))
+
+
+def check_round(model: Any, state: Any, res: RoundResult, scheme: Scheme, todo: Tensor) -> None:
+    """Refuse what the reference refuses (missing rows, proxy factors > 1), one sync per round."""
+    t = res.tree
+    flags = torch.stack([(t.missing & todo).any(), (res.missing_target & todo).any(), (t.bad_factor & todo).any()])  # [3]
+    miss_d, miss_t, bad = flags.tolist()
+    if miss_d or miss_t:
+        finder = getattr(model, "missing_context", None)
+        which, nodes, table = ("draft", t.expanded, "q_rank") if miss_d else ("target", res.verdict.visited.clamp(min=0), "p")
+        ctx = finder(state, t, nodes, table) if finder else None
+        if ctx is None and miss_d and finder:
+            ctx = finder(state, t, nodes, "q_samp")
+        where = f" (ending {ctx})" if ctx is not None else ""
+        raise CaseError(f"{which}: a reachable context{where} has no row (NaN); every reachable context needs one")
+    if bad:
+        raise CaseError(f"proxy {scheme.proxy} gives a factor > 1; the kept tree would not be closed under parents")

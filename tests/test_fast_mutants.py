@@ -1,0 +1,121 @@
+"""The mutants of rheo_fast.mutants: each must change what the fast path emits (coupled, same
+coins) on a case built to exercise its step, the spec must not (it is the reference coin for
+coin, tests/test_replay.py), and unknown names are refused."""
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+import torch
+
+from rheo_fast.decode import decode, run_round, round_coins
+from rheo_fast.models import TableTreeModel
+from rheo_fast.mutants import MUTANTS, check_mutant
+from rheo_fast.tree import Layout
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Case, Scheme, TableModel
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: intra-op threads only contend on this shared 2-core machine (10x slower)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _row(rng: random.Random, V: int, zero: int | None) -> list[Fraction]:
+    w = rng.sample(range(1, 200), V)
+    if zero is not None:
+        w[zero] = 0
+    return [Fraction(x, sum(w)) for x in w]
+
+
+def mutant_case(V: int = 6, seed: int = 3) -> Case:
+    """Zeros in every row, a separate q_samp (so temperature matters), W < K and R < N (so
+    ranking matters), m = 1 (so q̃ != q_samp and there are fills)."""
+    rng = random.Random(seed)
+    keys = [()] + [(c,) for c in range(V)]
+
+    def table(name: str, shift: int) -> TableModel:
+        return TableModel.from_rows({k: _row(rng, V, (i + shift) % V) for i, k in enumerate(keys)}, name=name)
+    return Case(table("draft", 0), table("target", 2), Scheme(3, 1, 2, 3, 6), (0,), 4, table("draft_sample", 0))
+
+
+def coupled_outputs(case: Case, mutant: str | None, B: int, seed: int, zeros: float) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    layout = Layout(case.scheme.K, case.scheme.W, case.scheme.D)
+    blocks: list[torch.Tensor] = []
+
+    def coins(i: int) -> torch.Tensor:
+        while len(blocks) <= i:
+            c = round_coins(g, B, layout)  # [B, C]
+            blocks.append(torch.where(torch.rand(c.shape, generator=g, dtype=torch.float64) < zeros, 0.0, c))
+        return blocks[i]
+    return decode(TableTreeModel(case), [case.context] * B, case.scheme, case.tokens, coins=coins, mutant=mutant).tokens
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_mutant_changes_outputs_under_the_same_coins(mutant):
+    case = mutant_case()
+    B = 3000 if mutant == "float16" else 600
+    spec = coupled_outputs(case, None, B, 11, 0.2)
+    bad = coupled_outputs(case, mutant, B, 11, 0.2)
+    differ = (spec != bad).any(-1).float().mean().item()
+    assert differ > 0, f"mutant {mutant!r} emitted exactly what the spec emits on {B} coupled trials"
+
+
+def test_spec_is_deterministic_under_the_same_coins():
+    case = mutant_case()
+    assert torch.equal(coupled_outputs(case, None, 500, 5, 0.2), coupled_outputs(case, None, 500, 5, 0.2))
+
+
+def test_required_mutants_are_registered_with_descriptions():
+    required = {"proxy-true", "proxy-const", "verify-q-not-qtilde", "sample-whole-q", "residual-unnormalised",
+                "stale-bonus", "one-hot-sampled", "bonus-full-p", "leq-coin", "float16", "temp-sample-only",
+                "fills-first"}
+    assert required <= set(MUTANTS)
+    assert all(isinstance(d, str) and d and "\n" not in d for d in MUTANTS.values())
+
+
+def test_unknown_mutant_is_refused_by_name():
+    with pytest.raises(CaseError, match="proxy-flase"):
+        check_mutant("proxy-flase")
+    case = mutant_case()
+    with pytest.raises(CaseError, match="allowed"):
+        decode(TableTreeModel(case), [case.context], case.scheme, 2, generator=torch.Generator(), mutant="nope")
+
+
+def test_leq_coin_accepts_a_zero_probability_token_with_a_zero_coin():
+    """All coins 0: the spec never accepts a child whose target probability is 0, leq-coin does."""
+    V = 3
+    draft = TableModel.from_rows({(): ["1/2", "1/2", "0"]}, context_length=0, name="draft")
+    target = TableModel.from_rows({(): ["0", "0", "1"]}, context_length=0, name="target")
+    case = Case(draft, target, Scheme(2, 2, 1, 1, 2), (), 1)
+    layout = Layout(2, 1, 1)
+    zeros = torch.zeros((1, layout.n_coins), dtype=torch.float64)
+    model = TableTreeModel(case)
+    spec = run_round(model, model.start([()]), case.scheme, zeros).verdict
+    leq = run_round(model, model.start([()]), case.scheme, zeros, mutant="leq-coin").verdict
+    assert spec.emitted[0, 0].item() == 2 and spec.n_emitted.item() == 1  # both children rejected, bonus 2
+    assert leq.emitted[0, 0].item() in (0, 1)  # a token of probability 0 accepted
+    del V
+
+
+def test_a_massless_bonus_ends_the_trial_with_minus_one():
+    """residual-unnormalised can reach a residual of mass 0; its bonus is -1 (no token) and the
+    trial stops there (tokens stay -1) instead of looking up a context that holds no token.
+    rrsw, K = 2, m = 1, q = p = (1/2, 1/2): det 0 rejected leaves r = (0, 1/2) unnormalised, the
+    sampled 1 (q̃ = δ_1) is then rejected by a coin of 0.9 (the spec accepts it: r = (0, 1))."""
+    half = {(): ["1/2", "1/2"], (0,): ["1/2", "1/2"], (1,): ["1/2", "1/2"]}
+    case = Case(TableModel.from_rows(half, name="draft"), TableModel.from_rows(half, name="target"),
+                Scheme(2, 1, 1, 1, 2, verify="rrsw"), (0,), 3)
+    coins = torch.tensor([[0.5, 0.0, 0.0, 0.0, 0.9, 0.9, 0.5]], dtype=torch.float64)  # sample 0..2, accept 3..5, bonus
+    assert coins.shape[1] == Layout(2, 1, 1).n_coins
+    spec = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins)
+    assert spec.tokens.tolist() == [[1, 1, 1]]  # sampled 1 accepted, bonus 1 from p(.|1), twice
+    bad = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins,
+                 mutant="residual-unnormalised")
+    assert bad.tokens.tolist() == [[-1, -1, -1]] and bad.rounds.tolist() == [1]
