@@ -1,6 +1,23 @@
-"""pytest plugin (entry point `pytest11`): registers rheo's markers so `--strict-markers` works
-downstream. The lossless gate's `assert_lossless` and fixture are added by rheo_ref.stats."""
+"""pytest plugin (entry point `pytest11`, so installing rheo enables it): rheo's markers, the
+lossless gate for downstream decoders, and its fixtures.
+
+    from rheo_ref.pytest_plugin import assert_lossless
+
+    @pytest.mark.lossless
+    def test_my_decoder(rheo_lossless):          # seed fixed by the test id
+        rheo_lossless(my_sampler, case, alpha=1e-3, tv=0.05)
+
+`my_sampler(case, seed, num_samples)` returns `num_samples` emitted token sequences (each at
+least `case.tokens` long). See docs/GATE.md. Seeds come from the test id (`rheo_seed`), never
+from a run that passed; set RHEO_SEED_SALT (e.g. to the date) in a nightly job to vary them.
+Imports of scipy and the exact reference are deferred, so the plugin costs nothing to load.
+"""
 from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
 
 MARKERS = {
     "lossless": "the statistical and exact lossless gate (pytest -m lossless)",
@@ -15,3 +32,35 @@ MARKERS = {
 def pytest_configure(config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_report_header(config) -> str | None:
+    salt = os.environ.get("RHEO_SEED_SALT")
+    return f"rheo: seeds from test ids, RHEO_SEED_SALT={salt!r}" if salt else None
+
+
+def assert_lossless(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
+    """Fail (rheo_ref.stats.LosslessError, an AssertionError) unless `sampler`'s first n tokens
+    fit the exact target law of `case`: a χ² test at level `alpha` that detects TV ≥ `tv` with
+    power 1 − `beta` (default 0.01). Returns the `LawTest` (N, p-value, detectable TV).
+    Keyword options: beta, tokens, seed (default: from the running test id), statistic."""
+    from .stats import assert_lossless as _assert_lossless
+
+    return _assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
+
+
+@pytest.fixture
+def rheo_seed(request) -> int:
+    """A 63-bit seed fixed by this test's id (and $RHEO_SEED_SALT)."""
+    from .stats import seed_for
+
+    return seed_for(request.node.nodeid)
+
+
+@pytest.fixture
+def rheo_lossless(rheo_seed):
+    """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=)."""
+    def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
+        kwargs.setdefault("seed", rheo_seed)
+        return assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
+    return gate

@@ -1,0 +1,165 @@
+"""`rheo mutants`: the negative controls of the lossless gate and its false-alarm rate (issue 4).
+
+For every mutant of the fast path (`rheo_fast.mutants.MUTANTS`) on the gate's mutant case:
+its exact TV per check (from its exact counterpart, `rheo_ref.mutants`), the gate's tests run
+on the fast mutant (N, p-values) and whether they reject. Then the correct fast path under
+`--seeds` seeds: how often the gate's test rejects it, with a two-sided binomial p-value
+against α (and against 0.05, where a miscalibrated test shows at 100 seeds).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from fractions import Fraction
+
+EPILOG = """\
+columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/3 tokens vs the target law;
+round: first round's sequence vs the spec's round law; lengths: its length law), as rationals
+in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
+A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
+exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
+with α (binomial p >= 0.001); 1 otherwise; 2 bad input."""
+
+
+def register(subparsers) -> None:
+    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES
+
+    sp = subparsers.add_parser("mutants", help="the lossless gate's negative controls and false-alarm rate",
+                               description="Run the lossless gate on every deliberately broken fast path (mutant) "
+                                           "and on the correct one under many seeds.",
+                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    sp.add_argument("--alpha", type=float, default=ALPHA, help=f"false-alarm probability of each test (default {ALPHA:g})")
+    sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = --tv (default {BETA:g})")
+    sp.add_argument("--tv", type=float, default=DELTA, help=f"the TV δ each test detects with power 1-β (default {DELTA:g})")
+    sp.add_argument("--case", default="auto", help=f"gate case of the mutants (default auto: per mutant, the one of "
+                                                   f"{', '.join(MUTANT_CASES)} where its exact TV is largest)")
+    sp.add_argument("--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})")
+    sp.add_argument("--only", nargs="+", metavar="MUTANT", help="only these mutants")
+    sp.add_argument("--seeds", type=int, default=100, help="seeds of the false-alarm measurement (default 100; 0 skips it)")
+    sp.set_defaults(func=run_mutants)
+
+
+def _rational(x: Fraction, width: int = 14) -> str:
+    s = str(x)
+    return s if len(s) <= width else f"{float(x):.3g}"
+
+
+def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: float) -> list[dict]:
+    from .gate import CHECKS, exact_tvs, fast_mutants, gate_cases, mutant_case, run_check
+    from .mutants import EXACT_MUTANTS
+
+    fast = fast_mutants()
+    rows = []
+    for name in names:
+        gc = gate_cases()[mutant_case(name) if case == "auto" else case]
+        tvs = exact_tvs(gc, name)
+        tests = [run_check(gc, ch, mutant=name, alpha=alpha, beta=beta, tv=tv) for ch in CHECKS]
+        rejected = any(t.rejected for t in tests)
+        expected = max(tvs.values()) >= tv
+        verdict = ("caught" if rejected else "MISSED") if expected else ("caught (below δ)" if rejected else "below δ")
+        rows.append({
+            "mutant": name, "case": gc.name, "description": fast.get(name, EXACT_MUTANTS[name].description),
+            "exact_tv": {ch: str(v) for ch, v in tvs.items()}, "exact_tv_float": {ch: float(v) for ch, v in tvs.items()},
+            "N": {t.label.split()[1]: t.n for t in tests}, "p_value": {t.label.split()[1]: t.p_value for t in tests},
+            "detectable_tv": {t.label.split()[1]: t.detectable_tv for t in tests},
+            "rejected": rejected, "expected": expected, "verdict": verdict, "note": EXACT_MUTANTS[name].note,
+        })
+    return rows
+
+
+def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float) -> dict:
+    """The correct fast path under `seeds` seeds (seed i runs check i mod 4): rejections at α and at 0.05."""
+    from scipy.stats import binomtest, kstest
+
+    from .gate import CHECKS, gate_cases, run_check
+    from .stats import seed_for
+
+    gc = gate_cases()[case]
+    pvals = []
+    for i in range(seeds):
+        ch = CHECKS[i % len(CHECKS)]
+        res = run_check(gc, ch, seed=seed_for(f"false-alarm|{case}|{i}"), alpha=alpha, beta=beta, tv=tv)
+        pvals.append(res.p_value)
+    out = {"seeds": seeds, "alpha": alpha}
+    for a, key in ((alpha, "at_alpha"), (0.05, "at_0.05")):
+        k = sum(p < a for p in pvals)
+        out[key] = {"level": a, "rejections": k, "expected": seeds * a, "binomial_p": binomtest(k, seeds, a).pvalue}
+    out["ks_uniform_p"] = float(kstest(pvals, "uniform").pvalue)  # χ² p-values are near-uniform under the null
+    return out
+
+
+def run_mutants(args: argparse.Namespace) -> int:
+    from .errors import CaseError
+    from .gate import fast_mutants, gate_cases
+    from .mutants import EXACT_MUTANTS
+    from .stats import _check_rate
+
+    for name in ("alpha", "beta", "tv"):
+        _check_rate(name, getattr(args, name))
+    for opt, value in (("--case", args.case), ("--fa-case", args.fa_case)):
+        if value not in gate_cases() and not (opt == "--case" and value == "auto"):
+            raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
+    if args.seeds < 0:
+        raise CaseError(f"--seeds {args.seeds} must be >= 0")
+    fast = fast_mutants()
+    if not fast:
+        raise CaseError("the fast path's mutant registry (rheo_fast.mutants) is not importable")
+    missing = sorted(set(fast) - set(EXACT_MUTANTS))
+    names = args.only or list(fast)
+    bad = [n for n in names if n not in fast or n not in EXACT_MUTANTS]
+    if bad:
+        raise CaseError(f"unknown mutant(s) {bad}; allowed: {', '.join(n for n in fast if n in EXACT_MUTANTS)}")
+    t0 = time.perf_counter()
+    rows = mutant_rows(args.case, names, alpha=args.alpha, beta=args.beta, tv=args.tv)
+    fa = false_alarms(args.fa_case, args.seeds, alpha=args.alpha, beta=args.beta, tv=args.tv) if args.seeds else None
+    ok = all(r["verdict"] != "MISSED" for r in rows) and (fa is None or fa["at_alpha"]["binomial_p"] >= 1e-3)
+    out = {"case": args.case, "fa_case": args.fa_case, "alpha": args.alpha, "beta": args.beta, "tv": args.tv,
+           "family_alpha_per_mutant": 4 * args.alpha, "mutants": rows, "without_exact_counterpart": missing,
+           "false_alarm": fa, "ok": ok, "seconds": round(time.perf_counter() - t0, 1)}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        _print_table(out)
+    return 0 if ok else 1
+
+
+def _print_table(out: dict) -> None:
+    w = sys.stdout.write
+    w(f"lossless gate negative controls (case: {out['case']}): α={out['alpha']:g} per test "
+      f"(4 checks: ≤{out['family_alpha_per_mutant']:g} per mutant), power {1 - out['beta']:g} at TV δ={out['tv']:g}\n")
+    w(f"{'mutant':22} {'case':16} {'TV joint2':>11} {'TV joint3':>11} {'TV round':>11} {'TV lengths':>11} {'N (j2/j3/r/l)':>24} "
+      f"{'min p':>9}  verdict\n")
+    for r in out["mutants"]:
+        tv = {ch: _rational(Fraction(v), 11) for ch, v in r["exact_tv"].items()}
+        n = "/".join(str(x) for x in r["N"].values())
+        w(f"{r['mutant']:22} {r['case']:16} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
+          f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n")
+    if out["without_exact_counterpart"]:
+        w(f"fast mutants without an exact counterpart: {', '.join(out['without_exact_counterpart'])}\n")
+    fa = out["false_alarm"]
+    if fa:
+        for key in ("at_alpha", "at_0.05"):
+            x = fa[key]
+            w(f"false alarms, correct fast path on {out['fa_case']}, {fa['seeds']} seeds, level {x['level']:g}: {x['rejections']} rejected "
+              f"(expected {x['expected']:g}), binomial p = {x['binomial_p']:.3g}\n")
+        w(f"p-values vs uniform (KS): p = {fa['ks_uniform_p']:.3g}\n")
+    w(f"{'ok' if out['ok'] else 'FAILED'} in {out['seconds']} s\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rheo")
+    register(ap.add_subparsers(dest="command", required=True))
+    args = ap.parse_args(["mutants", *(sys.argv[1:] if argv is None else argv)])
+    from .errors import RheoError
+    try:
+        return args.func(args)
+    except RheoError as e:
+        print(f"rheo mutants: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

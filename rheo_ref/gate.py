@@ -1,0 +1,234 @@
+"""The lossless gate's matrix (issue 4): table cases × schemes × checks, with α, β and δ stated.
+
+A *gate case* pairs the exact case (the tables the fast path effectively samples from) with the
+case and temperature handed to the fast path: T = 0 runs the fast path's greedy mode against an
+exact case whose q_samp and p rows are point masses on the argmax; the temperature-0.5 cases
+give q_samp as a separate table (q_rank² renormalised), as ALGORITHM.md section 1 says, and
+`fastT0.5` runs the fast path at T = 0.5 against exact tables q² and p² renormalised.
+
+Checks, each a χ² test (rheo_ref.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`:
+- `joint2`, `joint3`: the first 2 / 3 tokens of repeated rounds against the exact target law;
+- `round`: the first round's emitted sequence against the exact round law of the same scheme;
+- `lengths`: the first round's length (so τ) against its exact law.
+The round checks compare with the spec, so they also catch lossless deviations from it.
+`fast_sampler` drives the fast path (rheo_fast, imported lazily) as a sampler of a case.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Callable
+
+from .exact import Exact, Law, target_law
+from .exact import tv as total_variation
+from .errors import MissingDependencyError
+from .models import Case, Scheme, TableModel
+from .stats import LawTest, StatsError, check_law, samples_for, seed_for
+
+ALPHA = 1e-6   # false-alarm probability of every gate test (80 tests: family α <= 8e-5, Bonferroni)
+BETA = 0.01    # miss probability at TV = DELTA
+DELTA = 0.025  # the TV every gate test detects with power 1 - BETA
+CHECKS = ("joint2", "joint3", "round", "lengths")
+
+# Integer weights per context (context_length 1; key () is the start row), V = 4. Rows of
+# different contexts use different weights so that scores of distinct nodes rarely tie.
+DRAFT = {(): [11, 7, 5, 3], (0,): [9, 6, 4, 2], (1,): [3, 10, 6, 2], (2,): [4, 3, 12, 5], (3,): [8, 3, 2, 13]}
+TARGET = {(): [6, 10, 3, 4], (0,): [3, 9, 5, 7], (1,): [7, 4, 9, 3], (2,): [5, 8, 2, 9], (3,): [9, 4, 7, 2]}
+DRAFT_Z = {(): [11, 7, 0, 3], (0,): [9, 0, 4, 2], (1,): [0, 10, 6, 2], (2,): [4, 3, 12, 0], (3,): [8, 3, 0, 13]}
+TARGET_Z = {(): [6, 10, 3, 0], (0,): [0, 9, 5, 7], (1,): [7, 0, 9, 3], (2,): [5, 8, 0, 9], (3,): [9, 4, 7, 0]}
+
+SCHEMES = {
+    "topk": Scheme(3, 3, 2, 2, 5),
+    "rheo-m0": Scheme(2, 0, 2, 2, 4),
+    "rheo-m1": Scheme(3, 1, 2, 2, 5),
+    "rheo-m1-R2": Scheme(3, 1, 2, 2, 2),  # a budget that cuts depth-1 siblings: survival bias shows
+    "rheo-m2": Scheme(3, 2, 2, 2, 5),
+    "rrsw": Scheme(3, 1, 2, 2, 5, verify="rrsw"),
+    "chain": Scheme(1, 0, 1, 3, 3),
+}
+
+
+def table(weights: dict, name: str, power: int = 1) -> TableModel:
+    """A table from integer weights; `power` 2 gives the temperature-0.5 rows (w² renormalised)."""
+    rows = {}
+    for k, w in weights.items():
+        w = [x ** power for x in w]
+        rows[",".join(map(str, k))] = tuple(Fraction(x, sum(w)) for x in w)
+    return TableModel(4, 1, rows, name)
+
+
+def greedy_table(model: TableModel, name: str) -> TableModel:
+    """Point mass on the argmax of every row (ties: lower id): the T = 0 row."""
+    rows = {}
+    for k, row in model.probs.items():
+        top = max(range(len(row)), key=lambda t: (row[t], -t))
+        rows[k] = tuple(Fraction(int(t == top)) for t in range(len(row)))
+    return TableModel(model.vocab_size, model.context_length, rows, name)
+
+
+@dataclass(frozen=True)
+class GateCase:
+    """One row of the matrix: `case` is exact; the fast path runs `fast_case` at temperature `T`."""
+
+    name: str
+    case: Case
+    fast_case: Case
+    T: float = 1.0
+
+
+def _gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") -> GateCase:
+    dw, tw = (DRAFT_Z, TARGET_Z) if zeros else (DRAFT, TARGET)
+    draft, target = table(dw, "draft"), table(tw, "target")
+    sch = SCHEMES[scheme]
+    if temp == "0":  # fast path in greedy mode; exact q_samp and p are the point masses
+        fast = Case(draft, target, sch, (0,), 3)
+        exact = Case(draft, greedy_table(target, "target"), sch, (0,), 3, greedy_table(draft, "draft_sample"))
+        return GateCase(name, exact, fast, 0.0)
+    if temp == "fast0.5":  # the fast path's own temperature: q_samp and p to the power 1/T = 2
+        fast = Case(draft, target, sch, (0,), 3)
+        exact = Case(draft, table(tw, "target", power=2), sch, (0,), 3, table(dw, "draft_sample", power=2))
+        return GateCase(name, exact, fast, 0.5)
+    sample = table(dw, "draft_sample", power=2 if temp == "0.5" else 1)  # a separate q_samp table
+    case = Case(draft, target, sch, (0,), 3, sample)
+    return GateCase(name, case, case, 1.0)
+
+
+@lru_cache(maxsize=1)
+def gate_cases() -> dict[str, GateCase]:
+    """The matrix: every scheme at T = 1 and T = 0.5 (separate q_samp tables), with and without
+    zeros, plus greedy T = 0 for the tree schemes."""
+    out = {}
+    for s in SCHEMES:
+        out[f"{s}/T1"] = _gate_case(f"{s}/T1", s)
+        out[f"{s}/T0.5/zeros"] = _gate_case(f"{s}/T0.5/zeros", s, zeros=True, temp="0.5")
+    out["rheo-m1/T0.5"] = _gate_case("rheo-m1/T0.5", "rheo-m1", temp="0.5")
+    out["rheo-m1/T1/zeros"] = _gate_case("rheo-m1/T1/zeros", "rheo-m1", zeros=True)
+    out["rheo-m1-R2/T0.5"] = _gate_case("rheo-m1-R2/T0.5", "rheo-m1-R2", temp="0.5")
+    out["rrsw/fastT0.5"] = _gate_case("rrsw/fastT0.5", "rrsw", temp="fast0.5")
+    out["rheo-m1/T0"] = _gate_case("rheo-m1/T0", "rheo-m1", temp="0")
+    out["topk/T0/zeros"] = _gate_case("topk/T0/zeros", "topk", zeros=True, temp="0")
+    return out
+
+
+MUTANT_CASES = ("rheo-m1/T0.5", "rheo-m1-R2/T0.5")
+MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. The tight budget
+#                                R = 2 adds survival bias, so proxy-const (lossless at R = 5) moves
+#                                the token law there; fills-first needs the fills R = 5 keeps
+
+
+@lru_cache(maxsize=None)
+def mutant_case(name: str) -> str:
+    """The gate case of a mutant's negative control: among MUTANT_CASES, the one where its exact
+    TV on the first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
+    from .mutants import EXACT_MUTANTS
+    if name not in EXACT_MUTANTS:
+        raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(EXACT_MUTANTS)}")
+    cases = gate_cases()
+    return max(MUTANT_CASES, key=lambda c: tuple(exact_tvs(cases[c], name, ("joint3", "round")).values()))
+
+
+def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:
+    """The exact law a check compares with (of `mutant`'s exact counterpart if given)."""
+    if check.startswith("joint") and mutant is None:
+        return target_law(gc.case, int(check[5:]))
+    if mutant is None:
+        ex = Exact(gc.case)
+    else:
+        from .mutants import MutantExact
+        ex = MutantExact(gc.case, mutant)
+    if check.startswith("joint"):
+        return ex.token_law(int(check[5:]))
+    if check == "round":
+        return ex.round_law()
+    if check == "lengths":
+        return {(k,): p for k, p in ex.round_lengths().items()}
+    raise StatsError(f"unknown check {check!r}; allowed: {', '.join(CHECKS)}")
+
+
+def exact_tvs(gc: GateCase, mutant: str, checks: tuple[str, ...] = CHECKS) -> dict[str, Fraction]:
+    """Exact TV, per check, between the law the mutant's exact counterpart gives the check and
+    the law the check tests against (the target law, or the spec's round / length law)."""
+    return {ch: total_variation(check_law_of(gc, ch, mutant), check_law_of(gc, ch)) for ch in checks}
+
+
+def check_sampler(gc: GateCase, check: str, mutant: str | None = None,
+                  factory: Callable | None = None) -> Callable[[int, int], list[tuple[int, ...]]]:
+    """(seed, n) -> n outcomes of the fast path (or `factory(mutant, first_round=, T=)`) for a check."""
+    factory = fast_sampler if factory is None else factory
+    if check.startswith("joint"):
+        case = Case(gc.fast_case.draft, gc.fast_case.target, gc.fast_case.scheme, gc.fast_case.context,
+                    int(check[5:]), gc.fast_case.draft_sample)
+        s = factory(mutant, T=gc.T)
+        return lambda seed, n: s(case, seed, n)
+    s = factory(mutant, first_round=True, T=gc.T)
+    if check == "round":
+        return lambda seed, n: s(gc.fast_case, seed, n)
+    return lambda seed, n: [(len(x),) for x in s(gc.fast_case, seed, n)]
+
+
+def run_check(gc: GateCase, check: str, *, seed: int | None = None, mutant: str | None = None,
+              alpha: float = ALPHA, beta: float = BETA, tv: float = DELTA, factory: Callable | None = None,
+              law: Law | None = None) -> LawTest:
+    """One gate test; the seed defaults to one fixed by (case, check, mutant)."""
+    law = check_law_of(gc, check) if law is None else law
+    n = samples_for(law, tv, alpha, beta)
+    seed = seed_for(f"gate|{gc.name}|{check}|{mutant}") if seed is None else seed
+    samples = check_sampler(gc, check, mutant, factory)(seed, n)
+    return check_law(samples, law, alpha=alpha, beta=beta, tv=tv,
+                     label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else ""))
+
+
+# --- driving the fast path ------------------------------------------------------------------
+
+def canonical(seq, vocab_size: int) -> tuple[int, ...]:
+    """A fast-path sequence with every token from the first invalid one (-1 or >= V) on set to V."""
+    out, bad = [], False
+    for t in seq:
+        bad = bad or not 0 <= t < vocab_size
+        out.append(vocab_size if bad else int(t))
+    return tuple(out)
+
+
+def fast_mutants() -> dict[str, str]:
+    """The fast path's mutant registry (name -> description); {} when rheo_fast is absent."""
+    try:
+        from rheo_fast.mutants import MUTANTS
+    except ImportError:
+        return {}
+    return dict(MUTANTS)
+
+
+def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: float = 1.0, device: str = "cpu"):
+    """A sampler (case, seed, num_samples) -> sequences running `rheo_fast` on a table case.
+
+    `first_round`: the tokens of the first round only (variable length), else the first
+    `case.tokens` tokens. A token the fast path emits outside the vocabulary (-1) and every
+    token after it read as V (see `canonical`). T: the fast path's temperature (applied to q_samp
+    and p; T = 0 is greedy). Runs torch on one thread (the machine is shared).
+    """
+    try:
+        import torch
+        from rheo_fast.decode import decode
+        from rheo_fast.models import TableTreeModel
+    except ImportError as e:
+        raise MissingDependencyError(f"the fast path (rheo_fast) is not importable: {e}") from None
+
+    def sampler(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            g = torch.Generator(device=device).manual_seed(int(seed) % 2 ** 63)
+            model = TableTreeModel(case, T=T, device=device)
+            out = decode(model, [list(case.context)] * num_samples, case.scheme, 1 if first_round else case.tokens,
+                         generator=g, mutant=mutant, keep_rounds=first_round)
+        finally:
+            torch.set_num_threads(threads)
+        V = case.vocab_size
+        if first_round:
+            rows, lengths = out.per_round[0].tolist(), out.first_lengths.tolist()
+            return [canonical(r[:k], V) for r, k in zip(rows, lengths)]
+        return [canonical(r, V) for r in out.tokens.tolist()]
+
+    sampler.__name__ = f"fast_sampler[{mutant or 'spec'}{', first round' if first_round else ''}]"
+    return sampler

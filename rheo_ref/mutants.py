@@ -1,0 +1,371 @@
+"""Exact counterparts of the fast path's mutants: deliberately broken variants, the negative
+controls of the lossless gate (issue 4).
+
+Each mutant changes one step of the spec. Its exact law is computed by the same enumeration as
+the reference (`rheo_ref.exact.Exact`), altered only through public seams:
+- `case`: a modified case (the scheme's proxy);
+- `chooser`: what the sampled slot holds (a `rheo_ref.tree.Chooser`);
+- `nodes`: a rewrite of each grown tree before rerank and verification (e.g. the q̃ that
+  verification sees);
+- `rules`: a `rheo_ref.verify.Rules` subclass (acceptance, residuals, bonus, order).
+No hook was added to the reference core. `mutant_law`/`mutant_tv` give the exact token law of
+the mutant and its TV to the target law. Each counterpart models the fast path's mutant as its
+description in `rheo_fast.mutants.MUTANTS` states; tests/test_mutants.py checks, statistically,
+that the two agree. `rheo_ref.gate.fast_sampler` drives the fast path.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Callable
+
+from .enumerate import BruteChooser
+from .errors import CaseError
+from .exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
+from .models import Case, Context, Row, TableModel
+from .slots import SlotPlan, expand_slots
+from .tree import Node, Tree, grow, path_tokens, rerank
+from .verify import SPEC, Rules, normalise, verify_law
+
+ZERO, ONE = Fraction(0), Fraction(1)
+COIN = Fraction(1, 2 ** 53)  # resolution of a float64 uniform coin
+
+
+# --- seams -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MarkedNode(Node):
+    """A node whose kind was rewritten for verification; `was` is its kind in the tree (order)."""
+
+    was: str = ""
+
+
+def _kind(n: Node) -> str:
+    return getattr(n, "was", "") or n.kind
+
+
+class OrderByTreeKind(Rules):
+    """Spec order computed from the kinds nodes had in the tree (before a rewrite)."""
+
+    def order(self, kids: list[Node], order: str) -> list[Node]:
+        if order == "rheo":
+            return sorted(kids, key=lambda n: (_kind(n) != "sampled", n.slot))
+        return sorted(kids, key=lambda n: n.slot)
+
+
+def _parent_context(case_ctx: Context, nodes: Tree, n: Node) -> Context:
+    return tuple(case_ctx) + path_tokens(nodes, n.parent)
+
+
+def _rewrite_sampled(fn: Callable[[Case, Context, Node], Node]) -> Callable[[Case, Context, Tree], Tree]:
+    """Apply `fn(case, parent context, node)` to every sampled node of a tree."""
+    def rewrite(case: Case, ctx: Context, nodes: Tree) -> Tree:
+        return tuple(fn(case, _parent_context(ctx, nodes, n), n) if n.kind == "sampled" else n for n in nodes)
+    return rewrite
+
+
+class Tagged(tuple):
+    """A row (a tuple, so verification reads it as one) carrying extra facts for a mutant's rules."""
+
+    def __new__(cls, values, **tags):
+        obj = super().__new__(cls, values)
+        obj.__dict__.update(tags)
+        return obj
+
+
+class _RecordingModel:
+    """Wraps a table model and remembers the last row asked for. `grow` asks for the node's
+    q_samp row right before calling the chooser, so a chooser can see the whole q_samp row;
+    the chooser checks that the row matches the plan it was given."""
+
+    def __init__(self, model: TableModel) -> None:
+        self.model, self.last = model, None
+        self.vocab_size, self.name = model.vocab_size, model.name
+
+    def row(self, context) -> Row:
+        self.last = self.model.row(context)
+        return self.last
+
+
+# --- the mutants ---------------------------------------------------------------------------
+
+def _q_instead_of_qtilde(case: Case, ctx: Context, n: Node) -> Node:
+    return replace(n, qtilde=case.q_samp_model.row(ctx))
+
+
+def _qrank_tilde(case: Case, ctx: Context, n: Node) -> Node:
+    s = case.scheme
+    plan = expand_slots(case.draft.row(ctx), case.draft.row(ctx), s.K, s.m, s.proxy)
+    if plan.qtilde is None or any(plan.qtilde[y] == 0 for y in n.tokens):
+        raise CaseError("temp-sample-only: the tail of q_rank has no mass where q_samp does; pick another case")
+    return replace(n, qtilde=plan.qtilde)
+
+
+def _sampled_as_point(case: Case, ctx: Context, n: Node) -> Node:
+    return MarkedNode(n.id, n.parent, n.depth, "det", n.slot, n.tokens, n.score, None, was="sampled")
+
+
+def _all_as_sampled(case: Case, ctx: Context, nodes: Tree) -> Tree:
+    """Every point mass t becomes a sampled node with q̃ = δ_t: same law under the spec rules,
+    but its coin now goes through `Rules.accept_sampled` (used by `leq-coin`)."""
+    V = case.vocab_size
+    out = []
+    for n in nodes:
+        if n.kind in ("det", "fill"):
+            onehot = tuple(ONE if i == n.token else ZERO for i in range(V))
+            n = MarkedNode(n.id, n.parent, n.depth, "sampled", n.slot, n.tokens, n.score, onehot, was=n.kind)
+        out.append(n)
+    return tuple(out)
+
+
+def _outside_tail(case: Case, ctx: Context, n: Node) -> Node:
+    """`sample-whole-q`: a y outside the tail keeps q̃ for verification, where q̃(y) = 0; the fast
+    path's coin u * q̃(y) < r(y) then accepts iff r(y) > 0. The row is tagged so that the rules
+    know (verification's class weight q̃(y)/q̃(y) needs a non-zero entry)."""
+    y = n.token
+    if n.qtilde[y] > 0:
+        return n
+    row = Tagged([ONE if i == y else x for i, x in enumerate(n.qtilde)], outside=y, base=n.qtilde)
+    return replace(n, qtilde=row)
+
+
+class WholeQRules(Rules):
+    def accept_sampled(self, r: Row, qtilde: Row, y: int) -> Fraction:
+        if getattr(qtilde, "outside", None) == y:
+            return ONE if r[y] > 0 else ZERO
+        return super().accept_sampled(r, qtilde, y)
+
+    def after_sampled(self, r: Row, qtilde: Row) -> Row:
+        return super().after_sampled(r, getattr(qtilde, "base", qtilde))
+
+
+class WholeQChooser:
+    """`sample-whole-q`: y ~ q_samp over the whole vocabulary (it may repeat a top-m token)."""
+
+    def __init__(self, recorder: _RecordingModel, m: int) -> None:
+        self.recorder, self.m = recorder, m
+
+    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+        q = self.recorder.last
+        z = sum((q[t] for t in plan.tail), ZERO)
+        assert z > 0 and all(plan.qtilde[t] == q[t] / z for t in plan.tail), "recorded q_samp row does not match the plan"
+        return [(q[y], (y,)) for y in range(len(q)) if q[y] > 0]
+
+    def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
+        raise AssertionError("no class nodes")
+
+
+class Unnormalised(Rules):
+    """`residual-unnormalised`: after a rejection r is not renormalised (the bonus draw is)."""
+
+    def after_sampled(self, r: Row, qtilde: Row) -> Row:
+        return tuple(max(ZERO, a - b) for a, b in zip(r, qtilde))
+
+    def after_point(self, r: Row, t: int) -> Row:
+        return tuple(ZERO if i == t else x for i, x in enumerate(r))
+
+    def bonus(self, r: Row, p: Row) -> Row:
+        """A residual of zero mass (reachable now: its rejection no longer has probability 0)
+        makes the fast path's inverse CDF return -1; here that is token V ("invalid")."""
+        if sum(r, ZERO) == 0:
+            return tuple(ZERO for _ in r) + (ONE,)
+        return normalise(r)
+
+
+class BonusFromP(Rules):
+    """`bonus-full-p`: the bonus token is drawn from p at the node, not from the residual."""
+
+    def bonus(self, r: Row, p: Row) -> Row:
+        return p
+
+
+class StaleBonus(Rules):
+    """`stale-bonus` (EAGLE PR #47): at a leaf reached by an accept (no kept child to try), the
+    bonus is drawn from the parent's residual at the time of the accept instead of p at the leaf."""
+
+    def next_row(self, r: Row, p_child: Row) -> Row:
+        return Tagged(p_child, stale=r)
+
+    def bonus(self, r: Row, p: Row) -> Row:
+        if r is p and hasattr(p, "stale"):  # nothing tried at this node: a leaf
+            return p.stale
+        return r
+
+
+def _half(x: Fraction) -> Fraction:
+    import struct
+    return Fraction(struct.unpack("<e", struct.pack("<e", float(x)))[0])
+
+
+def _half_neighbours(c: Fraction) -> tuple[Fraction, Fraction]:
+    """(largest float16 v < c, the float16 right after v), for 0 < c."""
+    import numpy as np
+    v = np.float16(float(c))
+    while Fraction(float(v)) >= c:
+        v = np.nextafter(v, np.float16(-1))
+    return Fraction(float(v)), Fraction(float(np.nextafter(v, np.float16(2))))
+
+
+def half_coin_below(c: Fraction) -> Fraction:
+    """P(half(u) < c) for u uniform on [0, 1): u rounds to float16 v* < c iff u < (v* + next(v*))/2."""
+    if c <= 0:
+        return ZERO
+    lo, hi = _half_neighbours(c)
+    return min(ONE, (lo + hi) / 2)
+
+
+class Float16(OrderByTreeKind):
+    """`float16` (a model): every coin u, r and q̃ rounded to float16 at each try, residuals
+    formed from the rounded rows, the bonus drawn by a rounded coin from the rounded residual.
+    Every point mass comes here as a sampled node with q̃ = δ_t. Exact for the coins; the bonus
+    row is rounded once more than the fast path rounds it in some branches (relative 2^-11)."""
+
+    def accept_sampled(self, r: Row, qtilde: Row, y: int) -> Fraction:
+        R, Q = _half(r[y]), _half(qtilde[y])
+        if Q == 0:
+            return ONE if R > 0 else ZERO
+        return half_coin_below(R / Q)
+
+    def after_sampled(self, r: Row, qtilde: Row) -> Row:
+        hr = [_half(x) for x in r]
+        d = [max(ZERO, a - _half(b)) for a, b in zip(hr, qtilde)]
+        return tuple(hr) if sum(d, ZERO) == 0 else normalise(d)
+
+    def bonus(self, r: Row, p: Row) -> Row:
+        h = [_half(x) for x in r]
+        z = sum(h, ZERO)
+        last = max(i for i, x in enumerate(h) if x > 0)
+        out, below = [], ZERO
+        acc = ZERO
+        for i, x in enumerate(h):
+            acc += x
+            g = ONE if i == last else half_coin_below(acc / z) if i < last else below
+            out.append(g - below)
+            below = g
+        return tuple(out)
+
+
+class LeqCoin(OrderByTreeKind):
+    """`leq-coin`: accept when u <= a instead of u < a, u a float64 uniform on the 2^-53 grid:
+    P(u <= a) = (floor(a 2^53) + 1) / 2^53, capped at 1 (vs. a). Every coin goes through here."""
+
+    def accept_sampled(self, r: Row, qtilde: Row, y: int) -> Fraction:
+        a = min(ONE, r[y] / qtilde[y])
+        return min(ONE, Fraction(int(a / COIN) + 1) * COIN)
+
+
+class FillsFirst(Rules):
+    """`fills-first`: the top-m, then the fills, then the sampled child (whatever the rule), so q̃
+    is not conditioned on the fills' rejection."""
+
+    def order(self, kids: list[Node], order: str) -> list[Node]:
+        rank = {"det": 0, "fill": 1, "sampled": 2}
+        return sorted(kids, key=lambda n: (rank[_kind(n)], n.slot))
+
+
+@dataclass(frozen=True)
+class ExactMutant:
+    """One mutant's exact counterpart (see the module docstring for the seams)."""
+
+    name: str
+    description: str
+    case: Callable[[Case], Case] | None = None
+    chooser: Callable[[_RecordingModel, Case], object] | None = None
+    nodes: Callable[[Case, Context, Tree], Tree] | None = None
+    rules: Rules = SPEC
+    note: str = ""
+
+
+PROXY_CONST = "const:1/4"
+
+EXACT_MUTANTS: dict[str, ExactMutant] = {m.name: m for m in [
+    ExactMutant("proxy-true", "sampled slot ranked by q_rank(y) (the `true` proxy: survival bias)",
+                case=lambda c: c.with_scheme(proxy="true")),
+    ExactMutant("proxy-const", f"sampled slot ranked by a fixed factor ({PROXY_CONST})",
+                case=lambda c: c.with_scheme(proxy=PROXY_CONST)),
+    ExactMutant("verify-q-not-qtilde", "sampled child verified against q_samp instead of the renormalised tail q̃",
+                nodes=_rewrite_sampled(_q_instead_of_qtilde)),
+    ExactMutant("sample-whole-q", "sampled token drawn from the whole q_samp instead of the tail q̃ (verified against q̃)",
+                chooser=lambda rec, c: WholeQChooser(rec, c.scheme.m), nodes=_rewrite_sampled(_outside_tail),
+                rules=WholeQRules()),
+    ExactMutant("residual-unnormalised", "residual after a rejection left unnormalised", rules=Unnormalised()),
+    ExactMutant("stale-bonus", "bonus at a leaf reached by an accept drawn from the parent's stale residual, not p",
+                rules=StaleBonus()),
+    ExactMutant("one-hot-sampled", "sampled child verified as a point mass (accept w.p. r(y))",
+                nodes=_rewrite_sampled(_sampled_as_point), rules=OrderByTreeKind()),
+    ExactMutant("bonus-full-p", "bonus token drawn from p instead of the residual", rules=BonusFromP()),
+    ExactMutant("leq-coin", "accept when u <= a instead of u < a (float64 coin): a coin of 0 accepts a token of probability 0",
+                nodes=_all_as_sampled, rules=LeqCoin(), note="effect ~2^-53 per coin: below any δ a sampler can detect"),
+    ExactMutant("float16", "coins and residuals rounded to float16 during verification", nodes=_all_as_sampled,
+                rules=Float16(), note="effect ~2^-11 relative per coin (a model of the rounding)"),
+    ExactMutant("temp-sample-only", "sampled child verified against the tail of q_rank (T = 1) although drawn from q_samp (T)",
+                nodes=_rewrite_sampled(_qrank_tilde)),
+    ExactMutant("fills-first", "fills tried before the sampled token, q̃ not conditioned on their rejection",
+                rules=FillsFirst()),
+]}
+
+
+def _memo_key(case: Case, context: Context) -> Context:
+    L = max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
+    return tuple(context)[-L:] if L else ()
+
+
+class MutantExact(Exact):
+    """`Exact` for a mutant: brute enumeration (every sampled identity separately), then the
+    mutant's tree rewrite, the spec rerank and the mutant's verification rules."""
+
+    def __init__(self, case: Case, mutant: str | ExactMutant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
+        if isinstance(mutant, str):
+            if mutant not in EXACT_MUTANTS:
+                raise CaseError(f"unknown mutant {mutant!r}; allowed: {', '.join(EXACT_MUTANTS)}")
+            mutant = EXACT_MUTANTS[mutant]
+        self.mutant = mutant
+        super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)
+
+    def round_law(self, context: Context | None = None) -> Law:
+        case, mut = self.case, self.mutant
+        ctx = case.context if context is None else tuple(context)
+        key = _memo_key(case, ctx)
+        if key not in self._rounds:
+            rec = _RecordingModel(case.q_samp_model)
+            chooser = mut.chooser(rec, case) if mut.chooser else BruteChooser()
+            law: Law = defaultdict(Fraction)
+            for prob, nodes in grow(case.draft, rec, ctx, case.scheme, chooser):
+                self.counter.enumerated += 1
+                if mut.nodes is not None:
+                    nodes = mut.nodes(case, ctx, nodes)
+                kept = rerank(nodes, case.scheme.R)
+                for s, pr in verify_law(nodes, kept, case.target, ctx, case.scheme.verify, self.rules).items():
+                    law[s] += prob * pr
+            self.counter.rounds += 1
+            self._rounds[key] = dict(law)
+        return self._rounds[key]
+
+
+    def token_law(self, n: int | None = None, context: Context | None = None) -> Law:
+        """As `Exact.token_law`; a round ending in the invalid token V fills the rest with V."""
+        n = self.case.tokens if n is None else n
+        ctx = self.case.context if context is None else tuple(context)
+        V = self.case.vocab_size
+        out: Law = defaultdict(Fraction)
+        for s, pr in self.round_law(ctx).items():
+            if len(s) >= n:
+                out[s[:n]] += pr
+            elif s[-1] == V:
+                out[s + (V,) * (n - len(s))] += pr
+            else:
+                for rest, pr2 in self.token_law(n - len(s), ctx + s).items():
+                    out[s + rest] += pr * pr2
+        return dict(out)
+
+
+def mutant_law(case: Case, mutant: str, n: int | None = None) -> Law:
+    """Exact law of the first n tokens (default `case.tokens`) that the mutant emits."""
+    return MutantExact(case, mutant).token_law(case.tokens if n is None else n)
+
+
+def mutant_tv(case: Case, mutant: str, n: int | None = None) -> Fraction:
+    """Exact TV between the mutant's first n tokens and the target law of the (original) case."""
+    n = case.tokens if n is None else n
+    return tv(mutant_law(case, mutant, n), target_law(case, n))

@@ -1,0 +1,68 @@
+"""The lossless gate (issue 4, `pytest -m lossless`): the fast path across the matrix of
+rheo_ref.gate — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
+tables for temperatures 0.5 and 1; the fast path's own T = 0.5 and greedy T = 0 — on four checks each (first 2 and 3 tokens vs
+the target law, the first round's sequence vs the exact round law, its length law).
+
+Every test: α = ALPHA (1e-6; 80 tests, so the family's false-alarm probability is ≤ 8e-5),
+power 1 − BETA (0.99) at TV = DELTA (0.025), and it asserts that its detectable TV at its N is
+≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo_ref.pytest_plugin).
+The negative controls (mutants the same checks must reject) are in tests/test_mutants.py.
+"""
+from __future__ import annotations
+
+import pytest
+
+from rheo_ref.enumerate import enumerate_trees
+from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.gate import ALPHA, BETA, CHECKS, DELTA, SCHEMES, gate_cases, run_check
+from rheo_ref.stats import fast_verdict, seed_for
+from rheo_ref.tree import min_score_gap
+
+pytest.importorskip("rheo_fast.decode", reason="the gate drives the fast path (rheo_fast)")
+
+CASES = gate_cases()
+
+
+@pytest.mark.lossless
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_fast_path_passes_the_gate(name, check, rheo_seed):
+    res = run_check(CASES[name], check, seed=rheo_seed, alpha=ALPHA, beta=BETA, tv=DELTA)
+    assert res.detectable_tv <= DELTA, res.summary()
+    assert not res.rejected, res.summary()
+
+
+def test_matrix_covers_the_issue():
+    names = set(CASES)
+    assert {n.split("/")[0] for n in names} == set(SCHEMES) == {"topk", "rheo-m0", "rheo-m1", "rheo-m1-R2", "rheo-m2",
+                                                               "rrsw", "chain"}
+    assert any("zeros" in n for n in names) and any("zeros" not in n for n in names)
+    assert {n.split("/")[1] for n in names} == {"T1", "T0.5", "T0", "fastT0.5"}
+    for gc in CASES.values():
+        if gc.T == 1.0:  # a separate q_samp table, for T = 1 equal to the draft and for T = 0.5 its square
+            assert gc.case.draft_sample is not None
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gate_references_are_exact_and_lossless(name):
+    """The laws the gate tests against: the spec scheme's token law equals the target law
+    exactly (so a rejection of the joint checks is a losslessness failure), and no two node
+    scores of any tree are closer than 1e-9 without being equal (ALGORITHM.md section 8), so
+    the round checks can compare the fast path's trees with the exact ones."""
+    gc = CASES[name]
+    ex = Exact(gc.case)
+    assert tv(ex.token_law(3), target_law(gc.case, 3)) == 0
+    for _, nodes, _ in enumerate_trees(gc.case, gc.case.context, "brute"):
+        assert min_score_gap(nodes) > 1e-9
+
+
+@pytest.mark.lossless
+def test_fast_verdict_for_the_audit():
+    """The `rheo audit` column: α = 1e-3, detects TV ≥ 0.05 with power 0.99 on the first 3
+    tokens. The correct fast path passes; the bonus-full-p mutant (exact TV 0.185 here) fails."""
+    case = CASES["rheo-m1/T0.5"].case
+    ok = fast_verdict(case, alpha=1e-3, tv=0.05, seed=seed_for("audit|spec"))
+    assert set(ok) >= {"verdict", "N", "alpha", "detectable_tv", "p_value"}
+    assert ok["verdict"] == "pass" and ok["detectable_tv"] <= 0.05 and ok["alpha"] == 1e-3
+    bad = fast_verdict(case, alpha=1e-3, tv=0.05, seed=seed_for("audit|mutant"), mutant="bonus-full-p")
+    assert bad["verdict"] == "FAIL" and bad["N"] == ok["N"]

@@ -1,0 +1,120 @@
+"""Negative controls of the lossless gate (issue 4): deliberately broken fast paths.
+
+- Every mutant of `rheo_fast.mutants.MUTANTS` has an exact counterpart (rheo_ref.mutants),
+  and the seams those counterparts use reproduce the spec exactly when they change nothing.
+- On its gate case (rheo_ref.gate.mutant_case) every mutant but the float-level ones (leq-coin,
+  float16) moves the law of the first 3 tokens by an exact TV ≥ DELTA — except one-hot-sampled,
+  which is lossless and moves only the round and length laws; the two float-level ones are
+  below DELTA and reported so.
+- (lossless) The gate's tests reject every fast mutant whose exact TV is ≥ DELTA, on each
+  check where it is (power ≥ 0.99 each), and each fast mutant's first-round law fits its exact
+  counterpart's (α = 1e-6, δ = 0.05), so the exact TVs in `rheo mutants` describe what runs.
+"""
+from __future__ import annotations
+
+import inspect
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+
+from rheo_ref.enumerate import BruteChooser
+from rheo_ref.errors import CaseError
+from rheo_ref.exact import Exact
+from rheo_ref.gate import (ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, fast_mutants, gate_cases,
+                           mutant_case, run_check)
+from rheo_ref.mutants import (EXACT_MUTANTS, ExactMutant, MutantExact, OrderByTreeKind, StaleBonus, _all_as_sampled,
+                              half_coin_below)
+from rheo_ref.strategies import cases
+from rheo_ref.verify import Rules
+
+BELOW_DELTA = {"leq-coin", "float16"}       # float-level effects: exact TV far below any δ
+LOSSLESS = {"one-hot-sampled"}  # a point-mass check of a drawn token is lossless: caught by the round checks only
+GC = gate_cases()[MUTANT_CASE]
+
+
+@pytest.fixture(scope="module")
+def tvs() -> dict[str, dict[str, Fraction]]:
+    """Exact TV per check of each mutant on its gate case (rheo_ref.gate.mutant_case)."""
+    return {name: exact_tvs(gate_cases()[mutant_case(name)], name) for name in EXACT_MUTANTS}
+
+
+def test_every_fast_mutant_has_an_exact_counterpart():
+    fast = fast_mutants()
+    if not fast:
+        pytest.skip("rheo_fast is not importable")
+    assert set(fast) == set(EXACT_MUTANTS)
+    assert len(fast) >= 12
+
+
+def test_mutants_are_never_the_default():
+    from rheo_fast.decode import decode, run_round
+
+    for fn in (decode, run_round):
+        assert inspect.signature(fn).parameters["mutant"].default is None
+    with pytest.raises(CaseError, match="unknown mutant"):
+        MutantExact(GC.case, "no-such-mutant")
+
+
+@given(case=cases(max_vocab=4, max_depth=2, max_tokens=2, max_trees=120))
+def test_seams_change_nothing_by_themselves(case):
+    """A tree rewrite that turns every point mass into a sampled node with q̃ = δ_t (used by
+    leq-coin and float16), rules that order by the tree's kinds, and the tagged rows of
+    stale-bonus with its bonus unused: the same round law as the reference, exactly."""
+    ref = Exact(case, "brute").round_law()
+    assert MutantExact(case, ExactMutant("points-as-sampled", "", nodes=_all_as_sampled,
+                                         rules=OrderByTreeKind())).round_law() == ref
+
+    class TaggedOnly(StaleBonus):
+        def bonus(self, r, p):
+            return Rules.bonus(self, r, p)
+
+    assert MutantExact(case, ExactMutant("tagged", "", rules=TaggedOnly())).round_law() == ref
+    assert MutantExact(case, ExactMutant("identity", "", chooser=lambda rec, c: BruteChooser())).round_law() == ref
+
+
+def test_exact_tv_of_every_mutant_on_the_gate_case(tvs):
+    for name, t in tvs.items():
+        assert all(x >= 0 for x in t.values())
+        if name in BELOW_DELTA:
+            assert 0 < max(t.values()) < Fraction(1, 1000), (name, t)
+        else:
+            assert max(t.values()) >= DELTA, (name, t)
+        if name in LOSSLESS:
+            assert t["joint2"] == t["joint3"] == 0 and t["round"] >= DELTA, (name, t)
+        elif name not in BELOW_DELTA:
+            assert t["joint3"] >= DELTA, (name, t)  # a losslessness failure, not only a deviation from the spec
+
+
+def test_float_helpers():
+    assert half_coin_below(Fraction(0)) == 0
+    assert half_coin_below(Fraction(2)) == 1
+    assert half_coin_below(Fraction(1)) == 1 - Fraction(1, 2 ** 12)  # u >= 1 - 2^-12 rounds to 1.0
+    assert canonical([1, 2, -1, 0], 3) == (1, 2, 3, 3)
+
+
+@pytest.mark.lossless
+@pytest.mark.parametrize("name", sorted(set(EXACT_MUTANTS) - BELOW_DELTA))
+def test_gate_rejects_the_mutant(name, tvs):
+    """The joint-3 and round checks, wherever the mutant's exact TV on them is ≥ DELTA, reject
+    the fast mutant (α = ALPHA, power ≥ 0.99 each). All four checks of every mutant: `rheo
+    mutants` and tests/test_mutants_cli.py."""
+    checks = [ch for ch in ("joint3", "round") if tvs[name][ch] >= DELTA]
+    assert checks
+    for ch in checks:
+        res = run_check(gate_cases()[mutant_case(name)], ch, mutant=name, alpha=ALPHA, beta=BETA, tv=DELTA)
+        assert res.rejected, f"{res.summary()}; exact TV {float(tvs[name][ch]):.4f} >= δ {DELTA}"
+
+
+@pytest.mark.lossless
+@pytest.mark.parametrize("name", sorted(EXACT_MUTANTS))
+def test_fast_mutant_matches_its_exact_counterpart(name):
+    """α = 1e-6, detects TV ≥ 0.05 with power 0.99, on the first round's law (rrsw case too,
+    where the sampled child is not tried first). This test found two divergences, both fixed in
+    rheo_fast: stale-bonus kept a residual with every tried point of the run zeroed, and
+    sample-whole-q's scatter with duplicate token ids could undo a rejection's zeroing."""
+    for case in (*MUTANT_CASES, "rrsw/T1"):
+        gc = gate_cases()[case]
+        law = MutantExact(gc.case, name).round_law()
+        res = run_check(gc, "round", mutant=name, law=law, alpha=1e-6, beta=0.01, tv=0.05)
+        assert not res.rejected, res.summary()
