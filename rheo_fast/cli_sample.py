@@ -19,6 +19,7 @@ from rheo_ref.models import load_case
 
 from .decode import decode
 from .models import TableTreeModel
+from .mutants import MUTANTS
 from .tree import Layout
 
 EPILOG = """\
@@ -26,6 +27,7 @@ output (one JSON object):
   counts             {"t1,t2,...": count} over the N continuations (first `tokens` tokens)
   first_round        {"emitted_length_counts": {"1": count, ...}, "tau": mean first-round length}
   rounds_per_second  rounds decoded per second of wall time (all trials, all rounds)
+  mutant             only with --mutant: the broken variant that produced these samples
 randomness: one torch.Generator seeded with --seed on --device; results depend on --batch too.
 exit status: 0 ok, 2 bad input."""
 
@@ -46,6 +48,8 @@ def register(subparsers) -> None:
                     help="1: the tables as given; 0: greedy q_samp and p; other T: rows to the power 1/T (float)")
     sp.add_argument("--threads", type=int, default=1, metavar="T",
                     help="torch CPU threads (default 1: the tensors are small, extra threads only contend)")
+    sp.add_argument("--mutant", default=None, choices=sorted(MUTANTS), metavar="NAME",
+                    help="run a deliberately broken variant (a negative control of the gate): " + ", ".join(sorted(MUTANTS)))
     sp.set_defaults(func=run_sample)
 
 
@@ -92,7 +96,7 @@ def _sample(args: argparse.Namespace, device: torch.device) -> int:
     while done < args.samples:
         b = min(B, args.samples - done)
         t0 = time.perf_counter()
-        out = decode(model, [case.context] * b, s, n, generator=gen)
+        out = decode(model, [case.context] * b, s, n, generator=gen, mutant=args.mutant)
         toks, lens, nr = out.tokens.tolist(), out.first_lengths.tolist(), int(out.rounds.sum())
         elapsed += time.perf_counter() - t0
         counts.update(",".join(map(str, t)) for t in toks)
@@ -107,6 +111,7 @@ def _sample(args: argparse.Namespace, device: torch.device) -> int:
         "first_round": {"emitted_length_counts": {str(k): v for k, v in sorted(first.items())},
                         "tau": sum(k * v for k, v in first.items()) / args.samples},
         "rounds_per_second": rounds / elapsed if elapsed > 0 else None,
+        **({"mutant": args.mutant} if args.mutant else {}),
     }))
     return 0
 

@@ -10,6 +10,7 @@ from helpers import load_json, run_rheo, write_case
 from rheo_ref.cli import main
 from rheo_ref.exact import Exact
 from rheo_ref.models import Case
+from rheo_ref.stats import assert_law, check_law
 
 
 class Result:
@@ -43,11 +44,29 @@ def test_sample_prints_the_documented_json_and_matches_the_exact_law(sample):
     assert sum(lengths.values()) == 20000 and set(lengths) <= {"1", "2", "3"}
     assert out["rounds_per_second"] > 0
     ex = Exact(Case.from_json(obj))
-    law = {",".join(map(str, s)): float(p) for s, p in ex.token_law().items()}
-    tv = sum(abs(out["counts"].get(k, 0) / 20000 - law.get(k, 0)) for k in set(law) | set(out["counts"])) / 2
-    assert tv < 0.03  # sampling noise at N = 20000 over <= 27 outcomes is ~0.01
-    assert set(out["counts"]) <= set(law)  # never a sequence of probability 0
-    assert out["first_round"]["tau"] == pytest.approx(float(ex.tau()), abs=0.03)
+    law = ex.token_law()
+    assert set(out["counts"]) <= {",".join(map(str, s)) for s in law}  # never a sequence of probability 0
+    # chi2 at alpha = 1e-4 (false alarm); N = 20000 detects TV >= 0.06 with power 0.99 (asserted by assert_law)
+    assert_law(_tuples(out["counts"]), law, alpha=1e-4, tv=0.06, label="rheo sample counts")
+    rl = {(k,): v for k, v in ex.round_lengths().items()}
+    assert_law({(int(k),): v for k, v in lengths.items()}, rl, alpha=1e-4, tv=0.06, label="first-round lengths")
+    assert out["first_round"]["tau"] == sum(int(k) * v for k, v in lengths.items()) / 20000
+
+
+def _tuples(counts: dict[str, int]) -> dict[tuple[int, ...], int]:
+    return {tuple(map(int, k.split(","))): v for k, v in counts.items()}
+
+
+def test_mutant_flag_selects_a_broken_variant_that_the_same_test_rejects(sample):
+    obj = load_json("small.json")
+    res = sample(obj, "--samples", "20000", "--seed", "1", "--mutant", "fills-first")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["mutant"] == "fills-first"
+    res = check_law(_tuples(out["counts"]), Exact(Case.from_json(obj)).token_law(), alpha=1e-4, tv=0.06)
+    assert res.rejected, res.summary()
+    bad = sample(obj, "--samples", "5", "--seed", "1", "--mutant", "nope")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
 def test_same_seed_same_output_different_seed_different(sample):
