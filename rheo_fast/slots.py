@@ -8,7 +8,9 @@ has no q_samp mass get x_1..x_K, all `det`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 from torch import Tensor
@@ -23,21 +25,33 @@ def ranked(q_rank: Tensor) -> Tensor:
     return torch.sort(q_rank, dim=-1, descending=True, stable=True).indices  # [..., V]
 
 
-def top_k(x: Tensor, k: int) -> Tensor:
+def top_k(x: Tensor, k: int, *, lift: bool = True) -> Tensor:
     """Indices of the k largest entries of x [..., n], best first, ties by lower index.
 
     k passes of argmax (which returns the first maximum) instead of a stable sort: for the small
     k of a tree (K, W, R) this is several times faster than torch.sort on CPU. -inf entries (zero
     probability) are lifted to the lowest finite value so that taken entries (-inf) stay below
-    them and keep their creation order.
+    them and keep their creation order; lift=False skips that for x without -inf (probabilities).
     """
-    key = torch.where(x == float("-inf"), torch.finfo(x.dtype).min, x)  # [..., n] a fresh copy
+    key = rank_key(x) if lift else x.clone()  # [..., n] a fresh copy
     out = torch.empty(x.shape[:-1] + (k,), dtype=torch.int64, device=x.device)  # [..., k]
     for j in range(k):
-        i = key.argmax(-1, keepdim=True)  # [..., 1]
-        out[..., j:j + 1] = i
-        key.scatter_(-1, i, float("-inf"))  # [..., n]
+        take_best(key, out, j, last=j == k - 1)
     return out
+
+
+def rank_key(x: Tensor) -> Tensor:
+    """The key `top_k` ranks by: x with -inf lifted to the lowest finite value (a fresh copy)."""
+    return torch.where(x == float("-inf"), torch.finfo(x.dtype).min, x)  # [..., n]
+
+
+def take_best(key: Tensor, out: Tensor, j: int, last: bool = False) -> None:
+    """One pass of `top_k`: out[..., j] = the first maximum of key [..., n], which is then taken
+    out of key (set to -inf, below every lifted entry) unless this is the last pass."""
+    i = key.argmax(-1, keepdim=True)  # [..., 1]
+    out[..., j:j + 1] = i
+    if not last:
+        key.scatter_(-1, i, float("-inf"))  # [..., n]
 
 
 def inverse_cdf(probs: Tensor, u: Tensor) -> Tensor:
@@ -48,11 +62,23 @@ def inverse_cdf(probs: Tensor, u: Tensor) -> Tensor:
     with mass: cumsum of non-negative floats is monotone, so the first cum > x is an increment.
     (Scaling u by 1 - 2^-52 instead would be cheaper but moves exact boundaries: u = 1/4 against
     cumulative 1/4 must not pick the earlier token.)"""
+    t, total = first_past(probs, u)  # [...] each
+    return torch.where(total > 0, t, -1)  # [...]
+
+
+def first_past(probs: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
+    """`inverse_cdf` without the no-mass fix-up: (t [...], total mass [...]); t = V where the
+    total is 0 (callers that already know which rows have mass skip the fix-up)."""
     cum = probs.cumsum(-1)  # [..., V]
-    total = cum[..., -1:]  # [..., 1]
-    x = torch.minimum(u[..., None] * total, torch.nextafter(total, torch.zeros_like(total)))  # [..., 1]
-    t = torch.searchsorted(cum, x, right=True)[..., 0]  # [...]
-    return torch.where(total[..., 0] > 0, t, -1)  # [...]
+    total = cum.narrow(-1, cum.shape[-1] - 1, 1).contiguous()  # [..., 1] (one strided read of cum, then dense ops)
+    x = torch.minimum(u.unsqueeze(-1) * total, torch.nextafter(total, zero(total.dtype, total.device)))  # [..., 1]
+    return torch.searchsorted(cum, x, right=True).squeeze(-1), total.squeeze(-1)  # [...], [...]
+
+
+@lru_cache(maxsize=16)
+def zero(dtype: torch.dtype, device: torch.device) -> Tensor:
+    """A 0-d zero (never written), to step towards with nextafter."""
+    return torch.zeros((), dtype=dtype, device=device)  # []
 
 
 @dataclass
@@ -65,12 +91,13 @@ class Expansion:
     bad_factor: Tensor  # [B, F] bool: a proxy factor > 1 (scaled:s), refused like the reference
 
 
-def proxy_factor(proxy: Proxy, q_top: Tensor, z_r: Tensor, q_y: Tensor, m: int) -> Tensor:
-    """Factor of the sampled slot (section 3); q_top [B,F,K] ranked q_rank, z_r and q_y [B,F]."""
+def proxy_factor(proxy: Proxy, q_top: Tensor, z_r: Tensor | None, q_y: Tensor | None, m: int) -> Tensor:
+    """Factor of the sampled slot (section 3); q_top [B,F,K] ranked q_rank, z_r and q_y [B,F]
+    (each needed only by the proxies that read it: z_r by rheo / scaled with m >= 1, q_y by true)."""
     if proxy.kind == "true":
         return q_y  # [B, F]
     if proxy.kind == "const":
-        return torch.full_like(q_y, float(proxy.value))  # [B, F]
+        return torch.full_like(q_top[..., 0], float(proxy.value))  # [B, F]
     rheo = torch.minimum(q_top[..., m - 1], z_r) if m >= 1 else q_top[..., 0]  # [B, F]
     return rheo if proxy.kind == "rheo" else rheo * float(proxy.value)  # [B, F]
 
@@ -83,15 +110,93 @@ def fills_after(cand: Tensor, y: Tensor) -> Tensor:
     return cand.gather(-1, torch.arange(n, device=cand.device) + passed)  # [B, F, K-m-1]
 
 
+MUTANT_PROXY = {"proxy-true": Proxy("true"), "proxy-const": Proxy.parse("const:1/4")}  # mutants that swap the proxy
+
+
+@lru_cache(maxsize=64)
+def slot_kinds(K: int, m: int, device: torch.device, batch: tuple[int, ...] = ()) -> Tensor:
+    """[*batch, K] the kinds of an expansion with a sampled slot: DET x m, SAMPLED, FILL x (K-m-1)
+    (cached and shared: never write into it)."""
+    kinds = torch.tensor([DET] * m + [SAMPLED] + [FILL] * (K - m - 1), device=device)  # [K]
+    return kinds.expand(*batch, K).contiguous()  # [*batch, K]
+
+
+@lru_cache(maxsize=16)
+def row_offsets(n: int, V: int, device: torch.device) -> Tensor:
+    """[n, 1] offsets r * V of the rows of a flattened [n, V] tensor."""
+    return torch.arange(0, n * V, V, device=device)[:, None]  # [n, 1]
+
+
 def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
            mutant: str | None = None) -> Expansion:
-    """Slots of F nodes per trial; u [B, F] are their sampling coins."""
-    top = top_k(q_rank, K)  # [B, F, K] ranked x_1..x_K
-    factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
+    """Slots of F nodes per trial; u [B, F] are their sampling coins.
+
+    With a sampled slot (0 < m < K) the ranking stops after x_1..x_m: y is drawn from the tail,
+    taken out of the ranking key, and the next K-m-1 passes are the fills (the ranked tail
+    without y), one pass fewer than x_1..x_K. Nodes whose tail has no q_samp mass keep
+    x_1..x_K, which takes that pass; on CPU it runs only when such a node exists (elsewhere
+    always: knowing it would need a device sync)."""
     if m == K:  # plain Top-K: no sampled slot
+        top = top_k(q_rank, K, lift=False)  # [B, F, K] ranked x_1..x_K (probabilities: no -inf)
+        factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
         none = torch.zeros(u.shape, dtype=torch.bool, device=u.device)  # [B, F]
         kind = torch.full_like(top, DET)  # [B, F, K]
         return Expansion(top, kind, torch.log(factor), none, None, none)
+    if m == 0:
+        return expand_by_masks(q_rank, q_samp, u, K, m, proxy, mutant)
+    B, F, V = q_rank.shape
+    dev = q_rank.device
+    pr = MUTANT_PROXY.get(mutant, proxy)
+    # q_samp and q_rank copied into one buffer. q_rank's copy is first the ranking key (no -inf in
+    # probabilities: nothing to lift), then both get x_1..x_m zeroed and one row sum gives z_s and
+    # z_r, then the key again with x_1..x_m and y at -inf for the fills.
+    both = torch.stack([q_samp, q_rank])  # [2, B, F, V]
+    q_tail, key = both.unbind(0)  # [B, F, V] each (q_tail: q_samp's copy until zeroed below)
+    tokens = torch.empty((B, F, K), dtype=torch.int64, device=dev)  # [B, F, K] x_1..x_m, y, fills
+    for j in range(m):
+        take_best(key, tokens, j, last=j == m - 1)  # (x_m need not be taken out: zeroed below)
+    top_m = tokens.select(-1, 0) if m == 1 else tokens.narrow(-1, 0, m)  # [B, F] | [B, F, m]
+    rows = row_offsets(B * F, V, dev)  # [B*F, 1]
+    flat = (rows + top_m.reshape(B * F, m)).reshape(-1)  # [B*F*m] x_1..x_m in [B*F*V]
+    both.view(2, -1).index_fill_(1, flat, 0.0)  # [2, B, F, V]
+    z_s, z_r = both.sum(-1).unbind(0)  # [B, F] each: tail masses of q_samp and q_rank
+    sampling = z_s > 0  # [B, F]
+    every = dev.type == "cpu" and bool(sampling.all())  # every node has a sampled slot (CPU: no sync cost)
+    qtilde = q_tail / z_s.clamp_min(torch.finfo(z_s.dtype).tiny).unsqueeze(-1)  # [B, F, V] (0 where nothing to sample)
+    if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
+        qtilde = verify_row(mutant, qtilde, q_rank, q_samp, top_m.reshape(B, F, m))  # [B, F, V]
+    if mutant == "sample-whole-q":
+        y = inverse_cdf(q_samp, u)  # [B, F]
+    else:  # y = V where the tail has no mass: never read
+        y = first_past(q_tail, u)[0]  # [B, F]
+    tokens.select(-1, m).copy_(y)
+    gone = y if every else torch.where(sampling, y, tokens.select(-1, 0))  # [B, F] (no sampled slot: x_1 again)
+    key.view(-1).index_fill_(0, flat, -math.inf).index_fill_(0, (rows + gone.reshape(B * F, 1)).reshape(-1), -math.inf)  # [B, F, V]
+    for j in range(m + 1, K):
+        take_best(key, tokens, j, last=every and j == K - 1)
+    if not every:  # nodes without a sampled slot: x_1..x_m, then the passes after y (which took nothing)
+        last = torch.empty((B, F, 1), dtype=torch.int64, device=dev)  # [B, F, 1] x_K
+        take_best(key, last, 0, last=True)
+        det = torch.cat([tokens[..., :m], tokens[..., m + 1:], last], -1)  # [B, F, K] x_1..x_K
+        tokens = torch.where(sampling[..., None], tokens, det)  # [B, F, K]
+    factor = q_rank.gather(-1, tokens)  # [B, F, K] q_rank of each token: det and fill factors
+    f_m = factor.select(-1, m)  # [B, F] slot m: q_rank(y), replaced by the proxy factor
+    f = proxy_factor(pr, factor, z_r, f_m, m)  # [B, F]
+    bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
+    if f is not f_m:  # (the true proxy: q_rank(y) already)
+        f_m.copy_(f if every else torch.where(sampling, f, f_m))  # [B, F]
+    if every:
+        kind = slot_kinds(K, m, dev, (B, F)).clone()  # [B, F, K]
+    else:
+        kind = torch.where(sampling.unsqueeze(-1), slot_kinds(K, m, dev), DET)  # [B, F, K]
+    return Expansion(tokens, kind, torch.log(factor), sampling, qtilde, bad)
+
+
+def expand_by_masks(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
+                    mutant: str | None = None) -> Expansion:
+    """`expand` from the full ranking x_1..x_K, fills by skipping y (any m < K; used for m = 0)."""
+    top = top_k(q_rank, K)  # [B, F, K] ranked x_1..x_K
+    factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
     q_tail = q_samp.scatter(-1, top[..., :m], 0.0)  # [B, F, V] q_samp on the tail
     z_s = q_tail.sum(-1, keepdim=True)  # [B, F, 1]
     sampling = z_s[..., 0] > 0  # [B, F]
@@ -105,8 +210,7 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
     bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
     factor = torch.cat([factor[..., :m], torch.where(sampling, f, factor[..., m])[..., None],
                         q_rank.gather(-1, tokens[..., m + 1:])], -1)  # [B, F, K]
-    kinds = torch.tensor([DET] * m + [SAMPLED] + [FILL] * (K - m - 1), device=q_rank.device)  # [K]
-    kind = torch.where(sampling[..., None], kinds, DET)  # [B, F, K]
+    kind = torch.where(sampling[..., None], slot_kinds(K, m, q_rank.device), DET)  # [B, F, K]
     if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
         qtilde = verify_row(mutant, qtilde, q_rank, q_samp, top[..., :m])  # [B, F, V]
     return Expansion(tokens, kind, torch.log(factor), sampling, qtilde, bad)

@@ -80,11 +80,18 @@ class Tree:
                        # root->node (left-aligned, -1 padding); P = `model.prefix_len` (default 0)
     expanded: Tensor   # [B, E] node id of expansion e
     sampling: Tensor   # [B, E] bool
-    qtilde: Tensor     # [B, E, V] verification row of expansion e's sampled child (unset when m = K)
+    qtilde_d: list     # per depth d < D: [B, W_d, V] verification rows of the sampled children of the
+                       # depth-d expansions (expansion ids exp_offsets[d]..); None when m = K
     bad_factor: Tensor  # [B] bool: some proxy factor > 1
     missing: Tensor    # [B] bool: an expanded node's context has no draft row (NaN)
     kept: Tensor | None = None  # [B, 1+N] bool, root True (after rerank)
     P: int = 0         # context tokens carried in `path` before the root's children
+
+    @property
+    def qtilde(self) -> Tensor | None:
+        """[B, E, V] verification row of expansion e's sampled child (None when m = K). `verify`
+        reads `qtilde_d` instead: each depth's rows stay where `expand` wrote them, uncopied."""
+        return None if any(q is None for q in self.qtilde_d) else torch.cat(self.qtilde_d, 1)  # [B, E, V]
 
     def attention_mask(self) -> Tensor:
         """[B, 1+N, 1+N] bool: node i attends to j iff j is i or an ancestor (tree attention)."""
@@ -139,7 +146,7 @@ def empty_tree(B: int, layout: Layout, V: int, device: torch.device, prefix: Ten
         path=torch.empty((B, n, P + layout.D), **ints),  # [B, 1+N, P+D]
         expanded=torch.empty((B, E), **ints),  # [B, E]
         sampling=torch.empty((B, E), dtype=torch.bool, device=device),  # [B, E]
-        qtilde=torch.empty((B, E, V), dtype=torch.float64, device=device),  # [B, E, V]
+        qtilde_d=[None] * layout.D,
         bad_factor=torch.zeros(B, dtype=torch.bool, device=device),  # [B]
         missing=torch.zeros(B, dtype=torch.bool, device=device),  # [B]
         P=P,
@@ -167,8 +174,7 @@ def add_children(tree: Tree, layout: Layout, d: int, nodes: Tensor, ex) -> None:
     ids = slice(1 + K * e0, 1 + K * (e0 + F))
     tree.expanded[:, e0:e0 + F] = nodes  # [B, F]
     tree.sampling[:, e0:e0 + F] = ex.sampling  # [B, F]
-    if ex.qtilde is not None:  # m = K: never read by verification
-        tree.qtilde[:, e0:e0 + F] = ex.qtilde  # [B, F, V]
+    tree.qtilde_d[d] = ex.qtilde  # [B, F, V] (None when m = K: never read by verification)
     tree.bad_factor |= ex.bad_factor.any(-1)  # [B]
     tree.tokens[:, ids] = ex.tokens.reshape(B, F * K)  # [B, F*K]
     tree.kind[:, ids] = ex.kind.reshape(B, F * K)  # [B, F*K]

@@ -77,6 +77,17 @@ def row_at(x: Tensor, i: Tensor) -> Tensor:
     return x.reshape(B * n, V).index_select(0, torch.arange(B, device=i.device) * n + i)  # [B, V]
 
 
+def qtilde_rows(tree: Tree, e: Tensor, level: int | None) -> Tensor:
+    """q̃ of expansions e [B] (a valid id wherever it is read): from the depth-`level` rows when
+    every read e is a depth-`level` expansion, else from all of them."""
+    if level is None:
+        return row_at(tree.qtilde, e)  # [B, V]
+    d = min(level, len(tree.qtilde_d) - 1)  # (no node at depth D is expanded: nothing is read there)
+    e0 = sum(q.shape[1] for q in tree.qtilde_d[:d])
+    rows = tree.qtilde_d[d]  # [B, W_d, V]
+    return row_at(rows, (e - e0).clamp(0, rows.shape[1] - 1))  # [B, V]
+
+
 def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, mutant: str | None) -> tuple[Tensor, Tensor, Tensor]:
     """A run of point-mass children toks [B, J] (tried [B, J]) against r [B, V], in order.
 
@@ -109,9 +120,10 @@ def try_sampled(r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor, muta
 
 
 def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Tensor, acc_coins: Tensor,
-                 K: int, m: int, rule: str, mutant: str | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                 K: int, m: int, rule: str, mutant: str | None, level: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Try the kept children of node cur [B] in the rule's order, as three runs: point masses
-    before the sampled child, the sampled child, point masses after it.
+    before the sampled child, the sampled child, point masses after it. level (optional): the
+    depth of cur wherever `active`, so that q̃ is read from that depth's rows only.
     Returns (accepted [B], new node [B], r after the rejections [B, V], some child tried [B])."""
     B = cur.shape[0]
     dev = cur.device
@@ -132,7 +144,7 @@ def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Ten
     acc_a, first_a, r = try_points(r, tok, tried & (pos < s_at[:, None]), u, mutant)  # [B], [B], [B, V]
     accepted, at = acc_a, first_a  # [B] each
     if m < K:
-        qt = row_at(tree.qtilde, e)  # [B, V]
+        qt = qtilde_rows(tree, e, level)  # [B, V]
         if mutant == "float16":
             qt, r = qt.half().double(), r.half().double()
         acc_b, r_b = try_sampled(r, qt, tok[:, sp], samp & tried[:, sp] & ~accepted, u[:, sp], mutant)  # [B], [B, V]
@@ -166,7 +178,7 @@ def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int,
     final = r  # [B, V] the row the bonus is drawn from
     for level in range(D + 1):
         visited[:, level] = torch.where(active, cur, -1)  # [B]
-        accepted, nxt, r_after, tried = verify_level(tree, r, cur, active, exp_of, acc_coins, K, m, rule, mutant)  # [B] x2, [B, V], [B]
+        accepted, nxt, r_after, tried = verify_level(tree, r, cur, active, exp_of, acc_coins, K, m, rule, mutant, level)  # [B] x2, [B, V], [B]
         ending = active & ~accepted  # [B]
         if mutant == "bonus-full-p":
             end_row = p.at(cur)  # [B, V]
