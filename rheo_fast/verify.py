@@ -125,7 +125,6 @@ def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Ten
     before the sampled child, the sampled child, point masses after it. level (optional): the
     depth of cur wherever `active`, so that q̃ is read from that depth's rows only.
     Returns (accepted [B], new node [B], r after the rejections [B, V], some child tried [B])."""
-    B = cur.shape[0]
     dev = cur.device
     e = gather1(exp_of, cur)  # [B] expansion of cur, -1 if never expanded
     has = active & (e >= 0)  # [B]

@@ -63,7 +63,7 @@ def enumerate_trees(case: Case, context: Context, method: str = "classes") -> It
 def expansions_per_round(case: Case) -> int:
     """Upper bound on the number of expansions in one round: the root, then W per depth."""
     s = case.scheme
-    n, width, total = 1, 1, 1
+    width, total = 1, 1
     for _ in range(1, s.D):
         width = min(s.W, width * s.K)
         total += width

@@ -32,7 +32,7 @@ class Counter:
     rounds: int = 0
 
 
-def _memo_key(case: Case, context: Context) -> Context:
+def memo_key(case: Case, context: Context) -> Context:
     L = max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
     return tuple(context)[-L:] if L else ()
 
@@ -57,10 +57,10 @@ class Exact:
 
     def round_law(self, context: Context | None = None) -> Law:
         ctx = self.case.context if context is None else tuple(context)
-        key = _memo_key(self.case, ctx)
+        key = memo_key(self.case, ctx)
         if key not in self._rounds:
             law: Law = defaultdict(Fraction)
-            for prob, nodes, kept in enumerate_trees(self.case, ctx, self.method):
+            for prob, nodes, kept in self._trees(ctx):
                 self.counter.enumerated += 1
                 if self._progress is not None:
                     self._progress(1)
@@ -70,14 +70,25 @@ class Exact:
             self._rounds[key] = dict(law)
         return self._rounds[key]
 
+    def _trees(self, context: Context):
+        """(probability, nodes, kept ids) of every tree of one round (a subclass may rewrite them)."""
+        return enumerate_trees(self.case, context, self.method)
+
+    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
+        """A token that ends decoding after `emitted` (padding the rest), or None: the spec never stops."""
+        return None
+
     def token_law(self, n: int | None = None, context: Context | None = None) -> Law:
         """Law of the first n tokens produced by repeated rounds."""
         n = self.case.tokens if n is None else n
         ctx = self.case.context if context is None else tuple(context)
         out: Law = defaultdict(Fraction)
         for s, pr in self.round_law(ctx).items():
+            stop = self._stop_token(s)
             if len(s) >= n:
                 out[s[:n]] += pr
+            elif stop is not None:
+                out[s + (stop,) * (n - len(s))] += pr
             else:
                 for rest, pr2 in self.token_law(n - len(s), ctx + s).items():
                     out[s + rest] += pr * pr2

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from .errors import CaseError, RheoTypeError
+from .errors import CaseError
 
 Row = tuple[Fraction, ...]
 Context = tuple[int, ...]

@@ -15,7 +15,6 @@ that the two agree. `rheo_ref.gate.fast_sampler` drives the fast path.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Callable
@@ -26,7 +25,7 @@ from .exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
 from .models import Case, Context, Row, TableModel
 from .slots import SlotPlan, expand_slots
 from .tree import Node, Tree, grow, path_tokens, rerank
-from .verify import SPEC, Rules, normalise, verify_law
+from .verify import SPEC, Rules, normalise
 
 ZERO, ONE = Fraction(0), Fraction(1)
 COIN = Fraction(1, 2 ** 53)  # resolution of a float64 uniform coin
@@ -306,11 +305,6 @@ EXACT_MUTANTS: dict[str, ExactMutant] = {m.name: m for m in [
 ]}
 
 
-def _memo_key(case: Case, context: Context) -> Context:
-    L = max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
-    return tuple(context)[-L:] if L else ()
-
-
 class MutantExact(Exact):
     """`Exact` for a mutant: brute enumeration (every sampled identity separately), then the
     mutant's tree rewrite, the spec rerank and the mutant's verification rules."""
@@ -323,41 +317,19 @@ class MutantExact(Exact):
         self.mutant = mutant
         super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)
 
-    def round_law(self, context: Context | None = None) -> Law:
+    def _trees(self, context: Context):
         case, mut = self.case, self.mutant
-        ctx = case.context if context is None else tuple(context)
-        key = _memo_key(case, ctx)
-        if key not in self._rounds:
-            rec = _RecordingModel(case.q_samp_model)
-            chooser = mut.chooser(rec, case) if mut.chooser else BruteChooser()
-            law: Law = defaultdict(Fraction)
-            for prob, nodes in grow(case.draft, rec, ctx, case.scheme, chooser):
-                self.counter.enumerated += 1
-                if mut.nodes is not None:
-                    nodes = mut.nodes(case, ctx, nodes)
-                kept = rerank(nodes, case.scheme.R)
-                for s, pr in verify_law(nodes, kept, case.target, ctx, case.scheme.verify, self.rules).items():
-                    law[s] += prob * pr
-            self.counter.rounds += 1
-            self._rounds[key] = dict(law)
-        return self._rounds[key]
+        rec = _RecordingModel(case.q_samp_model)
+        chooser = mut.chooser(rec, case) if mut.chooser else BruteChooser()
+        for prob, nodes in grow(case.draft, rec, context, case.scheme, chooser):
+            if mut.nodes is not None:
+                nodes = mut.nodes(case, context, nodes)
+            yield prob, nodes, rerank(nodes, case.scheme.R)
 
-
-    def token_law(self, n: int | None = None, context: Context | None = None) -> Law:
-        """As `Exact.token_law`; a round ending in the invalid token V fills the rest with V."""
-        n = self.case.tokens if n is None else n
-        ctx = self.case.context if context is None else tuple(context)
+    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
+        """A round ending in the invalid token V (a bonus from a massless row) stops decoding."""
         V = self.case.vocab_size
-        out: Law = defaultdict(Fraction)
-        for s, pr in self.round_law(ctx).items():
-            if len(s) >= n:
-                out[s[:n]] += pr
-            elif s[-1] == V:
-                out[s + (V,) * (n - len(s))] += pr
-            else:
-                for rest, pr2 in self.token_law(n - len(s), ctx + s).items():
-                    out[s + rest] += pr * pr2
-        return dict(out)
+        return V if emitted[-1] == V else None
 
 
 def mutant_law(case: Case, mutant: str, n: int | None = None) -> Law:

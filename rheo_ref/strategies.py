@@ -7,6 +7,7 @@ that an exact answer is cheap.
 from __future__ import annotations
 
 from fractions import Fraction
+import random
 from itertools import product
 
 from hypothesis import strategies as st
@@ -74,3 +75,12 @@ def cases(draw, *, min_vocab: int = 2, max_vocab: int = 6, max_depth: int = 3, m
     from hypothesis import assume
     assume(estimate_trees_per_round(case, method) <= max_trees)
     return case
+
+
+def random_table(rng: random.Random, V: int, name: str, *, max_weight: int = 20) -> TableModel:
+    """A first-order table with random positive rational rows (benchmarks: no hypothesis)."""
+    rows = {}
+    for key in [""] + [str(i) for i in range(V)]:
+        w = [rng.randint(1, max_weight) for _ in range(V)]
+        rows[key] = tuple(Fraction(x, sum(w)) for x in w)
+    return TableModel(V, 1, rows, name)

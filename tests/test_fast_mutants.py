@@ -16,14 +16,8 @@ from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only contend on this shared 2-core machine (10x slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _row(rng: random.Random, V: int, zero: int | None) -> list[Fraction]:

@@ -22,14 +22,8 @@ from rheo_ref.slots import expand_slots
 from rheo_ref.slots import ranked as ref_ranked
 from rheo_ref.strategies import prob_vectors
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only contend on this shared 2-core machine (10x slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def t64(row) -> torch.Tensor:

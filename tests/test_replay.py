@@ -24,14 +24,8 @@ from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.replay import comparable, first_past, greedy_case, replay_decode, replay_round, round_layout
 from rheo_ref.strategies import schemes, tables
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only contend on this shared 2-core machine (10x slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 RELAXED = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], deadline=None)
 

@@ -13,7 +13,6 @@ import os
 import random
 import statistics
 import time
-from fractions import Fraction
 
 import pytest
 import torch
@@ -21,28 +20,13 @@ import torch
 from rheo_fast.decode import round_coins, run_round, split_coins
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout, build_tree
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.models import Case, Scheme
 from rheo_ref.replay import replay_round
+from rheo_ref.strategies import random_table
 
-pytestmark = pytest.mark.bench
+pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("one_thread")]
 B = 4096
 STRICT = os.environ.get("RHEO_BENCH_ASSERT") == "1"
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def random_table(rng: random.Random, V: int, name: str) -> TableModel:
-    rows = {}
-    for key in [""] + [str(i) for i in range(V)]:
-        w = [rng.randint(1, 20) for _ in range(V)]
-        rows[key] = tuple(Fraction(x, sum(w)) for x in w)
-    return TableModel(V, 1, rows, name)
 
 
 def bench_case(m: int = 1, seed: int = 0) -> Case:

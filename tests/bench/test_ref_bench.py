@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import random
 import time
-from fractions import Fraction
 
 import pytest
 
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.models import Case, Scheme
+from rheo_ref.strategies import random_table
 
 pytestmark = pytest.mark.bench
-
-
-def random_table(rng: random.Random, V: int, name: str) -> TableModel:
-    rows = {}
-    for key in [""] + [str(i) for i in range(V)]:
-        w = [rng.randint(1, 20) for _ in range(V)]
-        rows[key] = tuple(Fraction(x, sum(w)) for x in w)
-    return TableModel(V, 1, rows, name)
 
 
 def bench_case(seed: int = 0) -> Case:
