@@ -150,15 +150,10 @@ def _print_table(out: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rheo")
-    register(ap.add_subparsers(dest="command", required=True))
-    args = ap.parse_args(["mutants", *(sys.argv[1:] if argv is None else argv)])
-    from .errors import RheoError
-    try:
-        return args.func(args)
-    except RheoError as e:
-        print(f"rheo mutants: {e}", file=sys.stderr)
-        return 2
+    """`python -m rheo_ref.cli_mutants ARGS` is `rheo mutants ARGS` (one error handler: rheo_ref.cli)."""
+    from .cli import main as rheo_main
+
+    return rheo_main(["mutants", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
