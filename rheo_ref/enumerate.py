@@ -9,11 +9,12 @@ enumerated; their round laws must agree exactly.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from typing import Iterator
 
 from .errors import CaseError
-from .models import Case, Context
+from .models import Case, Context, Scheme
 from .slots import SlotPlan
 from .tree import Node, Tree, grow, rerank
 
@@ -60,12 +61,12 @@ def enumerate_trees(case: Case, context: Context, method: str = "classes") -> It
         yield prob, nodes, rerank(nodes, case.scheme.R)
 
 
-def expansions_per_round(case: Case) -> int:
-    """Upper bound on the number of expansions in one round: the root, then W per depth."""
-    s = case.scheme
+def expansions_per_round(scheme: Scheme) -> int:
+    """Expansions in one round: the root, then min(W, K x previous width) per depth up to D-1
+    (every expansion creates exactly K children, so this does not depend on the outcome)."""
     width, total = 1, 1
-    for _ in range(1, s.D):
-        width = min(s.W, width * s.K)
+    for _ in range(1, scheme.D):
+        width = min(scheme.W, width * scheme.K)
         total += width
     return total
 
@@ -76,10 +77,10 @@ def estimate_trees_per_round(case: Case, method: str) -> int:
     if s.m >= s.K:
         return 1
     branch = V - s.m  # possible sampled identities per expansion
-    E = expansions_per_round(case)
+    E = expansions_per_round(s)
     if method == "brute":
         return branch ** E
     # classes: the sampled nodes created by the last level of expansions are never expanded
-    last = E - expansions_per_round(case.with_scheme(D=s.D - 1)) if s.D > 1 else E
+    last = E - expansions_per_round(replace(s, D=s.D - 1)) if s.D > 1 else E
     cls = min(branch, s.K - s.m)  # distinct fills (+1 for the deep tail) bound the classes
     return branch ** (E - last) * cls ** last

@@ -27,6 +27,7 @@ from fractions import Fraction
 from math import log
 from typing import Callable, Sequence
 
+from .enumerate import expansions_per_round
 from .models import Case, Context, Scheme, TableModel
 from .slots import SlotPlan, expand_slots
 from .tree import Node, Tree, children, grow, path_tokens, rerank
@@ -38,11 +39,7 @@ ZERO, ONE = Fraction(0), Fraction(1)
 def round_layout(scheme: Scheme) -> tuple[int, int]:
     """(N, coins per round): N non-root nodes (K per expansion; the root, then min(W, K*prev)
     per depth up to D-1), and 2(N+1)+1 coins."""
-    width, E = 1, 1
-    for _ in range(1, scheme.D):
-        width = min(scheme.W, scheme.K * width)
-        E += width
-    N = scheme.K * E
+    N = scheme.K * expansions_per_round(scheme)
     return N, 2 * (N + 1) + 1
 
 
