@@ -24,7 +24,7 @@ from statistics import mean, median
 from rheo_ref.enumerate import BruteChooser
 from rheo_ref.exact import Exact
 from rheo_ref.models import Proxy, Scheme, TableModel
-from rheo_ref.tree import grow, rerank
+from rheo_ref.tree import grow, rerank, rerank_key
 
 from ._claim import PROVED, REFUTED, Claim, Outcome, require
 from .dominance import CE_42, both, depth1_case
@@ -56,7 +56,7 @@ def table1_rows(proxy: str, label: str) -> list[tuple[str, ...]]:
         kept = rerank(nodes, scheme.R)
         s = next(n for n in nodes if n.kind == "sampled")
         fill = next(n for n in nodes if n.kind == "fill")
-        pool = sorted(nodes[1:], key=lambda n: (-n.score, n.depth, n.id))
+        pool = sorted(nodes[1:], key=rerank_key)
         name = lambda n: "Y" if n.kind == "sampled" else NAMES[n.token]  # noqa: E731
         ranking = "≥".join(f"{name(n)}({_dec(n.score)})" for n in pool)
         surv = ",".join(name(n) + (f"←{NAMES[n.token]}" if n.kind == "sampled" else "") for n in pool if n.id in kept)

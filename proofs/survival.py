@@ -52,7 +52,7 @@ from rheo_ref.enumerate import enumerate_trees, estimate_trees_per_round
 from rheo_ref.errors import RheoError
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.tree import Node, path_tokens
+from rheo_ref.tree import path_tokens, rerank_key
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
 from .gen import contexts, one_row_case, random_pair, random_row, table
@@ -67,10 +67,6 @@ def slot_path(nodes, nid: int) -> tuple[int, ...]:
         out.append(nodes[nid].slot)
         nid = nodes[nid].parent
     return tuple(reversed(out))
-
-
-def rerank_key(n: Node):
-    return (-n.score, n.depth, n.id)
 
 
 def conditional_laws(case: Case, context, *, whole_shape: bool = False):

@@ -69,9 +69,14 @@ def frontier(nodes: Sequence[Node], depth: int, W: int) -> list[int]:
     return [n.id for n in cands[:W]]
 
 
+def rerank_key(n: Node) -> tuple:
+    """Global rerank order: higher score first; ties by smaller depth, then earlier creation."""
+    return (-n.score, n.depth, n.id)
+
+
 def rerank(nodes: Sequence[Node], R: int) -> frozenset[int]:
-    """Keep the R non-root nodes of highest score; ties by smaller depth, then earlier creation."""
-    cands = sorted(nodes[1:], key=lambda n: (-n.score, n.depth, n.id))
+    """Keep the R non-root nodes first in `rerank_key` order."""
+    cands = sorted(nodes[1:], key=rerank_key)
     kept = frozenset(n.id for n in cands[:R])
     for i in kept:
         assert nodes[i].parent == 0 or nodes[i].parent in kept, f"kept set not closed under parents at node {i}"
