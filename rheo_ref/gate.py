@@ -24,6 +24,7 @@ from .exact import Exact, Law, target_law
 from .exact import tv as total_variation
 from .errors import MissingDependencyError
 from .models import Case, Scheme, TableModel
+from .replay import greedy_case
 from .stats import LawTest, StatsError, check_law, samples_for, seed_for
 
 ALPHA = 1e-6   # false-alarm probability of every gate test (80 tests: family α <= 8e-5, Bonferroni)
@@ -58,15 +59,6 @@ def table(weights: dict, name: str, power: int = 1) -> TableModel:
     return TableModel(4, 1, rows, name)
 
 
-def greedy_table(model: TableModel, name: str) -> TableModel:
-    """Point mass on the argmax of every row (ties: lower id): the T = 0 row."""
-    rows = {}
-    for k, row in model.probs.items():
-        top = max(range(len(row)), key=lambda t: (row[t], -t))
-        rows[k] = tuple(Fraction(int(t == top)) for t in range(len(row)))
-    return TableModel(model.vocab_size, model.context_length, rows, name)
-
-
 @dataclass(frozen=True)
 class GateCase:
     """One row of the matrix: `case` is exact; the fast path runs `fast_case` at temperature `T`."""
@@ -83,7 +75,7 @@ def _gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") 
     sch = SCHEMES[scheme]
     if temp == "0":  # fast path in greedy mode; exact q_samp and p are the point masses
         fast = Case(draft, target, sch, (0,), 3)
-        exact = Case(draft, greedy_table(target, "target"), sch, (0,), 3, greedy_table(draft, "draft_sample"))
+        exact = greedy_case(fast)
         return GateCase(name, exact, fast, 0.0)
     if temp == "fast0.5":  # the fast path's own temperature: q_samp and p to the power 1/T = 2
         fast = Case(draft, target, sch, (0,), 3)
