@@ -177,8 +177,7 @@ class LMTreeModel:
         assert st.kept_ids is not None and st.kept_p is not None
         row = (st.kept_ids == visited[-1]).nonzero()[0, 0]
         pr = st.kept_p[row] * self.rest  # [V] p restricted to the rest (r is proportional to it there)
-        tok = int(pr.argmax()) if self.T == 0 else int(torch.multinomial(pr, 1, generator=generator))
-        return out + [tok]
+        return out + [draw(pr, self.T, generator)]
 
     def commit(self, st: LMState, emitted: list[int], visited: list[int]) -> None:
         """After a round: emitted = accepted tokens + bonus; visited = root + accepted node ids."""
@@ -243,6 +242,11 @@ class GenResult:
         return len(self.tokens) / self.seconds if self.seconds > 0 else float("nan")
 
 
+def draw(probs: Tensor, T: float, generator: torch.Generator) -> int:
+    """One token from probs [V] (any non-negative weights): the argmax at T = 0 (no coin used)."""
+    return int(probs.argmax()) if T == 0 else int(torch.multinomial(probs, 1, generator=generator))
+
+
 def _cut_eos(toks: list[int], eos: set[int]) -> tuple[list[int], bool]:
     for i, t in enumerate(toks):
         if t in eos:
@@ -261,7 +265,7 @@ def generate_ar(model: Any, prompt: list[int], *, T: float, max_new: int, genera
     out: list[int] = []
     while len(out) < max_new:
         p = target_probs(kv.logits_of(model, hid), T=T)[0]  # [V]
-        tok = int(p.argmax()) if T == 0 else int(torch.multinomial(p, 1, generator=generator))
+        tok = draw(p, T, generator)
         out.append(tok)
         if on_tokens:
             on_tokens([tok])
