@@ -33,6 +33,25 @@ def parse_prob(value: Any, where: str) -> Fraction:
     return f
 
 
+def check_fields(obj: Any, what: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict:
+    """A JSON object with every required field and no unknown one; errors name both lists."""
+    if not isinstance(obj, dict):
+        raise CaseError(f"{what} must be a JSON object, got {type(obj).__name__}")
+    allowed = f"required: {', '.join(required)}" + (f"; optional: {', '.join(optional)}" if optional else "")
+    missing = [k for k in required if k not in obj]
+    if missing:
+        raise CaseError(f"{what} is missing {', '.join(map(repr, missing))}; {allowed}")
+    unknown = sorted(set(obj) - set(required) - set(optional))
+    if unknown:
+        raise CaseError(f"{what} has unknown field(s) {unknown}; {allowed}")
+    return obj
+
+
+def is_int(value: Any) -> bool:
+    """An int and not a bool (JSON true/false must not pass as 1/0)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def context_key(context: Sequence[int], context_length: int) -> str:
     """The table key of a context: its last `context_length` tokens, comma-joined."""
     tail = tuple(context)[-context_length:] if context_length > 0 else ()
@@ -49,9 +68,9 @@ class TableModel:
     name: str = "model"
 
     def __post_init__(self) -> None:
-        if isinstance(self.vocab_size, bool) or not isinstance(self.vocab_size, int) or self.vocab_size < 1:
+        if not is_int(self.vocab_size) or self.vocab_size < 1:
             raise CaseError(f"{self.name}: vocab_size {self.vocab_size!r} must be an integer >= 1")
-        if isinstance(self.context_length, bool) or not isinstance(self.context_length, int) or self.context_length < 0:
+        if not is_int(self.context_length) or self.context_length < 0:
             raise CaseError(f"{self.name}: context_length {self.context_length!r} must be an integer >= 0")
         for key, row in self.probs.items():
             where = f"{self.name} row {key!r}"
@@ -71,14 +90,7 @@ class TableModel:
 
     @classmethod
     def from_json(cls, obj: Any, name: str = "model") -> "TableModel":
-        if not isinstance(obj, dict):
-            raise CaseError(f"{name}: a table model must be a JSON object, got {type(obj).__name__}")
-        for k in ("vocab_size", "context_length", "probs"):
-            if k not in obj:
-                raise CaseError(f"{name}: missing field {k!r}; a table model has vocab_size, context_length, probs")
-        unknown = set(obj) - {"vocab_size", "context_length", "probs"}
-        if unknown:
-            raise CaseError(f"{name}: unknown field(s) {sorted(unknown)}; allowed: vocab_size, context_length, probs")
+        check_fields(obj, f"{name} table", ("vocab_size", "context_length", "probs"))
         probs = obj["probs"]
         if not isinstance(probs, dict):
             raise CaseError(f"{name}: probs must be an object from context keys to rows, got {type(probs).__name__}")
@@ -182,7 +194,7 @@ class Scheme:
     def __post_init__(self) -> None:
         for name in ("K", "m", "W", "D", "R"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
+            if not is_int(v):
                 raise CaseError(f"scheme {name}={v!r} must be an integer")
         if self.K < 1:
             raise CaseError(f"scheme K={self.K} must be >= 1")
@@ -201,14 +213,7 @@ class Scheme:
 
     @classmethod
     def from_json(cls, obj: Any) -> "Scheme":
-        if not isinstance(obj, dict):
-            raise CaseError(f"scheme must be a JSON object, got {type(obj).__name__}")
-        missing = [k for k in ("K", "m", "W", "D", "R") if k not in obj]
-        if missing:
-            raise CaseError(f"scheme is missing {missing}; required: K, m, W, D, R (optional: proxy, verify)")
-        unknown = set(obj) - {"K", "m", "W", "D", "R", "proxy", "verify"}
-        if unknown:
-            raise CaseError(f"scheme has unknown field(s) {sorted(unknown)}; allowed: K, m, W, D, R, proxy, verify")
+        check_fields(obj, "scheme", ("K", "m", "W", "D", "R"), ("proxy", "verify"))
         return cls(obj["K"], obj["m"], obj["W"], obj["D"], obj["R"], Proxy.parse(obj.get("proxy", "rheo")), obj.get("verify", "rheo"))
 
     def to_json(self) -> dict:
@@ -237,9 +242,9 @@ class Case:
             if mod is not None and mod.vocab_size != V:
                 raise CaseError(f"vocabulary sizes differ: {mod.name} has {mod.vocab_size}, target has {V}")
         for t in self.context:
-            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < V:
+            if not is_int(t) or not 0 <= t < V:
                 raise CaseError(f"context token {t!r} is outside the vocabulary 0..{V - 1}")
-        if isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 1:
+        if not is_int(self.tokens) or self.tokens < 1:
             raise CaseError(f"tokens={self.tokens!r} must be an integer >= 1")
         self.scheme.check_vocab(V)
 
@@ -258,14 +263,7 @@ class Case:
 
     @classmethod
     def from_json(cls, obj: Any) -> "Case":
-        if not isinstance(obj, dict):
-            raise CaseError(f"a case must be a JSON object, got {type(obj).__name__}")
-        for k in ("draft", "target", "scheme"):
-            if k not in obj:
-                raise CaseError(f"case is missing {k!r}; required: draft, target, scheme (optional: draft_sample, context, tokens)")
-        unknown = set(obj) - {"draft", "draft_sample", "target", "context", "tokens", "scheme"}
-        if unknown:
-            raise CaseError(f"case has unknown field(s) {sorted(unknown)}; allowed: draft, draft_sample, target, context, tokens, scheme")
+        check_fields(obj, "case", ("draft", "target", "scheme"), ("draft_sample", "context", "tokens"))
         ctx = obj.get("context", [])
         if not isinstance(ctx, list):
             raise CaseError(f"context {ctx!r} must be a list of token ids")

@@ -68,6 +68,9 @@ BAD = [
     ("proxy", _mutate(["scheme", "proxy"], "magic"), "unknown proxy"),
     ("verify", _mutate(["scheme", "verify"], "traversal"), "unknown verification order"),
     ("K > V", _mutate(["scheme", "K"], 5), "K=5 must be <= vocab_size"),
+    ("missing field", _mutate(["scheme", "W"], KeyError), "scheme is missing 'W'; required: K, m, W, D, R"),
+    ("unknown field", _mutate(["temperature"], 1), "case has unknown field(s) ['temperature']"),
+    ("bool as int", _mutate(["tokens"], True), "tokens=True must be an integer >= 1"),
 ]
 
 
