@@ -66,9 +66,11 @@ def tempered(logits: Tensor, T: float) -> Tensor:
 
 
 def draft_probs(logits: Tensor, *, S: int = 128, T: float = 1.0) -> tuple[Tensor, Tensor]:
-    """(q_rank, q_samp) from draft logits: q_rank at temperature 1, q_samp at T, same support."""
+    """(q_rank, q_samp) from draft logits: q_rank at temperature 1, q_samp at T, same support
+    (T = 1: one tensor for both, which `expand` uses to share the tail)."""
     z = trunc_s(logits.to(torch.float64), S)  # [..., V]
-    return torch.softmax(z, dim=-1), tempered(z, T)  # [..., V] each
+    q_rank = torch.softmax(z, dim=-1)  # [..., V]
+    return q_rank, q_rank if T == 1 else tempered(z, T)  # [..., V] each
 
 
 def target_probs(logits: Tensor, *, T: float = 1.0) -> Tensor:
@@ -145,7 +147,8 @@ class TableTreeModel:
         keep = lambda t: t  # noqa: E731
         temp = (lambda t: greedy(t)) if T == 0 else keep if T == 1 else (lambda t: _power(t, 1.0 / T))
         self.q_rank = _Table(case.draft, self.device, keep)
-        self.q_samp = _Table(case.q_samp_model, self.device, temp)
+        shared = T == 1 and case.q_samp_model is case.draft  # q_samp = q_rank: one table, one tensor per lookup
+        self.q_samp = self.q_rank if shared else _Table(case.q_samp_model, self.device, temp)
         self.p = _Table(case.target, self.device, temp)
         self.Lmax = max(self.q_rank.L, self.q_samp.L, self.p.L)
 
@@ -163,7 +166,8 @@ class TableTreeModel:
 
     def draft(self, state: TableState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]:
         w = tree.windows(nodes, self.Lmax)  # [B, F, Lmax]
-        return self.q_rank.lookup(w), self.q_samp.lookup(w)  # [B, F, V] each
+        q_rank = self.q_rank.lookup(w)  # [B, F, V]
+        return q_rank, q_rank if self.q_samp is self.q_rank else self.q_samp.lookup(w)  # [B, F, V] each
 
     def target(self, state: TableState, tree: Any) -> "TableRows":
         return TableRows(self.p, self.p.row_index(tree.all_windows(self.Lmax)))  # row ids [B, 1+N]

@@ -56,23 +56,23 @@ def take_best(key: Tensor, out: Tensor, j: int, last: bool = False) -> None:
 
 def inverse_cdf(probs: Tensor, u: Tensor) -> Tensor:
     """First t with u * Σ probs < Σ_{s<=t} probs(s) (probs [..., V] >= 0, unnormalised, u [...]);
-    -1 for a row without mass.
+    -1 for a row without mass."""
+    cum = probs.cumsum(-1)  # [..., V]
+    total = cum.narrow(-1, cum.shape[-1] - 1, 1).contiguous()  # [..., 1]
+    return torch.where(total.squeeze(-1) > 0, first_past(cum, total, u), -1)  # [...]
+
+
+def first_past(cum: Tensor, total: Tensor, u: Tensor) -> Tensor:
+    """`inverse_cdf` from the cumulative sums cum [..., V] and their last entry total [..., 1],
+    without the no-mass fix-up: V where the total is 0 (callers that already know which rows
+    have mass skip the fix-up).
 
     x = u * total is capped just below the total, so rounding can never run past the last token
     with mass: cumsum of non-negative floats is monotone, so the first cum > x is an increment.
     (Scaling u by 1 - 2^-52 instead would be cheaper but moves exact boundaries: u = 1/4 against
     cumulative 1/4 must not pick the earlier token.)"""
-    t, total = first_past(probs, u)  # [...] each
-    return torch.where(total > 0, t, -1)  # [...]
-
-
-def first_past(probs: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
-    """`inverse_cdf` without the no-mass fix-up: (t [...], total mass [...]); t = V where the
-    total is 0 (callers that already know which rows have mass skip the fix-up)."""
-    cum = probs.cumsum(-1)  # [..., V]
-    total = cum.narrow(-1, cum.shape[-1] - 1, 1).contiguous()  # [..., 1] (one strided read of cum, then dense ops)
     x = torch.minimum(u.unsqueeze(-1) * total, torch.nextafter(total, zero(total.dtype, total.device)))  # [..., 1]
-    return torch.searchsorted(cum, x, right=True).squeeze(-1), total.squeeze(-1)  # [...], [...]
+    return torch.searchsorted(cum, x, right=True).squeeze(-1)  # [...]
 
 
 @lru_cache(maxsize=16)
@@ -87,8 +87,20 @@ class Expansion:
     kind: Tensor        # [B, F, K] DET / SAMPLED / FILL
     log_factor: Tensor  # [B, F, K] log of each child's factor (-inf for 0)
     sampling: Tensor    # [B, F] bool: slot m holds a sampled token
-    qtilde: Tensor | None  # [B, F, V] the row the sampled child is verified against; None when m = K
+    tail: Tensor | None  # [B, F, V] q_samp on the tail (unnormalised); None when m = K
+    tail_mass: Tensor | None  # [B, F, 1] its mass (0 where nothing is sampled)
     bad_factor: Tensor  # [B, F] bool: a proxy factor > 1 (scaled:s), refused like the reference
+
+    @property
+    def qtilde(self) -> Tensor | None:
+        """[B, F, V] q̃, the row the sampled child is verified against (0 where nothing is
+        sampled). Verification divides only the rows it reads (`qtilde_of`)."""
+        return None if self.tail is None else qtilde_of(self.tail, self.tail_mass)
+
+
+def qtilde_of(tail: Tensor, mass: Tensor) -> Tensor:
+    """q̃ = tail / mass ([..., V], [..., 1]); rows without mass stay 0."""
+    return tail / mass.clamp_min(torch.finfo(mass.dtype).tiny)  # [..., V]
 
 
 def proxy_factor(proxy: Proxy, q_top: Tensor, z_r: Tensor | None, q_y: Tensor | None, m: int) -> Tensor:
@@ -121,12 +133,6 @@ def slot_kinds(K: int, m: int, device: torch.device, batch: tuple[int, ...] = ()
     return kinds.expand(*batch, K).contiguous()  # [*batch, K]
 
 
-@lru_cache(maxsize=16)
-def row_offsets(n: int, V: int, device: torch.device) -> Tensor:
-    """[n, 1] offsets r * V of the rows of a flattened [n, V] tensor."""
-    return torch.arange(0, n * V, V, device=device)[:, None]  # [n, 1]
-
-
 def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
            mutant: str | None = None) -> Expansion:
     """Slots of F nodes per trial; u [B, F] are their sampling coins.
@@ -135,43 +141,40 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
     taken out of the ranking key, and the next K-m-1 passes are the fills (the ranked tail
     without y), one pass fewer than x_1..x_K. Nodes whose tail has no q_samp mass keep
     x_1..x_K, which takes that pass; on CPU it runs only when such a node exists (elsewhere
-    always: knowing it would need a device sync)."""
+    always: knowing it would need a device sync). When q_samp *is* q_rank (T = 1: the model
+    returns one tensor for both) the ranking key, with x_1..x_m at -inf, gives the tail by one
+    clamp, and z_r = z_s."""
     if m == K:  # plain Top-K: no sampled slot
         top = top_k(q_rank, K, lift=False)  # [B, F, K] ranked x_1..x_K (probabilities: no -inf)
         factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
         none = torch.zeros(u.shape, dtype=torch.bool, device=u.device)  # [B, F]
         kind = torch.full_like(top, DET)  # [B, F, K]
-        return Expansion(top, kind, torch.log(factor), none, None, none)
+        return Expansion(top, kind, torch.log(factor), none, None, None, none)
     if m == 0:
         return expand_by_masks(q_rank, q_samp, u, K, m, proxy, mutant)
     B, F, V = q_rank.shape
     dev = q_rank.device
     pr = MUTANT_PROXY.get(mutant, proxy)
-    # q_samp and q_rank copied into one buffer. q_rank's copy is first the ranking key (no -inf in
-    # probabilities: nothing to lift), then both get x_1..x_m zeroed and one row sum gives z_s and
-    # z_r, then the key again with x_1..x_m and y at -inf for the fills.
-    both = torch.stack([q_samp, q_rank])  # [2, B, F, V]
-    q_tail, key = both.unbind(0)  # [B, F, V] each (q_tail: q_samp's copy until zeroed below)
+    key = q_rank.clone()  # [B, F, V] the ranking key (probabilities: no -inf to lift)
     tokens = torch.empty((B, F, K), dtype=torch.int64, device=dev)  # [B, F, K] x_1..x_m, y, fills
     for j in range(m):
-        take_best(key, tokens, j, last=j == m - 1)  # (x_m need not be taken out: zeroed below)
-    top_m = tokens.select(-1, 0) if m == 1 else tokens.narrow(-1, 0, m)  # [B, F] | [B, F, m]
-    rows = row_offsets(B * F, V, dev)  # [B*F, 1]
-    flat = (rows + top_m.reshape(B * F, m)).reshape(-1)  # [B*F*m] x_1..x_m in [B*F*V]
-    both.view(2, -1).index_fill_(1, flat, 0.0)  # [2, B, F, V]
-    z_s, z_r = both.sum(-1).unbind(0)  # [B, F] each: tail masses of q_samp and q_rank
-    sampling = z_s > 0  # [B, F]
+        take_best(key, tokens, j)  # x_j at -inf in key
+    if q_samp is q_rank:
+        q_tail = key.clamp_min(0.0)  # [B, F, V] the tail of q_rank = q_samp
+    else:
+        q_tail = q_samp.masked_fill(key < 0, 0.0)  # [B, F, V] q_samp on the tail
+    cum = q_tail.cumsum(-1)  # [B, F, V]
+    z_s = cum.narrow(-1, V - 1, 1).contiguous()  # [B, F, 1] tail mass of q_samp
+    z_r = z_s if q_samp is q_rank else key.clamp_min(0.0).sum(-1, keepdim=True)  # [B, F, 1] of q_rank
+    sampling = z_s.squeeze(-1) > 0  # [B, F]
     every = dev.type == "cpu" and bool(sampling.all())  # every node has a sampled slot (CPU: no sync cost)
-    qtilde = q_tail / z_s.clamp_min(torch.finfo(z_s.dtype).tiny).unsqueeze(-1)  # [B, F, V] (0 where nothing to sample)
-    if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
-        qtilde = verify_row(mutant, qtilde, q_rank, q_samp, top_m.reshape(B, F, m))  # [B, F, V]
     if mutant == "sample-whole-q":
         y = inverse_cdf(q_samp, u)  # [B, F]
     else:  # y = V where the tail has no mass: never read
-        y = first_past(q_tail, u)[0]  # [B, F]
+        y = first_past(cum, z_s, u)  # [B, F]
     tokens.select(-1, m).copy_(y)
     gone = y if every else torch.where(sampling, y, tokens.select(-1, 0))  # [B, F] (no sampled slot: x_1 again)
-    key.view(-1).index_fill_(0, flat, -math.inf).index_fill_(0, (rows + gone.reshape(B * F, 1)).reshape(-1), -math.inf)  # [B, F, V]
+    key.scatter_(-1, gone.unsqueeze(-1), -math.inf)  # [B, F, V]
     for j in range(m + 1, K):
         take_best(key, tokens, j, last=every and j == K - 1)
     if not every:  # nodes without a sampled slot: x_1..x_m, then the passes after y (which took nothing)
@@ -181,7 +184,7 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
         tokens = torch.where(sampling[..., None], tokens, det)  # [B, F, K]
     factor = q_rank.gather(-1, tokens)  # [B, F, K] q_rank of each token: det and fill factors
     f_m = factor.select(-1, m)  # [B, F] slot m: q_rank(y), replaced by the proxy factor
-    f = proxy_factor(pr, factor, z_r, f_m, m)  # [B, F]
+    f = proxy_factor(pr, factor, z_r.squeeze(-1), f_m, m)  # [B, F]
     bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
     if f is not f_m:  # (the true proxy: q_rank(y) already)
         f_m.copy_(f if every else torch.where(sampling, f, f_m))  # [B, F]
@@ -189,7 +192,9 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
         kind = slot_kinds(K, m, dev, (B, F)).clone()  # [B, F, K]
     else:
         kind = torch.where(sampling.unsqueeze(-1), slot_kinds(K, m, dev), DET)  # [B, F, K]
-    return Expansion(tokens, kind, torch.log(factor), sampling, qtilde, bad)
+    if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
+        q_tail, z_s = verify_row(mutant, q_tail, z_s, q_rank, q_samp, tokens[..., :m])  # [B, F, V], [B, F, 1]
+    return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
 def expand_by_masks(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
@@ -200,27 +205,28 @@ def expand_by_masks(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, p
     q_tail = q_samp.scatter(-1, top[..., :m], 0.0)  # [B, F, V] q_samp on the tail
     z_s = q_tail.sum(-1, keepdim=True)  # [B, F, 1]
     sampling = z_s[..., 0] > 0  # [B, F]
-    qtilde = q_tail / z_s.clamp_min(torch.finfo(z_s.dtype).tiny)  # [B, F, V] (0 where nothing to sample)
     y = inverse_cdf(q_samp if mutant == "sample-whole-q" else q_tail, u)  # [B, F]
     with_y = torch.cat([top[..., :m], y[..., None], fills_after(top[..., m:], y)], -1)  # [B, F, K]
     tokens = torch.where(sampling[..., None], with_y, top)  # [B, F, K]
     z_r = q_rank.scatter(-1, top[..., :m], 0.0).sum(-1)  # [B, F]
-    pr = {"proxy-true": Proxy("true"), "proxy-const": Proxy.parse("const:1/4")}.get(mutant, proxy)
+    pr = MUTANT_PROXY.get(mutant, proxy)
     f = proxy_factor(pr, factor, z_r, q_rank.gather(-1, y[..., None].clamp(min=0))[..., 0], m)  # [B, F]
     bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
     factor = torch.cat([factor[..., :m], torch.where(sampling, f, factor[..., m])[..., None],
                         q_rank.gather(-1, tokens[..., m + 1:])], -1)  # [B, F, K]
     kind = torch.where(sampling[..., None], slot_kinds(K, m, q_rank.device), DET)  # [B, F, K]
     if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
-        qtilde = verify_row(mutant, qtilde, q_rank, q_samp, top[..., :m])  # [B, F, V]
-    return Expansion(tokens, kind, torch.log(factor), sampling, qtilde, bad)
+        q_tail, z_s = verify_row(mutant, q_tail, z_s, q_rank, q_samp, top[..., :m])  # [B, F, V], [B, F, 1]
+    return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
-def verify_row(mutant: str | None, qtilde: Tensor, q_rank: Tensor, q_samp: Tensor, top_m: Tensor) -> Tensor:
-    """A mutant's wrong row to check the sampled child against, instead of q̃."""
+def verify_row(mutant: str | None, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor,
+               top_m: Tensor) -> tuple[Tensor, Tensor]:
+    """A mutant's wrong row (tail, mass) to check the sampled child against, instead of q̃."""
+    has = z_s > 0  # [B, F, 1]
     if mutant == "verify-q-not-qtilde":
-        return torch.where(qtilde.sum(-1, keepdim=True) > 0, q_samp, 0.0)  # [B, F, V]
+        return torch.where(has, q_samp, 0.0), has.to(z_s.dtype)  # [B, F, V], [B, F, 1]
     if mutant == "temp-sample-only":
-        q = q_rank.scatter(-1, top_m, 0.0) * (qtilde.sum(-1, keepdim=True) > 0)  # [B, F, V] q_rank's tail
-        return q / q.sum(-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)  # [B, F, V]
-    return qtilde
+        q = q_rank.scatter(-1, top_m, 0.0) * has  # [B, F, V] q_rank's tail
+        return q, q.sum(-1, keepdim=True)  # [B, F, V], [B, F, 1]
+    return q_tail, z_s

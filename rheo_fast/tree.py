@@ -18,7 +18,7 @@ from torch import Tensor
 
 from rheo_ref.models import Scheme
 
-from .slots import expand, top_k
+from .slots import expand, qtilde_of, top_k
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ class Tree:
                        # root->node (left-aligned, -1 padding); P = `model.prefix_len` (default 0)
     expanded: Tensor   # [B, E] node id of expansion e
     sampling: Tensor   # [B, E] bool
-    qtilde_d: list     # per depth d < D: [B, W_d, V] verification rows of the sampled children of the
-                       # depth-d expansions (expansion ids exp_offsets[d]..); None when m = K
+    qtilde_d: list     # per depth d < D: (tail [B, W_d, V], mass [B, W_d, 1]) of the sampled children of
+                       # the depth-d expansions (expansion ids exp_offsets[d]..), q̃ = tail / mass; None when m = K
     bad_factor: Tensor  # [B] bool: some proxy factor > 1
     missing: Tensor    # [B] bool: an expanded node's context has no draft row (NaN)
     kept: Tensor | None = None  # [B, 1+N] bool, root True (after rerank)
@@ -90,8 +90,10 @@ class Tree:
     @property
     def qtilde(self) -> Tensor | None:
         """[B, E, V] verification row of expansion e's sampled child (None when m = K). `verify`
-        reads `qtilde_d` instead: each depth's rows stay where `expand` wrote them, uncopied."""
-        return None if any(q is None for q in self.qtilde_d) else torch.cat(self.qtilde_d, 1)  # [B, E, V]
+        reads `qtilde_d` instead, dividing only the rows it reads."""
+        if any(q is None for q in self.qtilde_d):
+            return None
+        return qtilde_of(torch.cat([t for t, _ in self.qtilde_d], 1), torch.cat([z for _, z in self.qtilde_d], 1))  # [B, E, V]
 
     def attention_mask(self) -> Tensor:
         """[B, 1+N, 1+N] bool: node i attends to j iff j is i or an ancestor (tree attention)."""
@@ -174,7 +176,7 @@ def add_children(tree: Tree, layout: Layout, d: int, nodes: Tensor, ex) -> None:
     ids = slice(1 + K * e0, 1 + K * (e0 + F))
     tree.expanded[:, e0:e0 + F] = nodes  # [B, F]
     tree.sampling[:, e0:e0 + F] = ex.sampling  # [B, F]
-    tree.qtilde_d[d] = ex.qtilde  # [B, F, V] (None when m = K: never read by verification)
+    tree.qtilde_d[d] = None if ex.tail is None else (ex.tail, ex.tail_mass)  # (None when m = K: never read)
     tree.bad_factor |= ex.bad_factor.any(-1)  # [B]
     tree.tokens[:, ids] = ex.tokens.reshape(B, F * K)  # [B, F*K]
     tree.kind[:, ids] = ex.kind.reshape(B, F * K)  # [B, F*K]
@@ -207,7 +209,8 @@ def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tenso
         nodes = frontier(tree, layout, d)  # [B, W_d]
         q_rank, q_samp = model.draft(state, tree, nodes)  # [B, W_d, V] each
         u = sample_coins.gather(1, nodes)  # [B, W_d]
-        tree.missing |= (q_rank[..., 0].isnan() | q_samp[..., 0].isnan()).any(-1)  # [B]
+        nan = q_rank[..., 0].isnan() if q_samp is q_rank else q_rank[..., 0].isnan() | q_samp[..., 0].isnan()  # [B, W_d]
+        tree.missing |= nan.any(-1)  # [B]
         ex = expand(q_rank, q_samp, u, scheme.K, scheme.m, scheme.proxy, mutant)  # K children per node
         add_children(tree, layout, d, nodes, ex)
     tree.kept = rerank(tree, scheme.R)  # [B, 1+N]

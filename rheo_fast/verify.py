@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .slots import inverse_cdf
+from .slots import inverse_cdf, qtilde_of
 from .tree import Tree
 
 RTOL = 1e-12
@@ -79,13 +79,15 @@ def row_at(x: Tensor, i: Tensor) -> Tensor:
 
 def qtilde_rows(tree: Tree, e: Tensor, level: int | None) -> Tensor:
     """q̃ of expansions e [B] (a valid id wherever it is read): from the depth-`level` rows when
-    every read e is a depth-`level` expansion, else from all of them."""
+    every read e is a depth-`level` expansion, else from all of them. Only these B rows are
+    divided by their tail mass."""
     if level is None:
         return row_at(tree.qtilde, e)  # [B, V]
     d = min(level, len(tree.qtilde_d) - 1)  # (no node at depth D is expanded: nothing is read there)
-    e0 = sum(q.shape[1] for q in tree.qtilde_d[:d])
-    rows = tree.qtilde_d[d]  # [B, W_d, V]
-    return row_at(rows, (e - e0).clamp(0, rows.shape[1] - 1))  # [B, V]
+    e0 = sum(t.shape[1] for t, _ in tree.qtilde_d[:d])
+    tail, mass = tree.qtilde_d[d]  # [B, W_d, V], [B, W_d, 1]
+    i = (e - e0).clamp(0, tail.shape[1] - 1)  # [B]
+    return qtilde_of(row_at(tail, i), row_at(mass, i))  # [B, V]
 
 
 def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, mutant: str | None) -> tuple[Tensor, Tensor, Tensor]:
