@@ -14,6 +14,7 @@ tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depen
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -46,6 +47,8 @@ class RoundResult:
     tree: Tree
     verdict: Verdict
     missing_target: Tensor  # [B] bool: a visited node's context has no target row
+    seconds: tuple[float, float, float] = (0.0, 0.0, 0.0)  # wall time of build, target, verify (host clock:
+                                                         # on CUDA only meaningful when the model syncs)
 
 
 def run_round(model: Any, state: Any, scheme: Scheme, coins: Tensor, *, mutant: str | None = None,
@@ -53,10 +56,13 @@ def run_round(model: Any, state: Any, scheme: Scheme, coins: Tensor, *, mutant: 
     """Build, rerank and verify one tree per trial; coins [B, n_coins]."""
     layout = layout or Layout(scheme.K, scheme.W, scheme.D)
     sample_c, accept_c, bonus_c = split_coins(coins, layout)
+    t0 = time.perf_counter()
     tree = build_tree(model, state, scheme, layout, sample_c, mutant)
+    t1 = time.perf_counter()
     p = as_rows(model.target(state, tree))  # rows [B, V] at any nodes [B]
+    t2 = time.perf_counter()
     v = verify(tree, p, accept_c, bonus_c, scheme.K, scheme.m, scheme.D, scheme.verify, mutant)
-    return RoundResult(tree, v, v.missing)
+    return RoundResult(tree, v, v.missing, (t1 - t0, t2 - t1, time.perf_counter() - t2))
 
 
 @dataclass

@@ -108,6 +108,24 @@ def test_tiny_training_writes_safetensors_and_is_reproducible(tiny_head, tmp_pat
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
 
 
+def test_decode_reads_the_features_the_head_was_trained_on(target, tiny_head):
+    """LMTreeModel feeds the head the same (EAGLE-3 fused) target features as training does."""
+    import torch
+    from rheo_fast.lm.decode import LMTreeModel
+    from rheo_fast.lm.train_data import target_features
+    head = tiny_head[0]
+    assert head.cfg.feature_layers  # the tiny head exercises the multi-layer path
+    ids = target.tokenizer(CODE)["input_ids"]
+    f = target_features(target.model, torch.tensor([ids]), topk=4, layers=head.cfg.feature_layers)
+    lm = LMTreeModel(target.model, head, T=1)
+    st = lm.start([ids])
+    assert st.pend_feat.shape == f.feats[0, :-1].shape
+    assert (st.pend_feat - f.feats[0, :-1]).abs().max() < 1e-3 * f.feats.abs().max()
+    hid, _, _ = lm._draft_forward(st, head.fuse(st.pend_feat), st.pend_tok, st.pend_pos, None)
+    ref, _ = head(head.fuse(f.feats[:, :-1]), lm.emb(torch.tensor([ids[1:]])), torch.arange(1, len(ids))[None])
+    assert (hid - ref[0]).abs().max() < 1e-3 * ref.abs().max()
+
+
 def test_missing_draft_head_says_how_to_train(tmp_path):
     from rheo_fast.lm.draft_head import load_head
     with pytest.raises(MissingDependencyError, match="train-draft"):
@@ -144,7 +162,7 @@ def test_trained_head_t0_exact_and_accepts(target):
 
 
 def test_generate_cli_streams_and_summarises(tiny_head):
-    from tests.helpers import run_rheo
+    from helpers import run_rheo
     r = run_rheo("generate", "--prompt", "def f(x):", "--raw", "--method", "rheo", "--temperature", "1",
                  "--max-new-tokens", "6", "--draft", str(tiny_head[2]), "-K", "4", "-W", "2", "-D", "2", "-R", "4")
     assert r.returncode == 0, r.stderr
@@ -160,8 +178,17 @@ def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
                               json=str(tmp_path / "b.json"))
     assert run_bench(args) == 0
     md = (tmp_path / "bench_model.md").read_text()
-    assert "| 0 | rheo |" in md and "speedup" in md
+    assert "| 0 | rheo |" in md and "speedup" in md and "ms per round" in md and "break-even" in md
     assert (tmp_path / "bench_model.png").stat().st_size > 1000
+    import json
+    res = json.loads((tmp_path / "b.json").read_text())
+    from rheo_fast.lm.bench import COST_NODES
+    assert [int(n) for n in res["target_ms_by_nodes"]] == list(COST_NODES)
+    assert all(v > 0 for v in res["target_ms_by_nodes"].values())
+    for row in res["table"]:
+        if row["method"] != "ar":  # the three phases are timed parts of each round
+            phases = row["build_ms"] + row["target_ms"] + row["verify_ms"]
+            assert min(row["build_ms"], row["target_ms"], row["verify_ms"]) > 0 and phases <= row["ms_per_round"]
 
 
 @pytest.mark.slow  # ~5 min on 2 cores: kept out of `-m lossless` (the gate stays <= 5 min, model-free)

@@ -24,11 +24,37 @@ from .target import load_target
 
 GOAL_TAU_RATIO = 1.03  # Rheo τ / Top-K τ at T = 1
 GOAL_SPEEDUP = 1.5  # Rheo tokens/s / autoregressive tokens/s at T = 1
+GOAL_BUILD_RATIO = 1.05  # Rheo (m = 1) / Top-K tree-building time per round (issue 3; the paper: 13.1 vs 12.9 ms)
 
 
 def _seed(*parts: Any) -> int:
     import hashlib
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:8], 16)
+
+
+COST_NODES = (1, 2, 5, 9, 17, 33)  # tokens per target forward in the cost curve (root + kept nodes)
+
+
+@torch.inference_mode()
+def target_cost(model: Any, prompt: list[int], nodes: tuple[int, ...] = COST_NODES, reps: int = 5) -> dict[int, float]:
+    """Median ms of one target forward (and LM head) over n new tokens (chain mask) on top of the
+    cached prompt, for each n: what verifying a tree of n nodes costs on this machine (n = 1: one
+    autoregressive step). One warm-up pass over all sizes, then `reps` passes, sizes interleaved
+    so that a slow spell hits all of them; the cache is cropped back after each forward."""
+    from . import kvcache as kv
+    cache = kv.new_cache(model)
+    kv.forward(model, cache, torch.tensor(prompt))
+    past = kv.cache_len(cache)
+    ts: dict[int, list[float]] = {n: [] for n in nodes}
+    for rep in range(reps + 1):
+        for n in nodes:
+            toks = torch.tensor((prompt * n)[-n:])  # [n] any tokens: the cost does not depend on them
+            t0 = time.perf_counter()
+            kv.logits_of(model, kv.forward(model, cache, toks))
+            if rep:
+                ts[n].append(1e3 * (time.perf_counter() - t0))
+            kv.crop_to(cache, past)
+    return {n: sorted(v)[len(v) // 2] for n, v in ts.items()}
 
 
 def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int, size: TreeSize, S: int,
@@ -37,6 +63,7 @@ def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int,
     tgt = load_target()
     head, meta = load_head(draft)
     prompts = sample_prompts(per_set)
+    cost = target_cost(tgt.model, render(prompts[0], tgt.tokenizer))
     rows: dict[tuple[str, float], dict[str, float]] = {}
     runs = []
     with tqdm(total=len(temps) * len(prompts) * len(methods), desc="bench-model", unit="run", disable=not progress) as bar:
@@ -50,11 +77,15 @@ def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int,
                         r = generate_ar(tgt.model, ids, T=T, max_new=max_new, generator=g, eos=tgt.eos_ids)
                     else:
                         r = generate_tree(lm, ids, scheme_for(meth, size), max_new=max_new, generator=g, eos=tgt.eos_ids)
-                    acc = rows.setdefault((meth, T), {"tokens": 0, "emitted": 0, "rounds": 0, "seconds": 0.0})
+                    acc = rows.setdefault((meth, T), {"tokens": 0, "emitted": 0, "rounds": 0, "seconds": 0.0,
+                                                      "build": 0.0, "target": 0.0, "verify": 0.0})
                     acc["tokens"] += len(r.tokens); acc["emitted"] += r.emitted
                     acc["rounds"] += r.rounds; acc["seconds"] += r.seconds
+                    for k, x in zip(("build", "target", "verify"), r.phase_seconds):
+                        acc[k] += x
                     runs.append({"method": meth, "T": T, "set": pr.set, "id": pr.id, "tokens": len(r.tokens),
-                                 "rounds": r.rounds, "tau": r.tau, "seconds": r.seconds})
+                                 "rounds": r.rounds, "tau": r.tau, "seconds": r.seconds,
+                                 "phase_seconds": list(r.phase_seconds)})
                     bar.update(1)
                     bar.set_postfix(T=T, method=meth, tau=f"{r.tau:.2f}")
     table = []
@@ -64,11 +95,16 @@ def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int,
         for meth in methods:
             a = rows[(meth, T)]
             tps = a["tokens"] / a["seconds"]
+            per_round = {f"{k}_ms": (1e3 * a[k] / a["rounds"] if meth != "ar" else float("nan"))
+                         for k in ("build", "target", "verify")}  # mean per round (tree methods)
             table.append({"method": meth, "T": T, "tau": a["emitted"] / a["rounds"], "tokens_per_s": tps,
-                          "speedup": tps / ar_tps, "tokens": a["tokens"], "rounds": a["rounds"]})
+                          "speedup": tps / ar_tps, "tokens": a["tokens"], "rounds": a["rounds"],
+                          "ms_per_round": 1e3 * a["seconds"] / a["rounds"],
+                          "break_even_tau": a["seconds"] / a["rounds"] * ar_tps,  # τ at which it would match AR
+                          **per_round})
     return {"size": asdict(size), "S": S, "prompts": [f"{p.set}/{p.id}" for p in prompts], "max_new_tokens": max_new,
             "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
-            "draft": meta, "table": table, "runs": runs}
+            "draft": meta, "table": table, "runs": runs, "target_ms_by_nodes": cost}
 
 
 def _cell(table: list[dict], meth: str, T: float, key: str) -> float:
@@ -82,8 +118,11 @@ def goals(res: dict[str, Any]) -> list[str]:
     t = res["table"]
     ratio = _cell(t, "rheo", 1.0, "tau") / _cell(t, "topk", 1.0, "tau")
     sp = _cell(t, "rheo", 1.0, "speedup")
+    build = _cell(t, "rheo", 1.0, "build_ms") / _cell(t, "topk", 1.0, "build_ms")
     return [f"Rheo τ / Top-K τ at T=1: {ratio:.3f} (goal ≥ {GOAL_TAU_RATIO}): {'met' if ratio >= GOAL_TAU_RATIO else 'NOT met'}",
-            f"Rheo speedup over autoregressive at T=1: {sp:.2f}x (goal ≥ {GOAL_SPEEDUP}x): {'met' if sp >= GOAL_SPEEDUP else 'NOT met'}"]
+            f"Rheo speedup over autoregressive at T=1: {sp:.2f}x (goal ≥ {GOAL_SPEEDUP}x): {'met' if sp >= GOAL_SPEEDUP else 'NOT met'}",
+            f"Tree building (draft forwards + slots + rerank) per round at T=1, Rheo / Top-K: {build:.3f} "
+            f"(issue 3's goal ≤ {GOAL_BUILD_RATIO}: {'met' if build <= GOAL_BUILD_RATIO else 'NOT met'})"]
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -92,9 +131,22 @@ def markdown(res: dict[str, Any]) -> str:
              f"Tree: K={s['K']} W={s['W']} D={s['D']} R={s['R']} (chain: D={s['chain_D']}), S={res['S']}; "
              f"{len(res['prompts'])} prompts ({', '.join(res['prompts'])}), up to {res['max_new_tokens']} new tokens each; "
              f"torch threads {res['threads']}. tokens/s exclude prefill. τ = tokens emitted per round.", "",
-             "| T | method | τ | tokens/s | speedup vs AR | tokens | rounds |", "|---|---|---|---|---|---|---|"]
+             "ms per round: tree building (draft forwards, slots, rerank) / target forward / verification.", "",
+             "Break-even τ: the τ at which a scheme's rounds would match autoregressive tokens/s "
+             "(ms per round × AR tokens/s); speedup = τ / break-even τ.", "",
+             "| T | method | τ | tokens/s | speedup vs AR | break-even τ | tokens | rounds | ms per round: build / target / verify |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in res["table"]:
-        lines.append(f"| {r['T']:g} | {r['method']} | {r['tau']:.3f} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x | {r['tokens']} | {r['rounds']} |")
+        ms = "" if r["method"] == "ar" else f"{r['build_ms']:.1f} / {r['target_ms']:.1f} / {r['verify_ms']:.1f}"
+        lines.append(f"| {r['T']:g} | {r['method']} | {r['tau']:.3f} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x "
+                     f"| {r['break_even_tau']:.2f} | {r['tokens']} | {r['rounds']} | {ms} |")
+    cost = {int(n): v for n, v in res["target_ms_by_nodes"].items()}
+    one = cost[min(cost)]
+    lines += ["", "Target forward (with the LM head) over n new tokens on this machine, median ms "
+              "(n = 1 is one autoregressive step; a round verifies R + 1 nodes):", "",
+              "| n | " + " | ".join(str(n) for n in cost) + " |", "|---|" + "---|" * len(cost),
+              "| ms | " + " | ".join(f"{v:.1f}" for v in cost.values()) + " |",
+              "| × one step | " + " | ".join(f"{v / one:.2f}" for v in cost.values()) + " |"]
     lines += ["", *[f"- {g}" for g in goals(res)], "",
               f"Draft head: overlap Σmin(p,q) at T=1 on held-out text {res['draft'].get('overlap_depth1', float('nan')):.3f} "
               f"(depth 2: {res['draft'].get('overlap_depth2', float('nan')):.3f}).", ""]
@@ -108,7 +160,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
     t = res["table"]
     methods = list(dict.fromkeys(r["method"] for r in t))
     temps = list(dict.fromkeys(r["T"] for r in t))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     w = 0.8 / len(temps)
     for ax, key, title in ((axes[0], "tau", "τ (tokens per round)"), (axes[1], "speedup", "speedup over autoregressive")):
         for i, T in enumerate(temps):
@@ -117,6 +169,14 @@ def plot(res: dict[str, Any], path: Path) -> None:
         ax.set_title(title)
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.legend()
+    cost = {int(n): v for n, v in res["target_ms_by_nodes"].items()}
+    ax = axes[2]
+    ax.plot(list(cost), list(cost.values()), "o-", label="target forward over n tokens")
+    ax.axhline(cost[min(cost)], color="grey", lw=0.8, label="one autoregressive step")
+    ax.set_xlabel("n (tree nodes verified)")
+    ax.set_ylabel("ms")
+    ax.set_title("verification cost on this machine")
+    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

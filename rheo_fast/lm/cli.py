@@ -107,7 +107,7 @@ def register(sub: Any) -> None:
     b.add_argument("--draft", default=None)
     b.set_defaults(func=cmd_bench)
 
-    t = sub.add_parser("train-draft", help="distil the EAGLE-style draft head from the target (about 20 min)",
+    t = sub.add_parser("train-draft", help="distil the EAGLE-style draft head from the target (about 10-20 min)",
                        description="Train the draft head reproducibly from --seed on text shipped in installed "
                                    "packages; writes draft_head.safetensors to $RHEO_CACHE (default ~/.cache/rheo).")
     t.add_argument("--tiny", action="store_true", help="a seconds-long setting for tests")

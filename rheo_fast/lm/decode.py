@@ -51,7 +51,7 @@ class LMState:
     tcache: Any                         # target KV cache: ids[:-1]
     dk: Tensor | None                   # draft keys [1, Hkv, P, d] (true-feature positions)
     dv: Tensor | None
-    pend_feat: Tensor                   # [P', h] target features waiting for the draft
+    pend_feat: Tensor                   # [P', h'] target features waiting for the draft (unfused)
     pend_tok: list[int]                 # their next tokens
     pend_pos: list[int]                 # and positions
     # per round
@@ -60,7 +60,7 @@ class LMState:
     tree_v: list[Tensor] = field(default_factory=list)
     tree_slot: dict[int, int] = field(default_factory=dict)     # node id -> index in tree_k
     kept_ids: Tensor | None = None      # [n_kept] node ids the target ran over (root first)
-    kept_hid: Tensor | None = None      # [n_kept, h] their target features
+    kept_hid: Tensor | None = None      # [n_kept, h'] their target features
     kept_p: Tensor | None = None        # [n_kept, V] their full-vocabulary p (for bucket bonuses)
     past: int = 0                       # target cache length before the round
 
@@ -87,6 +87,8 @@ class LMTreeModel:
             raise CaseError("draft head vocabulary ids must be sorted")
         self.emb = target.model.embed_tokens
         self.device = torch.device("cpu")
+        self.layers = tuple(head.cfg.feature_layers)  # extra target layers the head reads (EAGLE-3)
+        self.hidden = target.config.hidden_size
 
     @torch.inference_mode()
     def start(self, contexts: list[list[int]]) -> LMState:
@@ -94,7 +96,7 @@ class LMTreeModel:
             raise CaseError("real-model decoding takes one context of at least 2 tokens")
         ids = list(contexts[0])
         cache = kv.new_cache(self.model)
-        feats = kv.forward(self.model, cache, torch.tensor(ids[:-1]))  # [n-1, h]
+        feats = kv.forward(self.model, cache, torch.tensor(ids[:-1]), layers=self.layers)  # [n-1, h']
         return LMState(ids, cache, None, None, feats, ids[1:], list(range(1, len(ids))))
 
     def _draft_forward(self, st: LMState, feat: Tensor, toks: list[int], pos: list[int],
@@ -120,7 +122,7 @@ class LMTreeModel:
         d = int(tree.depth[nodes[0, 0]])
         if d == 0:  # new round: feed the pending true-feature inputs, root = last output
             st.node_hid, st.tree_k, st.tree_v, st.tree_slot = {}, [], [], {}
-            hid, k, v = self._draft_forward(st, st.pend_feat, st.pend_tok, st.pend_pos, None)
+            hid, k, v = self._draft_forward(st, self.head.fuse(st.pend_feat), st.pend_tok, st.pend_pos, None)
             st.dk = k if st.dk is None else torch.cat([st.dk, k], 2)  # [1, Hkv, P, d]
             st.dv = v if st.dv is None else torch.cat([st.dv, v], 2)
             st.node_hid[0] = hid[-1]
@@ -147,7 +149,9 @@ class LMTreeModel:
         small = self.head.draft_logits(out)  # [F, Vd]
         logits = torch.cat([small, small.new_full((small.shape[0], 1), NEG)], -1)  # [F, V'] bucket: q = 0
         q_rank, q_samp = draft_probs(logits, S=self.S, T=self.T)  # [F, V'] each, float64
-        return q_rank[None], q_samp[None]
+        shared = q_samp is q_rank  # (T = 1: keep it one tensor, see `draft_probs`)
+        q_rank = q_rank[None]  # [1, F, V']
+        return q_rank, q_rank if shared else q_samp[None]
 
     @torch.inference_mode()
     def target(self, st: LMState, tree: Any) -> Tensor:
@@ -160,8 +164,8 @@ class LMTreeModel:
         toks[0] = st.ids[-1]
         anc = kv.ancestor_matrix(par)  # [n, n]
         st.past = kv.cache_len(st.tcache)
-        hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=tree.depth[kept] + 1)  # [n, h]
-        p = target_probs(kv.logits_of(self.model, hid), T=self.T)  # [n, V] float64
+        hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=tree.depth[kept] + 1, layers=self.layers)  # [n, h']
+        p = target_probs(kv.logits_of(self.model, hid[:, -self.hidden:]), T=self.T)  # [n, V] float64
         st.kept_ids, st.kept_hid, st.kept_p = kept, hid, p
         pc = torch.cat([p[:, self.ids], (p * self.rest).sum(-1, keepdim=True)], -1)  # [n, V']
         full = torch.empty((1, tree.tokens.shape[1], self.vocab_size), dtype=torch.float64)  # [1, 1+N, V']
@@ -232,6 +236,8 @@ class GenResult:
     emitted: int             # tokens the rounds emitted before the max_new / EOS cut (τ numerator)
     seconds: float           # decoding wall time (prefill excluded)
     prefill_seconds: float
+    phase_seconds: tuple[float, float, float] = (0.0, 0.0, 0.0)  # of `seconds`: tree building (draft),
+                                                                # target forward, verification
 
     @property
     def tau(self) -> float:
@@ -287,8 +293,10 @@ def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new
     t1 = time.perf_counter()
     out: list[int] = []
     rounds = total = 0
+    phases = [0.0, 0.0, 0.0]
     while len(out) < max_new:
         res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, mutant=mutant)
+        phases = [a + b for a, b in zip(phases, res.seconds)]
         n = int(res.verdict.n_emitted[0])
         visited = res.verdict.visited[0, :n].tolist()
         emitted = lm.real_tokens(st, res.verdict.emitted[0, :n].tolist(), visited, generator)
@@ -302,4 +310,4 @@ def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new
             on_tokens(emitted)
         if stop:
             break
-    return GenResult(out, rounds, total, time.perf_counter() - t1, t1 - t0)
+    return GenResult(out, rounds, total, time.perf_counter() - t1, t1 - t0, tuple(phases))

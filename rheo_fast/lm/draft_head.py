@@ -1,13 +1,18 @@
 """The draft q: an EAGLE-style head (EAGLE-1 section 4, EAGLE-3's reduced draft vocabulary).
 
-One Llama decoder layer reads, at position i, the target's last (normed) hidden state f_{i-1}
-and the embedding of token x_i (the target's own, frozen), fused by a linear layer, attends
+One Llama decoder layer reads, at position i, the target's features at position i-1 and the
+embedding of token x_i (the target's own, frozen), fused by a linear layer, attends
 causally to the positions before it, and predicts f_i. The draft logits come from a head over a
 reduced draft vocabulary of Vd ids (the ids with the most target mass in the training data),
-whose rows are the target's own (tied) head rows, frozen: q = softmax(E_d f̂), so a perfect
-feature prediction f̂ = f gives q = p restricted to the draft vocabulary. The other ids get
-logit -inf. Inside a draft tree, deeper nodes read the head's own predicted
+whose rows start as the target's own (tied) head rows (`rheo train-draft` then trains them), so at
+initialisation a perfect feature prediction f̂ = f gives q = p restricted to the draft vocabulary.
+The other ids get logit -inf. Inside a draft tree, deeper nodes read the head's own predicted
 f instead of the target's.
+
+Features (EAGLE-3): the target's hidden states after a few decoder layers (`feature_layers`, each
+RMS-normalised) and its normed last hidden state f, concatenated ([..., h * (n + 1)], f last) and
+mapped to h dims by `fuse` (initialised to pass f through), so the fused input lives in the same
+space as the head's own predictions that deeper tree nodes read.
 
 Weights live in one safetensors file (`draft_head.safetensors` in the cache folder) with the
 vocabulary map and the configuration in its metadata. No pickle anywhere.
@@ -39,6 +44,7 @@ class HeadConfig:
     draft_vocab: int = 8192  # Vd
     rope_theta: float = 100000.0
     eps: float = 1e-5
+    feature_layers: tuple[int, ...] = ()  # target hidden_states indices fused with f (EAGLE-3)
 
 
 class RMSNorm(nn.Module):
@@ -68,6 +74,8 @@ class DraftHead(nn.Module):
         self.cfg = cfg
         h, a, kvh, hd = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
         self.fc = nn.Linear(2 * h, h, bias=False)
+        nl = len(cfg.feature_layers)
+        self.fuse_fc = nn.Linear(h * (nl + 1), h, bias=False) if nl else None
         self.input_norm = RMSNorm(h, cfg.eps)
         self.q = nn.Linear(h, a * hd, bias=False)
         self.k = nn.Linear(h, kvh * hd, bias=False)
@@ -81,12 +89,22 @@ class DraftHead(nn.Module):
         self.head.weight.requires_grad_(False)
         self.register_buffer("vocab_ids", torch.arange(cfg.draft_vocab), persistent=True)  # [Vd] target ids
 
+    def fuse(self, feats: torch.Tensor) -> torch.Tensor:
+        """Target features [..., h * (n + 1)] (layer states, then f) -> head input [..., h]."""
+        if self.fuse_fc is None:
+            return feats
+        h = self.cfg.hidden
+        low = feats[..., :-h].unflatten(-1, (-1, h))  # [..., n, h] raw residual streams
+        low = low * torch.rsqrt(low.pow(2).mean(-1, keepdim=True) + self.cfg.eps)
+        return self.fuse_fc(torch.cat([low.flatten(-2), feats[..., -h:]], -1))
+
     def forward(self, feat: torch.Tensor, emb: torch.Tensor, pos: torch.Tensor, *,
                 past: tuple[torch.Tensor, torch.Tensor] | None = None, mask: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """feat, emb: [B, N, h]; pos: [B, N]; past: keys/values [B, Hkv, P, d]; mask: additive
         [B or 1, 1, N, P+N] (None: causal). Returns predicted features [B, N, h] and this call's
-        keys/values [B, Hkv, N, d] (the caller owns the cache)."""
+        keys/values [B, Hkv, N, d] (the caller owns the cache). feat is already fused (`fuse`) or
+        the head's own prediction."""
         c = self.cfg
         B, N, _ = feat.shape
         x = self.fc(torch.cat([feat, emb], -1))  # [B, N, h]
@@ -117,7 +135,7 @@ class DraftHead(nn.Module):
         full[..., self.vocab_ids] = small
         return full
 
-    def init_from_target(self, model: Any, vocab_ids: torch.Tensor) -> None:
+    def init_from_target(self, model: Any, vocab_ids: torch.Tensor, *, train_rows: bool = False) -> None:
         """Start from the target: q/k/v and the first `inter` MLP neurons of its last decoder layer,
         the head rows of the draft vocabulary; the residual branches (o, down) start at zero and
         fc passes the feature through, so the untrained head predicts f_i = f_{i-1}."""
@@ -139,6 +157,11 @@ class DraftHead(nn.Module):
             self.fc.weight.zero_()
             self.fc.weight[:, :h].copy_(torch.eye(h))
             self.fc.weight[:, h:].normal_(0.0, 0.02)
+            if self.fuse_fc is not None:
+                self.fuse_fc.weight.zero_()
+                self.fuse_fc.weight[:, -h:].copy_(torch.eye(h))
+                self.fuse_fc.weight[:, :-h].normal_(0.0, 0.01)
+        self.head.weight.requires_grad_(train_rows)
 
 
 def draft_path(path: str | Path | None = None) -> Path:
@@ -160,12 +183,14 @@ def load_head(path: str | Path | None = None) -> tuple[DraftHead, dict[str, Any]
     run when no trained head exists."""
     p = draft_path(path)
     if not p.is_file():
-        raise MissingDependencyError(f"no trained draft head at {p}; train one with `rheo train-draft` (about 20 min)")
+        raise MissingDependencyError(f"no trained draft head at {p}; train one with `rheo train-draft` (about 10-20 min)")
     from safetensors import safe_open
     from safetensors.torch import load_file
     with safe_open(str(p), "pt") as f:
         md = f.metadata()
-    head = DraftHead(HeadConfig(**json.loads(md["config"])))
+    cfg = json.loads(md["config"])
+    cfg["feature_layers"] = tuple(cfg.get("feature_layers", ()))
+    head = DraftHead(HeadConfig(**cfg))
     head.load_state_dict(load_file(str(p)))
     head.eval().requires_grad_(False)
     return head, json.loads(md.get("meta", "{}"))

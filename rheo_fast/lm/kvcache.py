@@ -44,11 +44,12 @@ def cache_len(cache: Any) -> int:
 
 @torch.inference_mode()
 def forward(model: Any, cache: Any, tokens: torch.Tensor, *, anc: torch.Tensor | None = None,
-            depths: torch.Tensor | None = None) -> torch.Tensor:
+            depths: torch.Tensor | None = None, layers: tuple[int, ...] = ()) -> torch.Tensor:
     """Run the target over N new tokens on top of `cache` (extended in place).
 
     tokens: [N]; anc: [N, N] ancestor matrix (None: causal chain); depths: [N], 1 for the
-    root's children (None: 1..N). Returns the normed last hidden states [N, hidden]."""
+    root's children (None: 1..N). Returns the normed last hidden states [N, hidden], preceded by
+    the hidden states after the decoder layers in `layers` ([N, hidden * (len(layers) + 1)])."""
     n = tokens.shape[0]
     past = cache_len(cache)
     if anc is None:
@@ -58,7 +59,9 @@ def forward(model: Any, cache: Any, tokens: torch.Tensor, *, anc: torch.Tensor |
     pos = (past + depths - 1)[None]  # [1, N]
     mask = tree_mask(anc, past, model.dtype)  # [1, 1, N, past+N]
     out = model.model(input_ids=tokens[None], attention_mask=mask, position_ids=pos, cache=cache,
-                      use_cache=True)
+                      use_cache=True, output_hidden_states=bool(layers))
+    if layers:
+        return torch.cat([out.hidden_states[i][0] for i in layers] + [out.last_hidden_state[0]], -1)
     return out.last_hidden_state[0]  # [N, hidden]
 
 
