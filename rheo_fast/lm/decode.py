@@ -282,6 +282,20 @@ def generate_ar(model: Any, prompt: list[int], *, T: float, max_new: int, genera
 
 
 @torch.inference_mode()
+def tree_round(lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, generator: torch.Generator,
+               mutant: str | None = None) -> tuple[list[int], Any]:
+    """One speculative round on st: build, target forward, verify (rheo_fast.decode.run_round), map
+    the emitted compact ids to token ids and commit them (KV caches compacted). Returns (the emitted
+    token ids, the RoundResult)."""
+    res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, mutant=mutant)
+    n = int(res.verdict.n_emitted[0])
+    visited = res.verdict.visited[0, :n].tolist()
+    emitted = lm.real_tokens(st, res.verdict.emitted[0, :n].tolist(), visited, generator)
+    lm.commit(st, emitted, visited)
+    return emitted, res
+
+
+@torch.inference_mode()
 def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new: int,
                   generator: torch.Generator, eos: set[int] = frozenset(),
                   on_tokens: Callable[[list[int]], None] | None = None, mutant: str | None = None) -> GenResult:
@@ -295,14 +309,10 @@ def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new
     rounds = total = 0
     phases = [0.0, 0.0, 0.0]
     while len(out) < max_new:
-        res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, mutant=mutant)
+        emitted, res = tree_round(lm, st, scheme, layout, generator, mutant)
         phases = [a + b for a, b in zip(phases, res.seconds)]
-        n = int(res.verdict.n_emitted[0])
-        visited = res.verdict.visited[0, :n].tolist()
-        emitted = lm.real_tokens(st, res.verdict.emitted[0, :n].tolist(), visited, generator)
         rounds += 1
-        total += n
-        lm.commit(st, emitted, visited)
+        total += len(emitted)
         emitted, stop = _cut_eos(emitted, eos)
         emitted = emitted[: max_new - len(out)]
         out += emitted
