@@ -60,9 +60,16 @@ def forward(model: Any, cache: Any, tokens: torch.Tensor, *, anc: torch.Tensor |
     mask = tree_mask(anc, past, model.dtype)  # [1, 1, N, past+N]
     out = model.model(input_ids=tokens[None], attention_mask=mask, position_ids=pos, cache=cache,
                       use_cache=True, output_hidden_states=bool(layers))
-    if layers:
-        return torch.cat([out.hidden_states[i][0] for i in layers] + [out.last_hidden_state[0]], -1)
-    return out.last_hidden_state[0]  # [N, hidden]
+    return features(out, layers)[0]  # [N, hidden * (len(layers) + 1)]
+
+
+def features(out: Any, layers: tuple[int, ...]) -> torch.Tensor:
+    """The draft head's target features from a model output (run with output_hidden_states when
+    `layers`): the hidden states after the decoder layers in `layers`, then the normed last one,
+    concatenated [B, N, hidden * (len(layers) + 1)]. Training and decoding both read them here."""
+    if not layers:
+        return out.last_hidden_state  # [B, N, hidden]
+    return torch.cat([out.hidden_states[i] for i in layers] + [out.last_hidden_state], -1)
 
 
 def logits_of(model: Any, hidden: torch.Tensor) -> torch.Tensor:

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator
 import torch
 
 from .prompts import humaneval_training_text
-from .kvcache import logits_of
+from .kvcache import features, logits_of
 
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
@@ -183,7 +183,7 @@ def target_features(model: Any, tokens: torch.Tensor, *, topk: int, batch: int =
         tl, ti = lg.topk(topk, -1)  # [b, L, k]
         tp = (tl - torch.logsumexp(lg, -1, keepdim=True)).exp()  # p at T = 1 of the top-k ids
         del lg
-        f = torch.cat([out.hidden_states[j] for j in layers] + [h], -1) if layers else h
+        f = features(out, layers)  # [b, L, h * (len(layers) + 1)]
         feats.append(f.to(store)); tids.append(ti.to(torch.int32)); tps.append(tp)
         if progress is not None:
             progress.update(x.numel())
