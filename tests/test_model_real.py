@@ -209,3 +209,75 @@ def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target):
     bad = lossless_check(target, head, scheme, n=400, alpha=1e-3, tv=0.25, seed=8, mutant="bonus-full-p")
     print(bad.summary())
     assert bad.rejected, bad.summary()
+
+
+def test_oracle_draft_is_the_head_at_alpha_0_and_the_target_at_alpha_1(target, tiny_head):
+    """draft-ceiling's oracle-mixed draft: α = 0 decodes exactly as the head does (same tokens and
+    rounds from the same coins); at α = 1 the root's q is the target's own p (an independent
+    forward over the whole context, without the cache) on the draft vocabulary, S-truncated."""
+    import torch
+    from rheo_fast.lm.ceiling import OracleMixLM
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_tree, scheme_for
+    ids = target.tokenizer(CODE)["input_ids"]
+    sch = scheme_for("rheo", TreeSize(K=4, W=2, D=2, R=4))
+    plain = generate_tree(LMTreeModel(target.model, tiny_head[0], T=1.0), ids, sch, max_new=8,
+                          generator=torch.Generator().manual_seed(3))
+    o0 = OracleMixLM(target.model, tiny_head[0], alpha=0.0)
+    mixed0 = generate_tree(o0, ids, sch, max_new=8, generator=torch.Generator().manual_seed(3))
+    assert (mixed0.tokens, mixed0.rounds) == (plain.tokens, plain.rounds)
+
+    roots = []
+
+    class Rec(OracleMixLM):
+        def draft(self, st, tree, nodes):
+            q = super().draft(st, tree, nodes)
+            if int(tree.depth[nodes[0, 0]]) == 0 and not roots:
+                roots.append(q[0][0, 0])
+            return q
+
+    o1 = Rec(target.model, tiny_head[0], alpha=1.0, S=16)
+    generate_tree(o1, ids, sch, max_new=2, generator=torch.Generator().manual_seed(3))
+    with torch.inference_mode():
+        logits = target.model(input_ids=torch.tensor([ids])).logits[0, -1].double()  # [V]
+    p = torch.softmax(logits, -1)[o1.ids]  # [Vd] on the draft vocabulary
+    top = p.topk(16)
+    want = torch.zeros_like(p).index_put_((top.indices,), top.values / top.values.sum())
+    got = roots[0]
+    assert float(got[-1]) == 0.0  # never proposes the bucket
+    assert float(torch.minimum(got[:-1], want).sum()) > 1 - 1e-4
+    d1 = lambda lm: sum(lm.overlap_mix[1]) / len(lm.overlap_mix[1])  # noqa: E731
+    assert d1(o1) > d1(o0) + 0.2 and abs(d1(o0) - sum(o0.overlap_head[1]) / len(o0.overlap_head[1])) < 1e-12
+
+
+def test_oracle_draft_rejects_bad_alpha(target, tiny_head):
+    from rheo_ref.errors import RheoError
+    from rheo_fast.lm.ceiling import OracleMixLM
+    for bad in (-0.1, 1.5, "0.5"):
+        with pytest.raises(RheoError, match="alpha"):
+            OracleMixLM(target.model, tiny_head[0], alpha=bad)
+
+
+def test_needed_overlap_interpolates_and_says_when_out_of_reach():
+    from rheo_fast.lm.ceiling import needed_overlap
+    res = {"table": [{"method": "rheo", "overlap_d1": x, "projected_speedup": y}
+                     for x, y in ((0.4, 0.8), (0.6, 1.2), (0.8, 1.6))]}
+    assert abs(needed_overlap(res, "rheo", 1.4) - 0.7) < 1e-12
+    assert needed_overlap(res, "rheo", 0.5) == 0.4
+    assert needed_overlap(res, "rheo", 2.0) is None
+
+
+def test_draft_ceiling_cli_writes_report_and_plot(tiny_head, tmp_path):
+    from helpers import run_rheo
+    r = run_rheo("draft-ceiling", "--prompts", "1", "--max-new-tokens", "4", "--alphas", "0,1", "--methods", "chain,rheo",
+                 "--draft", str(tiny_head[2]), "-K", "4", "-W", "2", "-D", "2", "-R", "4", "--out", str(tmp_path),
+                 "--json", str(tmp_path / "c.json"))
+    assert r.returncode == 0, r.stderr
+    import json
+    res = json.loads((tmp_path / "c.json").read_text())
+    assert sorted((row["method"], row["alpha"]) for row in res["table"]) == [("chain", 0.0), ("chain", 1.0), ("rheo", 0.0), ("rheo", 1.0)]
+    for row in res["table"]:
+        assert row["round_ms"] > 0 and row["oracle_ms"] > 0 and row["projected_speedup"] > 0
+    assert "| rheo | 1 |" in (tmp_path / "draft_ceiling.md").read_text()
+    assert (tmp_path / "draft_ceiling.png").stat().st_size > 1000
+    bad = run_rheo("draft-ceiling", "--alphas", "0,2", "--draft", str(tiny_head[2]))
+    assert bad.returncode != 0 and "outside [0, 1]" in bad.stderr

@@ -1,4 +1,4 @@
-"""Subcommands for the real models: `rheo generate`, `rheo bench-model`, `rheo train-draft`.
+"""Subcommands for the real models: `rheo generate`, `rheo bench-model`, `rheo draft-ceiling`, `rheo train-draft`.
 
 Imports of torch/transformers happen inside the commands, so `rheo --help` works without them.
 """
@@ -65,6 +65,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(args)
 
 
+def cmd_ceiling(args: argparse.Namespace) -> int:
+    from .ceiling import run_ceiling
+    return run_ceiling(args)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .train_draft import cmd_train_draft
     return cmd_train_draft(args)
@@ -107,7 +112,28 @@ def register(sub: Any) -> None:
     b.add_argument("--draft", default=None)
     b.set_defaults(func=cmd_bench)
 
-    t = sub.add_parser("train-draft", help="distil the EAGLE-style draft head from the target (about 10-20 min)",
+    c = sub.add_parser("draft-ceiling", help="τ and projected speedup against draft quality (oracle-mixed drafts)",
+                       description="Decode at T = 1 with drafts q_α = trunc_S((1-α) q_head + α p) mixed with the "
+                                   "target's own p, measure τ and the draft's overlap with p, and project the "
+                                   "speedup over autoregressive decoding a real draft of that overlap would give "
+                                   "(the oracle's target forwards are timed and subtracted). Writes "
+                                   "reports/draft_ceiling.md and reports/draft_ceiling.png.")
+    c.add_argument("--alphas", default="0,0.25,0.5,0.75,1", help="mixing weights in [0, 1] (default 0,0.25,0.5,0.75,1)")
+    c.add_argument("--methods", default="chain,topk,rheo", help="tree schemes (default chain,topk,rheo)")
+    c.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    c.add_argument("--prompts", type=int, default=2, help="prompts per set (default 2)")
+    c.add_argument("--max-new-tokens", type=int, default=48)
+    c.add_argument("--out", default="reports", help="report folder (default reports/)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("-K", type=int, default=6)
+    c.add_argument("-W", type=int, default=4)
+    c.add_argument("-D", type=int, default=4)
+    c.add_argument("-R", type=int, default=16)
+    c.add_argument("-S", type=int, default=128)
+    c.add_argument("--draft", default=None)
+    c.set_defaults(func=cmd_ceiling)
+
+    t = sub.add_parser("train-draft", help="distil the EAGLE-style draft head from the target (about 14 min on 2 quiet cores)",
                        description="Train the draft head reproducibly from --seed on text shipped in installed "
                                    "packages; writes draft_head.safetensors to $RHEO_CACHE (default ~/.cache/rheo).")
     t.add_argument("--tiny", action="store_true", help="a seconds-long setting for tests")

@@ -42,7 +42,7 @@ class TrainConfig:
     topk: int = 32  # target probabilities kept per position
     draft_vocab: int = 4096  # covers 95.6% of the target's top-32 mass on the training text
     inter: int = 768  # MLP width of the head's decoder layer (the target's: 1536)
-    epochs: int = 3
+    epochs: int = 6  # held-out overlap 0.397 at 3 epochs, 0.433 at 6 (training ~7 min of the ~14 min run)
     batch: int = 8
     lr: float = 1.5e-3
     reg_weight: float = 0.0  # weight of the feature regression loss (EAGLE-1; EAGLE-3 drops it; 0.1 measured worse)
