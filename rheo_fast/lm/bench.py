@@ -194,13 +194,18 @@ def run_bench(args: Any) -> int:
     res = bench(methods, temps, per_set=args.prompts, max_new=args.max_new_tokens, size=size, S=args.S,
                 seed=args.seed, draft=args.draft)
     res["wall_seconds"] = time.perf_counter() - t0
+    return write_report(res, args, "bench_model", markdown(res), lambda path: plot(res, path))
+
+
+def write_report(res: dict[str, Any], args: Any, name: str, md: str, draw: Any) -> int:
+    """Write `<args.out>/<name>.md` and `.png` (draw(path) makes the plot), the JSON with
+    --json, and print the table. Shared by bench-model and draft-ceiling."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    md = markdown(res)
-    (out / "bench_model.md").write_text(md)
-    plot(res, out / "bench_model.png")
+    (out / f"{name}.md").write_text(md)
+    draw(out / f"{name}.png")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
     print(md)
-    print(f"wrote {out / 'bench_model.md'} and {out / 'bench_model.png'}")
+    print(f"wrote {out / (name + '.md')} and {out / (name + '.png')} ({res['wall_seconds']:.0f} s)")
     return 0

@@ -19,7 +19,6 @@ Writes reports/draft_ceiling.md and .png (τ and projected speedup against overl
 """
 from __future__ import annotations
 
-import json
 import platform
 import time
 from pathlib import Path
@@ -34,7 +33,6 @@ from rheo_fast.models import draft_probs, target_probs
 from . import kvcache as kv
 from .decode import LMState, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
 
-NEG = float("-inf")
 
 
 class OracleMixLM(LMTreeModel):
@@ -226,7 +224,7 @@ def plot(res: dict[str, Any], path: Path, goal: float) -> None:
 
 
 def run_ceiling(args: Any) -> int:
-    from .bench import GOAL_SPEEDUP
+    from .bench import GOAL_SPEEDUP, write_report
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     try:
         alphas = [float(x) for x in args.alphas.split(",")]
@@ -243,13 +241,4 @@ def run_ceiling(args: Any) -> int:
     res = ceiling(alphas, methods, per_set=args.prompts, max_new=args.max_new_tokens, size=size, S=args.S,
                   seed=args.seed, draft=args.draft)
     res["wall_seconds"] = time.perf_counter() - t0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    md = markdown(res, GOAL_SPEEDUP)
-    (out / "draft_ceiling.md").write_text(md)
-    plot(res, out / "draft_ceiling.png", GOAL_SPEEDUP)
-    if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=1))
-    print(md)
-    print(f"wrote {out / 'draft_ceiling.md'} and {out / 'draft_ceiling.png'} ({res['wall_seconds']:.0f} s)")
-    return 0
+    return write_report(res, args, "draft_ceiling", markdown(res, GOAL_SPEEDUP), lambda path: plot(res, path, GOAL_SPEEDUP))

@@ -75,6 +75,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     return cmd_train_draft(args)
 
 
+def _report_options(p: argparse.ArgumentParser) -> None:
+    """The options bench-model and draft-ceiling share: prompt sample, outputs, tree sizes, draft."""
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--prompts", type=int, default=2, help="prompts per set (default 2)")
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--out", default="reports", help="report folder (default reports/)")
+    p.add_argument("--seed", type=int, default=0)
+    _tree_options(p)
+
+
+def _tree_options(p: argparse.ArgumentParser) -> None:
+    """Tree sizes, sparse truncation and the draft head file."""
+    p.add_argument("-K", type=int, default=6, help="children per expanded node (default 6)")
+    p.add_argument("-W", type=int, default=4, help="frontier width (default 4)")
+    p.add_argument("-D", type=int, default=4, help="tree depth (default 4)")
+    p.add_argument("-R", type=int, default=16, help="draft nodes kept after rerank (default 16)")
+    p.add_argument("-S", type=int, default=128, help="sparse truncation of the draft logits (default 128)")
+    p.add_argument("--draft", default=None, help="draft head file (default: the cache folder)")
+
+
 def register(sub: Any) -> None:
     g = sub.add_parser("generate", help="decode with SmolLM2-135M (target) and the trained draft head",
                        description="Stream text decoded by a scheme on the real models, then a one-line summary "
@@ -85,31 +105,16 @@ def register(sub: Any) -> None:
     g.add_argument("--max-new-tokens", type=int, default=128)
     g.add_argument("--raw", action="store_true", help="feed the prompt as raw text (code completion), no chat template")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("-K", type=int, default=6, help="children per expanded node (default 6)")
-    g.add_argument("-W", type=int, default=4, help="frontier width (default 4)")
-    g.add_argument("-D", type=int, default=4, help="tree depth (default 4)")
-    g.add_argument("-R", type=int, default=16, help="draft nodes kept after rerank (default 16)")
-    g.add_argument("-S", type=int, default=128, help="sparse truncation of the draft logits")
-    g.add_argument("--draft", default=None, help="draft head file (default: the cache folder)")
+    _tree_options(g)
     g.add_argument("--threads", type=int, default=None)
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench-model", help="τ, tokens/s and speedup of every scheme on HumanEval + MT-bench",
                        description="Benchmark every scheme at T in {0, 0.6, 1} on a fixed prompt sample; writes "
                                    "reports/bench_model.md and reports/bench_model.png.")
-    b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    b.add_argument("--prompts", type=int, default=2, help="prompts per set (default 2)")
-    b.add_argument("--max-new-tokens", type=int, default=48)
     b.add_argument("--temperatures", default="0,0.6,1.0")
     b.add_argument("--methods", default=",".join(_methods()))
-    b.add_argument("--out", default="reports", help="report folder (default reports/)")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("-K", type=int, default=6)
-    b.add_argument("-W", type=int, default=4)
-    b.add_argument("-D", type=int, default=4)
-    b.add_argument("-R", type=int, default=16)
-    b.add_argument("-S", type=int, default=128)
-    b.add_argument("--draft", default=None)
+    _report_options(b)
     b.set_defaults(func=cmd_bench)
 
     c = sub.add_parser("draft-ceiling", help="τ and projected speedup against draft quality (oracle-mixed drafts)",
@@ -120,17 +125,7 @@ def register(sub: Any) -> None:
                                    "reports/draft_ceiling.md and reports/draft_ceiling.png.")
     c.add_argument("--alphas", default="0,0.25,0.5,0.75,1", help="mixing weights in [0, 1] (default 0,0.25,0.5,0.75,1)")
     c.add_argument("--methods", default="chain,topk,rheo", help="tree schemes (default chain,topk,rheo)")
-    c.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    c.add_argument("--prompts", type=int, default=2, help="prompts per set (default 2)")
-    c.add_argument("--max-new-tokens", type=int, default=48)
-    c.add_argument("--out", default="reports", help="report folder (default reports/)")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("-K", type=int, default=6)
-    c.add_argument("-W", type=int, default=4)
-    c.add_argument("-D", type=int, default=4)
-    c.add_argument("-R", type=int, default=16)
-    c.add_argument("-S", type=int, default=128)
-    c.add_argument("--draft", default=None)
+    _report_options(c)
     c.set_defaults(func=cmd_ceiling)
 
     t = sub.add_parser("train-draft", help="distil the EAGLE-style draft head from the target (about 14 min on 2 quiet cores)",
