@@ -34,6 +34,12 @@ from . import kvcache as kv
 from .decode import LMState, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
 
 
+def check_alpha(alpha: Any) -> float:
+    """The oracle's mixing weight as a float, or CaseError naming it and what is allowed."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+        raise CaseError(f"oracle mixing weight alpha={alpha!r} is outside [0, 1] (must be a number in [0, 1])")
+    return float(alpha)
+
 
 class OracleMixLM(LMTreeModel):
     """LMTreeModel whose draft rows are the head's q mixed with the target's p at the same node
@@ -42,10 +48,8 @@ class OracleMixLM(LMTreeModel):
     Σ min(p, q) of the head's q and of the mixture, and the seconds spent on the oracle."""
 
     def __init__(self, target: Any, head: Any, *, alpha: float, S: int = 128):
-        if not (isinstance(alpha, (int, float)) and 0.0 <= alpha <= 1.0):
-            raise CaseError(f"oracle mixing weight alpha={alpha!r} must be a number in [0, 1]")
+        self.alpha = check_alpha(alpha)
         super().__init__(target, head, T=1.0, S=S)
-        self.alpha = float(alpha)
         self.oracle_seconds = 0.0
         self.overlap_head: dict[int, list[float]] = {}  # depth of the children -> overlaps of q_head
         self.overlap_mix: dict[int, list[float]] = {}   # and of q_α
@@ -65,18 +69,15 @@ class OracleMixLM(LMTreeModel):
             while j > 0:
                 need.add(j)
                 j = int(parents[j])
-        sub = [0] + sorted(need)  # root first, parents before children
-        row = {j: i for i, j in enumerate(sub)}
-        par = torch.tensor([-1] + [row[int(parents[j])] for j in sub[1:]])  # [n] rows; the root's children: 0
-        toks = torch.tensor([st.ids[-1]] + [int(self.ids[tree.tokens[0, j]]) for j in sub[1:]])  # [n] token ids
-        depth = tree.depth[torch.tensor(sub)] + 1  # [n] position offsets (root: 1)
+        sub = torch.tensor([0] + sorted(need))  # root first, parents before children
+        toks, anc, depths = self.subtree_inputs(st, tree, sub)
         past = kv.cache_len(st.tcache)
         try:
-            hid = kv.forward(self.model, st.tcache, toks, anc=kv.ancestor_matrix(par), depths=depth)  # [n, h]
+            hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=depths)  # [n, h]
         finally:
             kv.crop_to(st.tcache, past)
-        p = target_probs(kv.logits_of(self.model, hid[[row[j] for j in nodes]]), T=1.0)  # [F, V]
-        return torch.cat([p[:, self.ids], (p * self.rest).sum(-1, keepdim=True)], -1)  # [F, V']
+        rows = torch.searchsorted(sub, torch.tensor(nodes))  # [F] rows of `nodes` in sub
+        return self.compact(target_probs(kv.logits_of(self.model, hid[rows]), T=1.0))  # [F, V']
 
     @torch.inference_mode()
     def draft(self, st: LMState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]:
@@ -235,8 +236,7 @@ def run_ceiling(args: Any) -> int:
         if scheme_for(m, size) is None:
             raise CaseError(f"--methods: {m!r} has no draft; allowed: tree schemes (chain, topk, rheo, ...)")
     for a in alphas:
-        if not 0.0 <= a <= 1.0:
-            raise CaseError(f"--alphas: {a!r} is outside [0, 1]")
+        check_alpha(a)  # before any model loads
     t0 = time.perf_counter()
     res = ceiling(alphas, methods, per_set=args.prompts, max_new=args.max_new_tokens, size=size, S=args.S,
                   seed=args.seed, draft=args.draft)

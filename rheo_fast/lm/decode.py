@@ -156,21 +156,30 @@ class LMTreeModel:
     @torch.inference_mode()
     def target(self, st: LMState, tree: Any) -> Tensor:
         kept = tree.kept[0].nonzero()[:, 0]  # [n] node ids, creation order (parents first)
-        where = torch.full((tree.tokens.shape[1],), -1, dtype=torch.long)  # node id -> row
-        where[kept] = torch.arange(len(kept))
-        par = where[tree.parent[0, kept].clamp(min=0)]  # [n]
-        par[0] = -1
-        toks = self.ids[tree.tokens[0, kept].clamp(min=0)]  # [n] real token ids
-        toks[0] = st.ids[-1]
-        anc = kv.ancestor_matrix(par)  # [n, n]
+        toks, anc, depths = self.subtree_inputs(st, tree, kept)
         st.past = kv.cache_len(st.tcache)
-        hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=tree.depth[kept] + 1, layers=self.layers)  # [n, h']
+        hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=depths, layers=self.layers)  # [n, h']
         p = target_probs(kv.logits_of(self.model, hid[:, -self.hidden:]), T=self.T)  # [n, V] float64
         st.kept_ids, st.kept_hid, st.kept_p = kept, hid, p
-        pc = torch.cat([p[:, self.ids], (p * self.rest).sum(-1, keepdim=True)], -1)  # [n, V']
         full = torch.empty((1, tree.tokens.shape[1], self.vocab_size), dtype=torch.float64)  # [1, 1+N, V']
-        full[0, kept] = pc
+        full[0, kept] = self.compact(p)
         return full
+
+    def subtree_inputs(self, st: LMState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Inputs of one target forward over tree nodes `nodes` [n] (ids in creation order, the root
+        first, every node's parent among them) on top of the cache: real token ids [n], ancestor
+        matrix [n, n] and depths + 1 [n] (position offsets; the root: 1)."""
+        where = torch.full((tree.tokens.shape[1],), -1, dtype=torch.long)  # node id -> row
+        where[nodes] = torch.arange(len(nodes))
+        par = where[tree.parent[0, nodes].clamp(min=0)]  # [n]
+        par[0] = -1
+        toks = self.ids[tree.tokens[0, nodes].clamp(min=0)]  # [n] real token ids
+        toks[0] = st.ids[-1]
+        return toks, kv.ancestor_matrix(par), tree.depth[nodes] + 1
+
+    def compact(self, p: Tensor) -> Tensor:
+        """p [n, V] over the full vocabulary -> [n, V'] on the compact one (the bucket: p(rest))."""
+        return torch.cat([p[:, self.ids], (p * self.rest).sum(-1, keepdim=True)], -1)
 
     def real_tokens(self, st: LMState, emitted: list[int], visited: list[int], generator: torch.Generator) -> list[int]:
         """Compact ids -> token ids; a bonus in the bucket is drawn from p on the rest (see module doc)."""
