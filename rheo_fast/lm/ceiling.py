@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import platform
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,13 @@ class OracleMixLM(LMTreeModel):
         q_head, _ = super().draft(st, tree, nodes)  # [1, F, V'] (T = 1: one tensor)
         t0 = time.perf_counter()
         ids = nodes[0].tolist()
-        pc = self.node_p(st, tree, ids)  # [F, V']
-        pbar = pc.clone()
-        pbar[:, -1] = 0.0
-        pbar /= pbar.sum(-1, keepdim=True)  # p on the draft vocabulary, renormalised
+        pc = self.node_p(st, tree, ids)  # [F, V'] (also needed at α = 0: the overlaps)
         if self.alpha == 0.0:
             q = q_head[0]  # exactly the head's decoding
         else:
+            pbar = pc.clone()
+            pbar[:, -1] = 0.0
+            pbar /= pbar.sum(-1, keepdim=True)  # p on the draft vocabulary, renormalised
             mix = (1.0 - self.alpha) * q_head[0] + self.alpha * pbar  # [F, V']
             q, _ = draft_probs(mix.log(), S=self.S, T=1.0)  # [F, V'] S-truncated, renormalised
         d = int(tree.depth[ids[0]]) + 1  # depth of the children these rows draft
@@ -153,7 +154,7 @@ def ceiling(alphas: list[float], methods: list[str], *, per_set: int, max_new: i
                           "head_overlap_d1": _mean(c["head"].get(1, [])),
                           "round_ms": 1e3 * round_s, "oracle_ms": 1e3 * c["oracle"] / c["rounds"],
                           "break_even_tau": round_s * ar_tps, "projected_speedup": tau / (round_s * ar_tps)})
-    return {"size": {k: getattr(size, k) for k in ("K", "W", "D", "R", "chain_D")}, "S": S, "T": 1.0,
+    return {"size": asdict(size), "S": S, "T": 1.0,
             "prompts": [f"{p.set}/{p.id}" for p in prompts], "max_new_tokens": max_new,
             "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
             "ar_tokens_per_s": ar_tps, "draft": meta, "table": table}
