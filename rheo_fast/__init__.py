@@ -1,15 +1,29 @@
-"""rheo_fast: the pinned RheoSampling algorithm (ALGORITHM.md) in vectorised, device-agnostic
-torch, coupled coin for coin to the exact reference (`rheo_ref.replay`, docs/FAST_PATH.md).
+"""rheo_fast: the pinned RheoSampling algorithm in vectorised, device-agnostic torch, coupled
+coin for coin to the exact reference (`rheo_ref.replay`, docs/FAST_PATH.md).
 
 Steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
-q_samp, p), `slots` (section 3: `expand`), `tree` (section 4: `frontier`, `rerank`, attention
-mask), `verify` (section 5: `verify_level`), `decode` (rounds, coins, multi-round decoding),
-`mutants` (deliberately broken variants), `cli_sample` (`rheo sample`).
-"""
-from .decode import Decoded, RoundResult, decode, round_coins, run_round
-from .models import TableTreeModel, TreeModel, draft_probs, target_probs
-from .mutants import MUTANTS
-from .tree import Layout, Tree
+q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `verify`
+(`verify_level`), `decode` (rounds, coins, multi-round decoding), `mutants` (deliberately
+broken variants), `lm` (real language models).
 
-__all__ = ["Decoded", "Layout", "MUTANTS", "RoundResult", "TableTreeModel", "Tree", "TreeModel", "decode",
-           "draft_probs", "round_coins", "run_round", "target_probs"]
+The names below are loaded on first use (PEP 562), so importing `rheo_fast.mutants` or the
+package itself does not import torch.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Decoded": "decode", "RoundResult": "decode", "decode": "decode", "round_coins": "decode", "run_round": "decode",
+    "TableTreeModel": "models", "TreeModel": "models", "draft_probs": "models", "target_probs": "models",
+    "MUTANTS": "mutants", "Layout": "tree", "Tree": "tree",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'rheo_fast' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

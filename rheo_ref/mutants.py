@@ -11,7 +11,7 @@ the reference (`rheo_ref.exact.Exact`), altered only through public seams:
 No hook was added to the reference core. `mutant_law`/`mutant_tv` give the exact token law of
 the mutant and its TV to the target law. Each counterpart models the fast path's mutant as its
 description in `rheo_fast.mutants.MUTANTS` states; tests/test_mutants.py checks, statistically,
-that the two agree. `rheo_ref.gate.fast_sampler` drives the fast path.
+that the two agree. `rheo.gate.fast_sampler` drives the fast path.
 """
 from __future__ import annotations
 
@@ -198,12 +198,19 @@ def _half(x: Fraction) -> Fraction:
 
 
 def _half_neighbours(c: Fraction) -> tuple[Fraction, Fraction]:
-    """(largest float16 v < c, the float16 right after v), for 0 < c."""
-    import numpy as np
-    v = np.float16(float(c))
-    while Fraction(float(v)) >= c:
-        v = np.nextafter(v, np.float16(-1))
-    return Fraction(float(v)), Fraction(float(np.nextafter(v, np.float16(2))))
+    """(largest float16 v < c, the float16 right after v), for 0 < c ≤ 1.
+
+    Non-negative float16 values are ordered like their 16-bit patterns, so the neighbours of a
+    value are the patterns one below and one above."""
+    import struct
+
+    def value(bits: int) -> Fraction:
+        return Fraction(struct.unpack("<e", struct.pack("<H", bits))[0])
+
+    bits = struct.unpack("<H", struct.pack("<e", float(c)))[0]  # float16 nearest to c (≥ 0)
+    while value(bits) >= c:
+        bits -= 1
+    return value(bits), value(bits + 1)
 
 
 def half_coin_below(c: Fraction) -> Fraction:

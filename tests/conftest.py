@@ -1,18 +1,27 @@
 """Shared test configuration.
 
+The default run is parallel (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml's
+addopts; the real-model module is one group, so its model loads once). Every worker keeps torch's intra-op threads at 1 (set here, before any test module
+imports torch), so two workers on two cores do not oversubscribe them.
+
 Hypothesis profiles, chosen by RHEO_HYPOTHESIS_PROFILE (docs/GATE.md):
-- `ci` (default when $CI is set): derandomized, so a CI run is reproducible;
-- `dev` (default otherwise): random, modest example counts;
+- `ci` (the default): derandomized, so every run, parallel or not, tries the same examples;
+- `dev`: random, modest example counts;
 - `nightly`: many more examples, random.
-Seeds of statistical tests come from the test id (rheo_ref.pytest_plugin's `rheo_seed`);
-RHEO_SEED_SALT varies them all (nightly). The plugin itself is loaded through its pytest11
-entry point; tests/ only chooses the profile.
+Seeds of statistical tests come from the test id (rheo.pytest_plugin's `rheo_seed`), so they
+do not depend on which worker runs a test; RHEO_SEED_SALT varies them all (nightly). The plugin
+itself is loaded through its pytest11 entry point; tests/ only chooses the profile.
 """
 from __future__ import annotations
 
 import os
 
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # read by torch, numpy and tokenizers when first imported
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS"):
+        os.environ[_var] = "1"
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 from hypothesis import HealthCheck, settings
 
@@ -22,8 +31,7 @@ settings.register_profile("ci", derandomize=True, max_examples=40, deadline=None
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("nightly", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get(PROFILE_ENV, "ci" if os.environ.get("CI") else "dev"))
-
+settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
 
 
 @pytest.fixture(scope="module")

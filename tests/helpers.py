@@ -11,9 +11,9 @@ CASES = Path(__file__).parent / "cases"
 
 
 def run_rheo(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo_ref.cli)."""
+    """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo.cli)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")
-    return subprocess.run([sys.executable, "-m", "rheo_ref.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rheo.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from helpers import load_json, run_rheo, write_case
-from rheo_ref.cli import main
+from rheo.cli import main
 from rheo_ref.exact import Exact
 from rheo_ref.models import Case
-from rheo_ref.stats import assert_law, check_law
+from rheo.stats import assert_law, check_law
 
 
 class Result:

@@ -1,11 +1,11 @@
 """The lossless gate (issue 4, `pytest -m lossless`): the fast path across the matrix of
-rheo_ref.gate — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
+rheo.gate — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
 tables for temperatures 0.5 and 1; the fast path's own T = 0.5 and greedy T = 0 — on four checks each (first 2 and 3 tokens vs
 the target law, the first round's sequence vs the exact round law, its length law).
 
 Every test: α = ALPHA (1e-6; 80 tests, so the family's false-alarm probability is ≤ 8e-5),
 power 1 − BETA (0.99) at TV = DELTA (0.025), and it asserts that its detectable TV at its N is
-≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo_ref.pytest_plugin).
+≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo.pytest_plugin).
 The negative controls (mutants the same checks must reject) are in tests/test_mutants.py.
 """
 from __future__ import annotations
@@ -14,8 +14,9 @@ import pytest
 
 from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.gate import ALPHA, BETA, CHECKS, DELTA, SCHEMES, gate_cases, run_check
-from rheo_ref.stats import fast_verdict, seed_for
+from rheo.gate import ALPHA, BETA, CHECKS, DELTA, SCHEMES, gate_cases, run_check
+from rheo.gate import fast_verdict
+from rheo.stats import seed_for
 from rheo_ref.tree import min_score_gap
 
 pytest.importorskip("rheo_fast.decode", reason="the gate drives the fast path (rheo_fast)")

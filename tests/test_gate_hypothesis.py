@@ -10,8 +10,8 @@ import json
 import pytest
 from hypothesis import given
 
-from rheo_ref.gate import fast_sampler
-from rheo_ref.stats import assert_lossless, seed_for
+from rheo.gate import fast_sampler
+from rheo.stats import assert_lossless, seed_for
 from rheo_ref.strategies import cases
 
 pytest.importorskip("rheo_fast.decode")

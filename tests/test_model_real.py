@@ -7,6 +7,7 @@ session, in a temporary folder); exactness at T = 0 does not depend on the draft
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
@@ -15,7 +16,9 @@ from rheo_ref.errors import MissingDependencyError
 from rheo_fast.lm.target import model_available
 
 REASON = model_available()
-pytestmark = [pytest.mark.model, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+# One xdist worker runs the whole module, so the target loads and the tiny head trains once.
+pytestmark = [pytest.mark.model, pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+              pytest.mark.xdist_group("model")]
 
 CODE = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
 
@@ -24,7 +27,7 @@ CODE = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
 def target():
     import torch
     from rheo_fast.lm.target import load_target
-    torch.set_num_threads(2)
+    torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)  # a parallel run gives each worker one core
     return load_target()
 
 
@@ -197,7 +200,7 @@ def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target):
     mutant `bonus-full-p` (bonus from p instead of the residual) must be rejected."""
     from rheo_fast.lm.decode import TreeSize, scheme_for
     from rheo_fast.lm.draft_head import load_head
-    from rheo_fast.lm.lossless import lossless_check
+    from rheo.lm_lossless import lossless_check
     try:
         head, _ = load_head()
     except MissingDependencyError as e:

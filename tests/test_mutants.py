@@ -2,7 +2,7 @@
 
 - Every mutant of `rheo_fast.mutants.MUTANTS` has an exact counterpart (rheo_ref.mutants),
   and the seams those counterparts use reproduce the spec exactly when they change nothing.
-- On its gate case (rheo_ref.gate.mutant_case) every mutant but the float-level ones (leq-coin,
+- On its gate case (rheo.gate.mutant_case) every mutant but the float-level ones (leq-coin,
   float16) moves the law of the first 3 tokens by an exact TV ≥ DELTA — except one-hot-sampled,
   which is lossless and moves only the round and length laws; the two float-level ones are
   below DELTA and reported so.
@@ -21,7 +21,7 @@ from hypothesis import given
 from rheo_ref.enumerate import BruteChooser
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact
-from rheo_ref.gate import (ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, fast_mutants, gate_cases,
+from rheo.gate import (ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, fast_mutants, gate_cases,
                            mutant_case, run_check)
 from rheo_ref.mutants import (EXACT_MUTANTS, ExactMutant, MutantExact, OrderByTreeKind, StaleBonus, _all_as_sampled,
                               half_coin_below)
@@ -35,7 +35,7 @@ GC = gate_cases()[MUTANT_CASE]
 
 @pytest.fixture(scope="module")
 def tvs() -> dict[str, dict[str, Fraction]]:
-    """Exact TV per check of each mutant on its gate case (rheo_ref.gate.mutant_case)."""
+    """Exact TV per check of each mutant on its gate case (rheo.gate.mutant_case)."""
     return {name: exact_tvs(gate_cases()[mutant_case(name)], name) for name in EXACT_MUTANTS}
 
 

@@ -1,4 +1,4 @@
-"""The pytest plugin for downstream decoders (rheo_ref.pytest_plugin, entry point pytest11) and
+"""The pytest plugin for downstream decoders (rheo.pytest_plugin, entry point pytest11) and
 the example of docs/GATE.md, run exactly as written — and once more with the decoder broken,
 which the gate must reject."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rheo_ref.stats import seed_for
+from rheo.stats import seed_for
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "GATE.md"
 BROKEN = ("generator=g)", 'generator=g, mutant="verify-q-not-qtilde")')
@@ -32,7 +32,7 @@ def test_plugin_is_registered_through_the_entry_point(pytestconfig):
     import importlib.metadata as md
 
     eps = [e for e in md.entry_points(group="pytest11") if e.name == "rheo"]
-    assert [e.value for e in eps] == ["rheo_ref.pytest_plugin"]
+    assert [e.value for e in eps] == ["rheo.pytest_plugin"]
     assert pytestconfig.pluginmanager.has_plugin("rheo")
     assert any(line.startswith("lossless:") for line in pytestconfig.getini("markers"))
 

@@ -1,4 +1,4 @@
-"""The χ²/G trio of rheo_ref.stats: the power formula, its inverse, pooling, the assertion, and
+"""The χ²/G trio of rheo.stats: the power formula, its inverse, pooling, the assertion, and
 (quality) that α and the power 1−β hold empirically on multinomial samples.
 
 Meta-tests that count rejections over many simulated runs state their own level ALPHA_META:
@@ -18,9 +18,9 @@ from scipy.stats import binomtest, chi2, ncx2
 from rheo_ref.errors import RheoError
 from rheo_ref.exact import Exact
 from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.gate import MUTANT_CASE, gate_cases
+from rheo.gate import MUTANT_CASE, gate_cases
 from rheo_ref.mutants import mutant_law, mutant_tv
-from rheo_ref.stats import (MIN_EXPECTED, LosslessError, StatsError, assert_law, assert_lossless, check_law, law_sampler,
+from rheo.stats import (MIN_EXPECTED, LosslessError, StatsError, assert_law, assert_lossless, check_law, law_sampler,
                             min_detectable_tv, min_num_samples, noncentrality, pool_cells, sample_law,
                             samples_for, seed_for)
 from rheo_ref.strategies import prob_vectors

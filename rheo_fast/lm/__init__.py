@@ -7,5 +7,8 @@ tree decoding with KV caches driven by the fast path (docs/REAL_MODELS.md).
 - `draft_head`, `train_data`, `train_draft`: the head, its training text, `rheo train-draft`.
 - `kvcache`: tree attention (4D additive mask + position ids) and cache compaction.
 - `decode`: `LMTreeModel` (the fast path's TreeModel), autoregressive and tree generation.
-- `bench`, `lossless`, `cli`: `rheo bench-model`, the χ² check, `rheo generate`.
+- `bench`, `ceiling`: the work behind `rheo bench-model` and `rheo draft-ceiling`.
+
+The command-line parsers (`rheo.cli_lm`) and the χ² check on SmolLM2 (`rheo.lm_lossless`) live in
+the top package `rheo`, which drives this one.
 """

@@ -49,7 +49,7 @@ def _rational(x: Fraction, width: int = 14) -> str:
 
 def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: float) -> list[dict]:
     from .gate import CHECKS, exact_tvs, fast_mutants, gate_cases, mutant_case, run_check
-    from .mutants import EXACT_MUTANTS
+    from rheo_ref.mutants import EXACT_MUTANTS
 
     fast = fast_mutants()
     rows = []
@@ -92,9 +92,9 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
 
 
 def run_mutants(args: argparse.Namespace) -> int:
-    from .errors import CaseError
+    from rheo_ref.errors import CaseError
     from .gate import fast_mutants, gate_cases
-    from .mutants import EXACT_MUTANTS
+    from rheo_ref.mutants import EXACT_MUTANTS
     from .stats import _check_rate
 
     for name in ("alpha", "beta", "tv"):
@@ -150,7 +150,7 @@ def _print_table(out: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rheo_ref.cli_mutants ARGS` is `rheo mutants ARGS` (one error handler: rheo_ref.cli)."""
+    """`python -m rheo.cli_mutants ARGS` is `rheo mutants ARGS` (one error handler: rheo.cli)."""
     from .cli import main as rheo_main
 
     return rheo_main(["mutants", *(sys.argv[1:] if argv is None else argv)])

@@ -13,8 +13,8 @@ from fractions import Fraction
 
 from tqdm import tqdm
 
-from .exact import Exact, target_law, tv
-from .models import Case, Scheme, TableModel
+from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.models import Case, Scheme, TableModel
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
 
@@ -50,7 +50,7 @@ def audit_cases() -> list[tuple[str, Case]]:
 
 
 def _statistical(case: Case, seed: int) -> dict:
-    from .stats import fast_verdict
+    from .gate import fast_verdict
 
     return fast_verdict(case, alpha=ALPHA, tv=DELTA, seed=seed)
 

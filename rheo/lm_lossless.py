@@ -1,7 +1,7 @@
 """Lossless check on the real models (a statistical gate, ALGORITHM.md section 6).
 
 From a fixed prompt at T = 1, decode two tokens many times with a scheme and test with χ²
-(rheo_ref.stats.check_law: α stated, cells with expected count < 5 pooled, the smallest TV
+(rheo.stats.check_law: α stated, cells with expected count < 5 pooled, the smallest TV
 detected with power 1 − β reported):
 - the law of the first emitted token against p(·|prompt), one target forward;
 - the law of the second token given each of the `top` most frequent first tokens against
@@ -17,9 +17,10 @@ from typing import Any
 
 import torch
 
-from rheo_ref.stats import LawTest, check_law
-from . import kvcache as kv
-from .decode import LMTreeModel, generate_tree
+from rheo_fast.lm import kvcache as kv
+from rheo_fast.lm.decode import LMTreeModel, generate_tree
+
+from .stats import LawTest, check_law
 
 PROMPT = "The capital of France is"  # p: " Paris" .77 (then " ," .68, "." .19, ...), " the" .065
 

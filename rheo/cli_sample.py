@@ -1,4 +1,4 @@
-"""`rheo sample CASE.json`: the fast path on a table-model case (ALGORITHM.md sections 4-6, 10).
+"""`rheo sample CASE.json`: the fast path on a table-model case.
 
 Decodes N independent continuations of the case's `tokens` tokens in batches of B trials and
 prints one JSON object: the counts of the token sequences, the law of the first round's length
@@ -11,16 +11,14 @@ import argparse
 import json
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import torch
-
+from rheo_fast.mutants import MUTANTS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import load_case
 
-from .decode import decode
-from .models import TableTreeModel
-from .mutants import MUTANTS
-from .tree import Layout
+if TYPE_CHECKING:
+    import torch
 
 EPILOG = """\
 output (one JSON object):
@@ -53,7 +51,9 @@ def register(subparsers) -> None:
     sp.set_defaults(func=run_sample)
 
 
-def check_args(args: argparse.Namespace) -> torch.device:
+def check_args(args: argparse.Namespace) -> "torch.device":
+    import torch
+
     if args.samples < 1:
         raise CaseError(f"--samples {args.samples} must be >= 1")
     if args.batch is not None and args.batch < 1:
@@ -70,6 +70,8 @@ def check_args(args: argparse.Namespace) -> torch.device:
 
 
 def run_sample(args: argparse.Namespace) -> int:
+    import torch
+
     device = check_args(args)
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
@@ -79,7 +81,13 @@ def run_sample(args: argparse.Namespace) -> int:
         torch.set_num_threads(threads)
 
 
-def _sample(args: argparse.Namespace, device: torch.device) -> int:
+def _sample(args: argparse.Namespace, device: "torch.device") -> int:
+    import torch
+
+    from rheo_fast.decode import decode
+    from rheo_fast.models import TableTreeModel
+    from rheo_fast.tree import Layout
+
     case = load_case(args.case)
     n = case.tokens if args.tokens is None else args.tokens
     if n < 1:

@@ -19,7 +19,7 @@ A sampler's outcomes are compared with an exact law (a dict from token tuples to
   law coarsened to the tested cells, which the result reports (`pooled_mass`). A sample on an
   outcome of exact probability 0 rejects outright (impossible under the null: α unchanged).
 - `assert_lossless` applies this to the first n tokens of a decoder against the target law;
-  `fast_verdict` does it for the fast path (the `rheo audit` column).
+  `rheo.gate.fast_verdict` does it for the fast path (the `rheo audit` column).
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ from fractions import Fraction
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .errors import RheoError
-from .models import Case
+from rheo_ref.errors import RheoError
+from rheo_ref.models import Case
 
 Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
@@ -302,7 +302,7 @@ def assert_lossless(sampler: Sampler, case: Case, *, alpha: float, tv: float, be
     The number of samples is chosen so that TV ≥ `tv` is detected with power 1−`beta` at
     level `alpha`. The seed defaults to one derived from the running pytest test id.
     """
-    from .exact import target_law
+    from rheo_ref.exact import target_law
 
     if not isinstance(case, Case):
         raise StatsError(f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}")
@@ -330,19 +330,3 @@ def assert_lossless(sampler: Sampler, case: Case, *, alpha: float, tv: float, be
     return assert_law(out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic,
                       label=f"first {n_tok} tokens vs target law")
 
-
-def fast_verdict(case: Case, *, alpha: float, tv: float, seed: int, beta: float = DEFAULT_BETA,
-                 mutant: str | None = None) -> dict:
-    """The `rheo audit` column: the fast path's first `case.tokens` tokens against the target law.
-
-    Returns {verdict: "pass"/"FAIL", N, alpha, detectable_tv, p_value} (plus beta, tv, cells).
-    """
-    from .gate import fast_sampler
-
-    try:
-        res = assert_lossless(fast_sampler(mutant), case, alpha=alpha, tv=tv, beta=beta, seed=seed)
-    except LosslessError as e:
-        res = e.result
-    return {"verdict": "FAIL" if res.rejected else "pass", "N": res.n, "alpha": res.alpha,
-            "detectable_tv": res.detectable_tv, "p_value": res.p_value, "beta": res.beta, "tv": res.tv,
-            "cells": res.cells}

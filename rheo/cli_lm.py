@@ -17,9 +17,9 @@ def _methods() -> tuple[str, ...]:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     import torch
-    from .decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
-    from .draft_head import load_head
-    from .target import load_target
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+    from rheo_fast.lm.draft_head import load_head
+    from rheo_fast.lm.target import load_target
 
     if args.temperature < 0:
         print(f"rheo generate: --temperature {args.temperature} must be >= 0", file=sys.stderr)
@@ -61,17 +61,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_bench
+    from rheo_fast.lm.bench import run_bench
     return run_bench(args)
 
 
 def cmd_ceiling(args: argparse.Namespace) -> int:
-    from .ceiling import run_ceiling
+    from rheo_fast.lm.ceiling import run_ceiling
     return run_ceiling(args)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .train_draft import cmd_train_draft
+    from rheo_fast.lm.train_draft import cmd_train_draft
     return cmd_train_draft(args)
 
 

@@ -1,4 +1,4 @@
-"""The lossless gate's matrix (issue 4): table cases × schemes × checks, with α, β and δ stated.
+"""The lossless gate's matrix: table cases × schemes × checks, with α, β and δ stated.
 
 A *gate case* pairs the exact case (the tables the fast path effectively samples from) with the
 case and temperature handed to the fast path: T = 0 runs the fast path's greedy mode against an
@@ -6,7 +6,7 @@ exact case whose q_samp and p rows are point masses on the argmax; the temperatu
 give q_samp as a separate table (q_rank² renormalised), as ALGORITHM.md section 1 says, and
 `fastT0.5` runs the fast path at T = 0.5 against exact tables q² and p² renormalised.
 
-Checks, each a χ² test (rheo_ref.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`:
+Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`:
 - `joint2`, `joint3`: the first 2 / 3 tokens of repeated rounds against the exact target law;
 - `round`: the first round's emitted sequence against the exact round law of the same scheme;
 - `lengths`: the first round's length (so τ) against its exact law.
@@ -20,12 +20,13 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable
 
-from .exact import Exact, Law, target_law
-from .exact import tv as total_variation
-from .errors import MissingDependencyError
-from .models import Case, Scheme, TableModel
-from .replay import greedy_case
-from .stats import LawTest, StatsError, check_law, samples_for, seed_for
+from rheo_ref.errors import MissingDependencyError
+from rheo_ref.exact import Exact, Law, target_law
+from rheo_ref.exact import tv as total_variation
+from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.replay import greedy_case
+
+from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
 ALPHA = 1e-6   # false-alarm probability of every gate test (80 tests: family α <= 8e-5, Bonferroni)
 BETA = 0.01    # miss probability at TV = DELTA
@@ -113,7 +114,7 @@ MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. T
 def mutant_case(name: str) -> str:
     """The gate case of a mutant's negative control: among MUTANT_CASES, the one where its exact
     TV on the first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
-    from .mutants import EXACT_MUTANTS
+    from rheo_ref.mutants import EXACT_MUTANTS
     if name not in EXACT_MUTANTS:
         raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(EXACT_MUTANTS)}")
     cases = gate_cases()
@@ -127,7 +128,7 @@ def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:
     if mutant is None:
         ex = Exact(gc.case)
     else:
-        from .mutants import MutantExact
+        from rheo_ref.mutants import MutantExact
         ex = MutantExact(gc.case, mutant)
     if check.startswith("joint"):
         return ex.token_law(int(check[5:]))
@@ -224,3 +225,18 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
 
     sampler.__name__ = f"fast_sampler[{mutant or 'spec'}{', first round' if first_round else ''}]"
     return sampler
+
+
+def fast_verdict(case: Case, *, alpha: float, tv: float, seed: int, beta: float = DEFAULT_BETA,
+                 mutant: str | None = None) -> dict:
+    """The `rheo audit` column: the fast path's first `case.tokens` tokens against the target law.
+
+    Returns {verdict: "pass"/"FAIL", N, alpha, detectable_tv, p_value} (plus beta, tv, cells).
+    """
+    try:
+        res = assert_lossless(fast_sampler(mutant), case, alpha=alpha, tv=tv, beta=beta, seed=seed)
+    except LosslessError as e:
+        res = e.result
+    return {"verdict": "FAIL" if res.rejected else "pass", "N": res.n, "alpha": res.alpha,
+            "detectable_tv": res.detectable_tv, "p_value": res.p_value, "beta": res.beta, "tv": res.tv,
+            "cells": res.cells}

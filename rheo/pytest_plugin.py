@@ -1,7 +1,7 @@
 """pytest plugin (entry point `pytest11`, so installing rheo enables it): rheo's markers, the
 lossless gate for downstream decoders, and its fixtures.
 
-    from rheo_ref.pytest_plugin import assert_lossless
+    from rheo import assert_lossless
 
     @pytest.mark.lossless
     def test_my_decoder(rheo_lossless):          # seed fixed by the test id
@@ -40,7 +40,7 @@ def pytest_report_header(config) -> str | None:
 
 
 def assert_lossless(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
-    """Fail (rheo_ref.stats.LosslessError, an AssertionError) unless `sampler`'s first n tokens
+    """Fail (rheo.LosslessError, an AssertionError) unless `sampler`'s first n tokens
     fit the exact target law of `case`: a χ² test at level `alpha` that detects TV ≥ `tv` with
     power 1 − `beta` (default 0.01). Returns the `LawTest` (N, p-value, detectable TV).
     Keyword options: beta, tokens, seed (default: from the running test id), statistic."""

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Sequence
 
-from .errors import RheoError
+from rheo_ref.errors import RheoError
 
 EXACT_EPILOG = """\
 output (one JSON object; probabilities are exact rationals as strings; keys are comma-joined
@@ -25,12 +25,12 @@ token ids; zero entries are omitted):
 exit status: 0 ok, 2 bad input or an enumeration refused as too large (see --force)."""
 
 # Subcommands living in other modules: each exposes register(subparsers).
-PLUGINS = ("rheo_fast.cli_sample", "rheo_ref.cli_mutants", "rheo_fast.lm.cli")
+PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm")
 
 
 def _cmd_exact(args: argparse.Namespace) -> int:
-    from .exact import exact_report
-    from .models import load_case
+    from rheo_ref.exact import exact_report
+    from rheo_ref.models import load_case
 
     case = load_case(args.case)
     report = exact_report(case, args.method, args.tokens, max_trees=None if args.force else args.max_trees)

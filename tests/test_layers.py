@@ -1,0 +1,97 @@
+"""The layers (rheo -> rheo_fast -> rheo_ref), held by import-linter's contracts in pyproject.toml,
+and the start-up promise that follows from them: the `rheo` parser and `rheo exact` never
+import torch."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from helpers import CASES
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).parent / "lint-imports"
+
+
+def lint(cwd: Path, config: Path) -> subprocess.CompletedProcess:
+    if not LINT.exists():
+        pytest.fail(f"{LINT} is missing: install the test extra (pip install -e '.[test]')")
+    return subprocess.run([str(LINT), "--config", str(config), "--no-cache"], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={"PYTHONPATH": str(cwd), "PATH": ""})
+
+
+def test_the_repository_keeps_every_contract():
+    r = lint(ROOT, ROOT / "pyproject.toml")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Contracts: 4 kept, 0 broken." in r.stdout, r.stdout
+
+
+# Each crossing, planted in a throwaway copy of the three packages, must break a contract.
+CROSSINGS = {
+    "reference imports the fast path": ("rheo_ref/exact.py", "import rheo_fast.decode\n", "Layers"),
+    "fast path imports the gate": ("rheo_fast/decode.py", "from rheo import gate\n", "Layers"),
+    "reference imports torch": ("rheo_ref/exact.py", "import torch\n", "no torch"),
+    "proofs import the fast path": ("proofs/claims.py", "import rheo_fast.decode\n", "proofs"),
+    "a cycle inside a package": ("rheo_ref/models.py", "from rheo_ref import exact\n", "cycles"),
+}
+
+
+@pytest.mark.parametrize("crossing", list(CROSSINGS))
+def test_a_crossed_layer_breaks_a_contract(tmp_path, crossing):
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    files = {"rheo/gate.py": "import rheo_fast.decode\n", "rheo_fast/decode.py": "import torch\nimport rheo_ref.exact\n",
+             "rheo_ref/models.py": "", "rheo_ref/exact.py": "from rheo_ref import models\n",
+             "proofs/claims.py": "import rheo_ref.exact\n", "torch/__init__.py": ""}
+    path, line, broken = CROSSINGS[crossing]
+    files[path] += line
+    for name in {*(f.split("/")[0] for f in files)}:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    lines = ["[tool.importlinter]", 'root_packages = ["rheo", "rheo_fast", "rheo_ref", "proofs"]',
+             "include_external_packages = true"]
+    for c in config["contracts"]:
+        lines.append("[[tool.importlinter.contracts]]")
+        lines += [f"{k} = {v!r}".replace("'", '"') for k, v in c.items()]
+    (tmp_path / "lint.toml").write_text("\n".join(lines) + "\n")
+    clean = dict(files)
+    clean[path] = clean[path].removesuffix(line)
+    r = lint(tmp_path, tmp_path / "lint.toml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    broken_names = [ln for ln in r.stdout.splitlines() if ln.endswith(" BROKEN")]
+    assert any(broken in name for name in broken_names), r.stdout  # (an indirect import may break more)
+    (tmp_path / path).write_text(clean[path])
+    r = lint(tmp_path, tmp_path / "lint.toml")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+PROBE = """
+import sys
+from rheo.cli import main
+try:
+    status = main({argv!r})
+except SystemExit as e:
+    status = e.code
+print("status", status, "torch" in sys.modules, "rheo_fast.decode" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["exact", "--help"], ["sample", "--help"], ["mutants", "--help"],
+                                  ["generate", "--help"], ["exact", str(CASES / "small.json")]],
+                         ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""))
+def test_the_parser_and_rheo_exact_do_not_import_torch(argv):
+    r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]
+
+
+def test_rheo_sample_does_import_torch():
+    """The probe can see torch when a command does import it (so the test above can fail)."""
+    argv = ["sample", str(CASES / "small.json"), "--samples", "10", "--seed", "1"]
+    r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "status 0 True True", r.stdout[-500:]
