@@ -1,8 +1,8 @@
 """`rheo mutants`: the negative controls of the lossless gate and its false-alarm rate (issue 4).
 
-For every mutant of the fast path (`rheo_fast.mutants.MUTANTS`) on the gate's mutant case:
-its exact TV per check (from its exact counterpart, `rheo_ref.mutants`), the gate's tests run
-on the fast mutant (N, p-values) and whether they reject. Then the correct fast path under
+For every mutant (`rheo_ref.variants.MUTANTS`) on the gate's mutant case: its exact TV per
+check (from its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path
+running that variant (N, p-values) and whether they reject. Then the correct fast path under
 `--seeds` seeds: how often the gate's test rejects it, with a two-sided binomial p-value
 against α (and against 0.05, where a miscalibrated test shows at 100 seeds).
 """
@@ -48,10 +48,10 @@ def _rational(x: Fraction, width: int = 14) -> str:
 
 
 def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: float) -> list[dict]:
-    from .gate import CHECKS, exact_tvs, fast_mutants, gate_cases, mutant_case, run_check
-    from rheo_ref.mutants import EXACT_MUTANTS
+    from rheo_ref.variants import MUTANTS
 
-    fast = fast_mutants()
+    from .gate import CHECKS, exact_tvs, gate_cases, mutant_case, run_check
+
     rows = []
     for name in names:
         gc = gate_cases()[mutant_case(name) if case == "auto" else case]
@@ -61,11 +61,11 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
         expected = max(tvs.values()) >= tv
         verdict = ("caught" if rejected else "MISSED") if expected else ("caught (below δ)" if rejected else "below δ")
         rows.append({
-            "mutant": name, "case": gc.name, "description": fast.get(name, EXACT_MUTANTS[name].description),
+            "mutant": name, "case": gc.name, "description": MUTANTS[name].description,
             "exact_tv": {ch: str(v) for ch, v in tvs.items()}, "exact_tv_float": {ch: float(v) for ch, v in tvs.items()},
             "N": {t.label.split()[1]: t.n for t in tests}, "p_value": {t.label.split()[1]: t.p_value for t in tests},
             "detectable_tv": {t.label.split()[1]: t.detectable_tv for t in tests},
-            "rejected": rejected, "expected": expected, "verdict": verdict, "note": EXACT_MUTANTS[name].note,
+            "rejected": rejected, "expected": expected, "verdict": verdict, "note": MUTANTS[name].note,
         })
     return rows
 
@@ -93,8 +93,9 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
 
 def run_mutants(args: argparse.Namespace) -> int:
     from rheo_ref.errors import CaseError
-    from .gate import fast_mutants, gate_cases
-    from rheo_ref.mutants import EXACT_MUTANTS
+    from rheo_ref.variants import MUTANTS, variant_named
+
+    from .gate import gate_cases
     from .stats import _check_rate
 
     for name in ("alpha", "beta", "tv"):
@@ -104,20 +105,15 @@ def run_mutants(args: argparse.Namespace) -> int:
             raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
     if args.seeds < 0:
         raise CaseError(f"--seeds {args.seeds} must be >= 0")
-    fast = fast_mutants()
-    if not fast:
-        raise CaseError("the fast path's mutant registry (rheo_fast.mutants) is not importable")
-    missing = sorted(set(fast) - set(EXACT_MUTANTS))
-    names = args.only or list(fast)
-    bad = [n for n in names if n not in fast or n not in EXACT_MUTANTS]
-    if bad:
-        raise CaseError(f"unknown mutant(s) {bad}; allowed: {', '.join(n for n in fast if n in EXACT_MUTANTS)}")
+    names = [variant_named(n).name for n in args.only] if args.only else list(MUTANTS)
+    if "spec" in names:
+        raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")
     t0 = time.perf_counter()
     rows = mutant_rows(args.case, names, alpha=args.alpha, beta=args.beta, tv=args.tv)
     fa = false_alarms(args.fa_case, args.seeds, alpha=args.alpha, beta=args.beta, tv=args.tv) if args.seeds else None
     ok = all(r["verdict"] != "MISSED" for r in rows) and (fa is None or fa["at_alpha"]["binomial_p"] >= 1e-3)
     out = {"case": args.case, "fa_case": args.fa_case, "alpha": args.alpha, "beta": args.beta, "tv": args.tv,
-           "family_alpha_per_mutant": 4 * args.alpha, "mutants": rows, "without_exact_counterpart": missing,
+           "family_alpha_per_mutant": 4 * args.alpha, "mutants": rows,
            "false_alarm": fa, "ok": ok, "seconds": round(time.perf_counter() - t0, 1)}
     if args.json:
         print(json.dumps(out))
@@ -137,8 +133,6 @@ def _print_table(out: dict) -> None:
         n = "/".join(str(x) for x in r["N"].values())
         w(f"{r['mutant']:22} {r['case']:16} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
           f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n")
-    if out["without_exact_counterpart"]:
-        w(f"fast mutants without an exact counterpart: {', '.join(out['without_exact_counterpart'])}\n")
     fa = out["false_alarm"]
     if fa:
         for key in ("at_alpha", "at_0.05"):

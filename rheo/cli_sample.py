@@ -13,9 +13,9 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rheo_fast.mutants import MUTANTS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import load_case
+from rheo_ref.variants import MUTANTS, variant_named
 
 if TYPE_CHECKING:
     import torch
@@ -92,6 +92,7 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
     n = case.tokens if args.tokens is None else args.tokens
     if n < 1:
         raise CaseError(f"--tokens {n} must be >= 1")
+    variant = variant_named(args.mutant)
     model = TableTreeModel(case, T=args.temperature, device=device)
     s = case.scheme
     B = args.batch or max(1, min(65536, MAX_CELLS // (Layout(s.K, s.W, s.D).E * case.vocab_size)))
@@ -104,7 +105,7 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
     while done < args.samples:
         b = min(B, args.samples - done)
         t0 = time.perf_counter()
-        out = decode(model, [case.context] * b, s, n, generator=gen, mutant=args.mutant)
+        out = decode(model, [case.context] * b, s, n, generator=gen, variant=variant)
         toks, lens, nr = out.tokens.tolist(), out.first_lengths.tolist(), int(out.rounds.sum())
         elapsed += time.perf_counter() - t0
         counts.update(",".join(map(str, t)) for t in toks)

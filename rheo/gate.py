@@ -20,11 +20,11 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable
 
-from rheo_ref.errors import MissingDependencyError
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
 from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.replay import greedy_case
+from rheo_ref.variants import MUTANTS, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
@@ -114,9 +114,8 @@ MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. T
 def mutant_case(name: str) -> str:
     """The gate case of a mutant's negative control: among MUTANT_CASES, the one where its exact
     TV on the first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
-    from rheo_ref.mutants import EXACT_MUTANTS
-    if name not in EXACT_MUTANTS:
-        raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(EXACT_MUTANTS)}")
+    if name not in MUTANTS:
+        raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
     cases = gate_cases()
     return max(MUTANT_CASES, key=lambda c: tuple(exact_tvs(cases[c], name, ("joint3", "round")).values()))
 
@@ -183,15 +182,6 @@ def canonical(seq, vocab_size: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def fast_mutants() -> dict[str, str]:
-    """The fast path's mutant registry (name -> description); {} when rheo_fast is absent."""
-    try:
-        from rheo_fast.mutants import MUTANTS
-    except ImportError:
-        return {}
-    return dict(MUTANTS)
-
-
 def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: float = 1.0, device: str = "cpu"):
     """A sampler (case, seed, num_samples) -> sequences running `rheo_fast` on a table case.
 
@@ -200,12 +190,12 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
     token after it read as V (see `canonical`). T: the fast path's temperature (applied to q_samp
     and p; T = 0 is greedy). Runs torch on one thread (the machine is shared).
     """
-    try:
-        import torch
-        from rheo_fast.decode import decode
-        from rheo_fast.models import TableTreeModel
-    except ImportError as e:
-        raise MissingDependencyError(f"the fast path (rheo_fast) is not importable: {e}") from None
+    import torch
+
+    from rheo_fast.decode import decode
+    from rheo_fast.models import TableTreeModel
+
+    variant = variant_named(mutant)  # an unknown name is refused here, before any sampling
 
     def sampler(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
         threads = torch.get_num_threads()
@@ -214,7 +204,7 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
             g = torch.Generator(device=device).manual_seed(int(seed) % 2 ** 63)
             model = TableTreeModel(case, T=T, device=device)
             out = decode(model, [list(case.context)] * num_samples, case.scheme, 1 if first_round else case.tokens,
-                         generator=g, mutant=mutant, keep_rounds=first_round)
+                         generator=g, variant=variant, keep_rounds=first_round)
         finally:
             torch.set_num_threads(threads)
         V = case.vocab_size

@@ -19,6 +19,7 @@ import torch
 
 from rheo_fast.lm import kvcache as kv
 from rheo_fast.lm.decode import LMTreeModel, generate_tree
+from rheo_ref.variants import SPEC, Variant, variant_named
 
 from .stats import LawTest, check_law
 
@@ -48,22 +49,23 @@ def exact_next(model: Any, ids: list[int], *, floor: float = 1e-9) -> dict[tuple
 
 
 def sample_pairs(lm: LMTreeModel, ids: list[int], scheme: Any, n: int, seed: int,
-                 mutant: str | None = None) -> list[tuple[int, int]]:
+                 variant: Variant = SPEC) -> list[tuple[int, int]]:
     """n independent decodes of 2 tokens from ids (seeded generator, one stream for all)."""
     g = torch.Generator().manual_seed(seed)
     out = []
     for _ in range(n):
-        r = generate_tree(lm, ids, scheme, max_new=2, generator=g, mutant=mutant)
+        r = generate_tree(lm, ids, scheme, max_new=2, generator=g, variant=variant)
         out.append((r.tokens[0], r.tokens[1]))
     return out
 
 
 def lossless_check(target: Any, head: Any, scheme: Any, *, n: int, alpha: float, tv: float, beta: float = 0.01,
                    top: int = 2, seed: int = 0, prompt: str = PROMPT, mutant: str | None = None) -> LosslessReport:
+    """The χ² check of the module docstring; `mutant` names a broken variant (a negative control)."""
     model, tok = target.model, target.tokenizer
     ids = tok(prompt)["input_ids"]
     lm = LMTreeModel(model, head, T=1.0)
-    pairs = sample_pairs(lm, ids, scheme, n, seed, mutant)
+    pairs = sample_pairs(lm, ids, scheme, n, seed, variant_named(mutant))
     tests = [check_law([(a,) for a, _ in pairs], exact_next(model, ids), alpha=alpha, tv=tv, beta=beta,
                        label="first token")]
     for x, c in Counter(a for a, _ in pairs).most_common(top):

@@ -3,11 +3,11 @@ coin for coin to the exact reference (`rheo_ref.replay`, docs/FAST_PATH.md).
 
 Steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
 q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `verify`
-(`verify_level`), `decode` (rounds, coins, multi-round decoding), `mutants` (deliberately
-broken variants), `lm` (real language models).
+(`verify_level`), `decode` (rounds, coins, multi-round decoding), `lm` (real language models).
+The deliberately broken variants that steps can run are declared once, for both implementations,
+in `rheo_ref.variants`.
 
-The names below are loaded on first use (PEP 562), so importing `rheo_fast.mutants` or the
-package itself does not import torch.
+The names below are loaded on first use (PEP 562), so importing the package does not import torch.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 _EXPORTS = {
     "Decoded": "decode", "RoundResult": "decode", "decode": "decode", "round_coins": "decode", "run_round": "decode",
     "TableTreeModel": "models", "TreeModel": "models", "draft_probs": "models", "target_probs": "models",
-    "MUTANTS": "mutants", "Layout": "tree", "Tree": "tree",
+    "Layout": "tree", "Tree": "tree",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -23,9 +23,9 @@ from torch import Tensor
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Scheme
+from rheo_ref.variants import SPEC, Variant
 
 from .models import as_rows
-from .mutants import check_mutant
 from .tree import Layout, Tree, build_tree
 from .verify import Verdict, verify
 
@@ -51,17 +51,17 @@ class RoundResult:
                                                          # on CUDA only meaningful when the model syncs)
 
 
-def run_round(model: Any, state: Any, scheme: Scheme, coins: Tensor, *, mutant: str | None = None,
+def run_round(model: Any, state: Any, scheme: Scheme, coins: Tensor, *, variant: Variant = SPEC,
               layout: Layout | None = None) -> RoundResult:
     """Build, rerank and verify one tree per trial; coins [B, n_coins]."""
     layout = layout or Layout(scheme.K, scheme.W, scheme.D)
     sample_c, accept_c, bonus_c = split_coins(coins, layout)
     t0 = time.perf_counter()
-    tree = build_tree(model, state, scheme, layout, sample_c, mutant)
+    tree = build_tree(model, state, scheme, layout, sample_c, variant)
     t1 = time.perf_counter()
     p = as_rows(model.target(state, tree))  # rows [B, V] at any nodes [B]
     t2 = time.perf_counter()
-    v = verify(tree, p, accept_c, bonus_c, scheme.K, scheme.m, scheme.D, scheme.verify, mutant)
+    v = verify(tree, p, accept_c, bonus_c, scheme.K, scheme.m, scheme.D, scheme.verify, variant)
     return RoundResult(tree, v, v.missing, (t1 - t0, t2 - t1, time.perf_counter() - t2))
 
 
@@ -75,10 +75,11 @@ class Decoded:
 
 def decode(model: Any, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int, *,
            generator: torch.Generator | None = None, coins: CoinSource | None = None,
-           mutant: str | None = None, keep_rounds: bool = False,
+           variant: Variant = SPEC, keep_rounds: bool = False,
            progress: Callable[[int], None] | None = None) -> Decoded:
     """Repeat rounds until every trial has n tokens (each round continues from its own output)."""
-    check_mutant(mutant)
+    if not isinstance(variant, Variant):
+        raise CaseError(f"variant={variant!r} must be a rheo_ref.variants.Variant (SPEC, or MUTANTS[name])")
     scheme.check_vocab(model.vocab_size)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
@@ -96,7 +97,7 @@ def decode(model: Any, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int
     col = torch.arange(D + 1, device=dev)  # [D+1]
     for i in range(n):  # a round emits >= 1 token, so n rounds always suffice
         c = coins(i) if coins is not None else round_coins(generator, B, layout)  # [B, n_coins]
-        res = run_round(model, state, scheme, c.to(dev), mutant=mutant, layout=layout)
+        res = run_round(model, state, scheme, c.to(dev), variant=variant, layout=layout)
         v, todo = res.verdict, filled < n  # [B]
         check_round(model, state, res, scheme, todo)
         write = todo[:, None] & (col < v.n_emitted[:, None])  # [B, D+1]

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from rheo_ref.models import Proxy
+from rheo_ref.variants import SPEC, Variant
 
 DET, SAMPLED, FILL = 0, 1, 2
 
@@ -122,9 +123,6 @@ def fills_after(cand: Tensor, y: Tensor) -> Tensor:
     return cand.gather(-1, torch.arange(n, device=cand.device) + passed)  # [B, F, K-m-1]
 
 
-MUTANT_PROXY = {"proxy-true": Proxy("true"), "proxy-const": Proxy.parse("const:1/4")}  # mutants that swap the proxy
-
-
 @lru_cache(maxsize=64)
 def slot_kinds(K: int, m: int, device: torch.device, batch: tuple[int, ...] = ()) -> Tensor:
     """[*batch, K] the kinds of an expansion with a sampled slot: DET x m, SAMPLED, FILL x (K-m-1)
@@ -134,7 +132,7 @@ def slot_kinds(K: int, m: int, device: torch.device, batch: tuple[int, ...] = ()
 
 
 def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
-           mutant: str | None = None) -> Expansion:
+           variant: Variant = SPEC) -> Expansion:
     """Slots of F nodes per trial; u [B, F] are their sampling coins.
 
     With a sampled slot (0 < m < K) the ranking stops after x_1..x_m: y is drawn from the tail,
@@ -151,10 +149,10 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
         kind = torch.full_like(top, DET)  # [B, F, K]
         return Expansion(top, kind, torch.log(factor), none, None, None, none)
     if m == 0:
-        return expand_by_masks(q_rank, q_samp, u, K, m, proxy, mutant)
+        return expand_by_masks(q_rank, q_samp, u, K, m, proxy, variant)
     B, F, V = q_rank.shape
     dev = q_rank.device
-    pr = MUTANT_PROXY.get(mutant, proxy)
+    pr = variant.proxy or proxy
     key = q_rank.clone()  # [B, F, V] the ranking key (probabilities: no -inf to lift)
     tokens = torch.empty((B, F, K), dtype=torch.int64, device=dev)  # [B, F, K] x_1..x_m, y, fills
     for j in range(m):
@@ -168,7 +166,7 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
     z_r = z_s if q_samp is q_rank else key.clamp_min(0.0).sum(-1, keepdim=True)  # [B, F, 1] of q_rank
     sampling = z_s.squeeze(-1) > 0  # [B, F]
     every = dev.type == "cpu" and bool(sampling.all())  # every node has a sampled slot (CPU: no sync cost)
-    if mutant == "sample-whole-q":
+    if variant.sample_from == "whole":
         y = inverse_cdf(q_samp, u)  # [B, F]
     else:  # y = V where the tail has no mass: never read
         y = first_past(cum, z_s, u)  # [B, F]
@@ -192,41 +190,42 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
         kind = slot_kinds(K, m, dev, (B, F)).clone()  # [B, F, K]
     else:
         kind = torch.where(sampling.unsqueeze(-1), slot_kinds(K, m, dev), DET)  # [B, F, K]
-    if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
-        q_tail, z_s = verify_row(mutant, q_tail, z_s, q_rank, q_samp, tokens[..., :m])  # [B, F, V], [B, F, 1]
+    if variant.verify_row != "tail":
+        q_tail, z_s = other_verify_row(variant, q_tail, z_s, q_rank, q_samp, tokens[..., :m])  # [B, F, V], [B, F, 1]
     return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
 def expand_by_masks(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
-                    mutant: str | None = None) -> Expansion:
+                    variant: Variant = SPEC) -> Expansion:
     """`expand` from the full ranking x_1..x_K, fills by skipping y (any m < K; used for m = 0)."""
     top = top_k(q_rank, K)  # [B, F, K] ranked x_1..x_K
     factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
     q_tail = q_samp.scatter(-1, top[..., :m], 0.0)  # [B, F, V] q_samp on the tail
     z_s = q_tail.sum(-1, keepdim=True)  # [B, F, 1]
     sampling = z_s[..., 0] > 0  # [B, F]
-    y = inverse_cdf(q_samp if mutant == "sample-whole-q" else q_tail, u)  # [B, F]
+    y = inverse_cdf(q_samp if variant.sample_from == "whole" else q_tail, u)  # [B, F]
     with_y = torch.cat([top[..., :m], y[..., None], fills_after(top[..., m:], y)], -1)  # [B, F, K]
     tokens = torch.where(sampling[..., None], with_y, top)  # [B, F, K]
     z_r = q_rank.scatter(-1, top[..., :m], 0.0).sum(-1)  # [B, F]
-    pr = MUTANT_PROXY.get(mutant, proxy)
+    pr = variant.proxy or proxy
     f = proxy_factor(pr, factor, z_r, q_rank.gather(-1, y[..., None].clamp(min=0))[..., 0], m)  # [B, F]
     bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
     factor = torch.cat([factor[..., :m], torch.where(sampling, f, factor[..., m])[..., None],
                         q_rank.gather(-1, tokens[..., m + 1:])], -1)  # [B, F, K]
     kind = torch.where(sampling[..., None], slot_kinds(K, m, q_rank.device), DET)  # [B, F, K]
-    if mutant in ("verify-q-not-qtilde", "temp-sample-only"):
-        q_tail, z_s = verify_row(mutant, q_tail, z_s, q_rank, q_samp, top[..., :m])  # [B, F, V], [B, F, 1]
+    if variant.verify_row != "tail":
+        q_tail, z_s = other_verify_row(variant, q_tail, z_s, q_rank, q_samp, top[..., :m])  # [B, F, V], [B, F, 1]
     return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
-def verify_row(mutant: str | None, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor,
-               top_m: Tensor) -> tuple[Tensor, Tensor]:
-    """A mutant's wrong row (tail, mass) to check the sampled child against, instead of q̃."""
+def other_verify_row(variant: Variant, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor,
+                     top_m: Tensor) -> tuple[Tensor, Tensor]:
+    """The row (unnormalised, mass) the sampled child is checked against when the variant's
+    `verify_row` is not the tail q̃: the whole q_samp, or the tail of q_rank."""
     has = z_s > 0  # [B, F, 1]
-    if mutant == "verify-q-not-qtilde":
+    if variant.verify_row == "q_samp":
         return torch.where(has, q_samp, 0.0), has.to(z_s.dtype)  # [B, F, V], [B, F, 1]
-    if mutant == "temp-sample-only":
+    if variant.verify_row == "q_rank_tail":
         q = q_rank.scatter(-1, top_m, 0.0) * has  # [B, F, V] q_rank's tail
         return q, q.sum(-1, keepdim=True)  # [B, F, V], [B, F, 1]
     return q_tail, z_s

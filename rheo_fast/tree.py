@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from rheo_ref.models import Scheme
+from rheo_ref.variants import SPEC, Variant
 
 from .slots import expand, qtilde_of, top_k
 
@@ -200,7 +201,7 @@ def rerank(tree: Tree, R: int) -> Tensor:
 
 
 def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tensor,
-               mutant: str | None = None) -> Tree:
+               variant: Variant = SPEC) -> Tree:
     """Expand depth by depth, then rerank. sample_coins [B, 1+N]: coin of the node being expanded."""
     B = sample_coins.shape[0]
     prefix = model.prefix(state) if getattr(model, "prefix_len", 0) else None  # [B, P]
@@ -211,7 +212,7 @@ def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tenso
         u = sample_coins.gather(1, nodes)  # [B, W_d]
         nan = q_rank[..., 0].isnan() if q_samp is q_rank else q_rank[..., 0].isnan() | q_samp[..., 0].isnan()  # [B, W_d]
         tree.missing |= nan.any(-1)  # [B]
-        ex = expand(q_rank, q_samp, u, scheme.K, scheme.m, scheme.proxy, mutant)  # K children per node
+        ex = expand(q_rank, q_samp, u, scheme.K, scheme.m, scheme.proxy, variant)  # K children per node
         add_children(tree, layout, d, nodes, ex)
     tree.kept = rerank(tree, scheme.R)  # [B, 1+N]
     return tree

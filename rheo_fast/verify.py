@@ -1,7 +1,7 @@
 """Verification of one round, vectorised over B trees (ALGORITHM.md section 5).
 
-Level by level from the root: r = p(.|node); the node's kept children are tried in the rule's
-order (`rheo`: sampled, top-m, fills; `rrsw`: slot order), each with its own accept coin u:
+Level by level from the root: r = p(.|node); the node's kept children are tried in the
+verification order (`rheo`: sampled, top-m, fills; `rrsw`: slot order), each with its own accept coin u:
 - sampled child y (drawn from q̃): accept iff u * q̃(y) < r(y)  (u < min(1, r/q̃), u < 1);
   on reject r <- norm(max(0, r - q̃));
 - point mass t: accept iff u < r(t); on reject r <- norm(r with t zeroed).
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from rheo_ref.variants import SPEC, Variant
+
 from .slots import inverse_cdf, qtilde_of
 from .tree import Tree
 
@@ -32,31 +34,41 @@ def normalise(x: Tensor, fallback: Tensor) -> Tensor:
     return torch.where(z > 0, x / torch.where(z > 0, z, 1.0), fallback)  # [B, V]
 
 
-def residual_sampled(r: Tensor, qt: Tensor, mutant: str | None = None) -> Tensor:
+def residual_sampled(r: Tensor, qt: Tensor, variant: Variant = SPEC) -> Tensor:
     """norm(max(0, r - q̃)) with rounding noise cleared; r, qt [B, V]."""
     d = r - qt  # [B, V]
     d = torch.where(d > RTOL * torch.maximum(r, qt), d, 0.0)  # [B, V]
-    return d if mutant == "residual-unnormalised" else normalise(d, r)  # [B, V]
+    return normalise(d, r) if variant.normalise_residual else d  # [B, V]
 
 
-def residual_point(r: Tensor, t: Tensor, mutant: str | None = None) -> Tensor:
+def residual_point(r: Tensor, t: Tensor, variant: Variant = SPEC) -> Tensor:
     """norm(r with t zeroed); r [B, V], t [B]. The sequential rule, one try at a time; the round
     uses its closed form over a whole run (`try_points`), tests check that they agree."""
     d = r.scatter(1, t[:, None], 0.0)  # [B, V]
-    return d if mutant == "residual-unnormalised" else normalise(d, r)  # [B, V]
+    return normalise(d, r) if variant.normalise_residual else d  # [B, V]
 
 
-def try_orders(K: int, m: int, rule: str, mutant: str | None) -> tuple[list[int], int]:
+def try_orders(K: int, m: int, verify: str, variant: Variant = SPEC) -> tuple[list[int], int]:
     """Slot order of the tries at an expansion with a sampled slot, and the sampled child's
     position in it. Expansions without one are tried in slot order (all point masses)."""
     if m >= K:
         return list(range(K)), K
     rest = list(range(m)) + list(range(m + 1, K))
-    if mutant == "fills-first":
+    if variant.try_order == "fills_first":
         return rest + [m], K - 1
-    if rule == "rheo":
+    if verify == "rheo":
         return [m] + rest, 0
     return list(range(K)), m
+
+
+def rounded(x: Tensor, variant: Variant) -> Tensor:
+    """x as verification sees it: float64, or rounded through float16 by the `rounding` setting."""
+    return x.half().double() if variant.rounding == "float16" else x
+
+
+def accepts(lhs: Tensor, rhs: Tensor, variant: Variant) -> Tensor:
+    """The coin comparison: u-scaled lhs < rhs (strict: a coin of 0 never accepts probability 0)."""
+    return lhs <= rhs if variant.accept_on_equal else lhs < rhs
 
 
 @dataclass
@@ -90,7 +102,7 @@ def qtilde_rows(tree: Tree, e: Tensor, level: int | None) -> Tensor:
     return qtilde_of(row_at(tail, i), row_at(mass, i))  # [B, V]
 
 
-def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, mutant: str | None) -> tuple[Tensor, Tensor, Tensor]:
+def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, variant: Variant = SPEC) -> tuple[Tensor, Tensor, Tensor]:
     """A run of point-mass children toks [B, J] (tried [B, J]) against r [B, V], in order.
 
     Sequentially, t_k meets r with the earlier rejected t_j zeroed and renormalised, so it is
@@ -100,30 +112,30 @@ def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, mutant: str | 
     """
     rt = torch.where(tried, r.gather(1, toks), 0.0)  # [B, J]
     before = rt.cumsum(-1) - rt  # [B, J] mass of the earlier rejections
-    denom = 1.0 if mutant == "residual-unnormalised" else r.sum(-1, keepdim=True) - before  # [B, J]
-    lhs = u * denom  # [B, J]
-    acc = tried & ((lhs <= rt) if mutant == "leq-coin" else (lhs < rt))  # [B, J]
+    denom = r.sum(-1, keepdim=True) - before if variant.normalise_residual else 1.0  # [B, J]
+    acc = tried & accepts(u * denom, rt, variant)  # [B, J]
     rejected = tried & (acc.cumsum(-1) == 0)  # [B, J] tried before the first accept
     zeroed = torch.zeros_like(r).scatter_add_(1, toks, rejected.to(r.dtype)) > 0  # [B, V] (duplicates safe)
     after = torch.where(zeroed, 0.0, r)  # [B, V]
-    if mutant != "residual-unnormalised":
+    if variant.normalise_residual:
         after = normalise(after, r)  # [B, V]
     return acc.any(-1), acc.int().argmax(-1), after
 
 
-def try_sampled(r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor, mutant: str | None) -> tuple[Tensor, Tensor]:
+def try_sampled(r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor,
+                variant: Variant = SPEC) -> tuple[Tensor, Tensor]:
     """The sampled child y [B] (tried [B]): accept iff u q̃(y) < r(y); else r <- norm((r - q̃)+)."""
-    if mutant == "one-hot-sampled":
-        acc, _, after = try_points(r, y[:, None], tried[:, None], u[:, None], mutant)  # [B], _, [B, V]
+    if variant.sampled_as_point:
+        acc, _, after = try_points(r, y[:, None], tried[:, None], u[:, None], variant)  # [B], _, [B, V]
         return acc, torch.where((tried & ~acc)[:, None], after, r)  # [B], [B, V]
-    lhs, rt = u * gather1(qt, y), gather1(r, y)  # [B] each
-    acc = tried & ((lhs <= rt) if mutant == "leq-coin" else (lhs < rt))  # [B]
-    return acc, torch.where((tried & ~acc)[:, None], residual_sampled(r, qt, mutant), r)  # [B], [B, V]
+    acc = tried & accepts(u * gather1(qt, y), gather1(r, y), variant)  # [B]
+    return acc, torch.where((tried & ~acc)[:, None], residual_sampled(r, qt, variant), r)  # [B], [B, V]
 
 
 def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Tensor, acc_coins: Tensor,
-                 K: int, m: int, rule: str, mutant: str | None, level: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Try the kept children of node cur [B] in the rule's order, as three runs: point masses
+                 K: int, m: int, verify: str, variant: Variant = SPEC,
+                 level: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Try the kept children of node cur [B] in the verification order, as three runs: point masses
     before the sampled child, the sampled child, point masses after it. level (optional): the
     depth of cur wherever `active`, so that q̃ is read from that depth's rows only.
     Returns (accepted [B], new node [B], r after the rejections [B, V], some child tried [B])."""
@@ -132,27 +144,23 @@ def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Ten
     has = active & (e >= 0)  # [B]
     e = e.clamp(min=0)  # [B]
     samp = gather1(tree.sampling, e) & has  # [B]
-    order, sp = try_orders(K, m, rule, mutant)
+    order, sp = try_orders(K, m, verify, variant)
     slots = torch.where(samp[:, None], torch.tensor(order, device=dev), torch.arange(K, device=dev))  # [B, K]
     child = 1 + K * e[:, None] + slots  # [B, K] node ids in try order
     tok = tree.tokens.gather(1, child)  # [B, K]
     tried = has[:, None] & tree.kept.gather(1, child)  # [B, K]
-    u = acc_coins.gather(1, child)  # [B, K]
-    if mutant == "float16":
-        u, r = u.half().double(), r.half().double()
+    u, r = rounded(acc_coins.gather(1, child), variant), rounded(r, variant)  # [B, K], [B, V]
     pos = torch.arange(K, device=dev)  # [K]
     s_at = torch.where(samp, sp, K)  # [B] position of the sampled child (K: none)
-    acc_a, first_a, r = try_points(r, tok, tried & (pos < s_at[:, None]), u, mutant)  # [B], [B], [B, V]
+    acc_a, first_a, r = try_points(r, tok, tried & (pos < s_at[:, None]), u, variant)  # [B], [B], [B, V]
     accepted, at = acc_a, first_a  # [B] each
     if m < K:
-        qt = qtilde_rows(tree, e, level)  # [B, V]
-        if mutant == "float16":
-            qt, r = qt.half().double(), r.half().double()
-        acc_b, r_b = try_sampled(r, qt, tok[:, sp], samp & tried[:, sp] & ~accepted, u[:, sp], mutant)  # [B], [B, V]
+        qt, r = rounded(qtilde_rows(tree, e, level), variant), rounded(r, variant)  # [B, V] each
+        acc_b, r_b = try_sampled(r, qt, tok[:, sp], samp & tried[:, sp] & ~accepted, u[:, sp], variant)  # [B], [B, V]
         r = torch.where(accepted[:, None], r, r_b)  # [B, V]
         at = torch.where(acc_b, sp, at)  # [B]
         accepted = accepted | acc_b  # [B]
-        acc_c, first_c, r_c = try_points(r, tok, tried & (pos > s_at[:, None]) & ~accepted[:, None], u, mutant)  # [B], [B], [B, V]
+        acc_c, first_c, r_c = try_points(r, tok, tried & (pos > s_at[:, None]) & ~accepted[:, None], u, variant)  # [B], [B], [B, V]
         r = torch.where(accepted[:, None], r, r_c)  # [B, V]
         at = torch.where(acc_c, first_c, at)  # [B]
         accepted = accepted | acc_c  # [B]
@@ -161,7 +169,7 @@ def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Ten
 
 
 def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int, D: int,
-           rule: str, mutant: str | None = None) -> Verdict:
+           verify: str, variant: Variant = SPEC) -> Verdict:
     """Walk the kept tree from the root; p: target rows (`.at(nodes [B]) -> [B, V]`),
     acc_coins [B, 1+N], bonus_coin [B]."""
     B = tree.tokens.shape[0]
@@ -171,7 +179,7 @@ def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int,
     cur = torch.zeros(B, dtype=torch.int64, device=dev)  # [B] the root
     r = p.at(cur)  # [B, V]
     missing = r[:, 0].isnan()  # [B] a visited node without a target row
-    stale = r  # [B, V] r at the last accept (for the stale-bonus mutant)
+    stale = r  # [B, V] r at the last accept (read by bonus_row = "stale")
     active = torch.ones(B, dtype=torch.bool, device=dev)  # [B]
     emitted = torch.full((B, D + 2), -1, dtype=torch.int64, device=dev)  # [B, D+2]
     visited = torch.full((B, D + 1), -1, dtype=torch.int64, device=dev)  # [B, D+1]
@@ -179,11 +187,11 @@ def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int,
     final = r  # [B, V] the row the bonus is drawn from
     for level in range(D + 1):
         visited[:, level] = torch.where(active, cur, -1)  # [B]
-        accepted, nxt, r_after, tried = verify_level(tree, r, cur, active, exp_of, acc_coins, K, m, rule, mutant, level)  # [B] x2, [B, V], [B]
+        accepted, nxt, r_after, tried = verify_level(tree, r, cur, active, exp_of, acc_coins, K, m, verify, variant, level)  # [B] x2, [B, V], [B]
         ending = active & ~accepted  # [B]
-        if mutant == "bonus-full-p":
+        if variant.bonus_row == "target":
             end_row = p.at(cur)  # [B, V]
-        elif mutant == "stale-bonus" and level > 0:
+        elif variant.bonus_row == "stale" and level > 0:
             end_row = torch.where(tried[:, None], r_after, stale)  # [B, V]
         else:
             end_row = r_after  # [B, V]
@@ -196,7 +204,6 @@ def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int,
         missing |= accepted & p_cur[:, 0].isnan()  # [B]
         r = torch.where(accepted[:, None], p_cur, r_after)  # [B, V]
         active = accepted  # [B]
-    u = bonus_coin.half().double() if mutant == "float16" else bonus_coin  # [B]
-    bonus = inverse_cdf(final, u)  # [B]
+    bonus = inverse_cdf(final, rounded(bonus_coin, variant))  # [B]
     emitted.scatter_(1, n_acc[:, None], bonus[:, None])  # [B, D+2]
     return Verdict(emitted[:, : D + 1], n_acc + 1, visited, missing)

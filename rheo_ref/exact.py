@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 from .enumerate import METHODS, enumerate_trees, estimate_trees_per_round
 from .errors import CaseError, TooLargeError
 from .models import Case, Context
-from .verify import SPEC, Rules, verify_law
+from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
 ZERO = Fraction(0)
@@ -41,7 +41,7 @@ class Exact:
     """Exact computations for one case, memoising round laws by the context the models can see."""
 
     def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
-                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC) -> None:
+                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES) -> None:
         self.rules = rules
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")

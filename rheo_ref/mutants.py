@@ -1,17 +1,17 @@
-"""Exact counterparts of the fast path's mutants: deliberately broken variants, the negative
-controls of the lossless gate (issue 4).
+"""Exact counterparts of the mutants (`rheo_ref.variants.MUTANTS`): the exact law of a
+deliberately broken variant, the negative controls of the lossless gate.
 
-Each mutant changes one step of the spec. Its exact law is computed by the same enumeration as
-the reference (`rheo_ref.exact.Exact`), altered only through public seams:
+Each mutant changes one setting of a `Variant`. Its exact law is computed by the same enumeration
+as the reference (`rheo_ref.exact.Exact`), altered only through public seams, chosen by the
+setting that differs from the spec (`counterpart`):
 - `case`: a modified case (the scheme's proxy);
 - `chooser`: what the sampled slot holds (a `rheo_ref.tree.Chooser`);
 - `nodes`: a rewrite of each grown tree before rerank and verification (e.g. the q̃ that
   verification sees);
 - `rules`: a `rheo_ref.verify.Rules` subclass (acceptance, residuals, bonus, order).
 No hook was added to the reference core. `mutant_law`/`mutant_tv` give the exact token law of
-the mutant and its TV to the target law. Each counterpart models the fast path's mutant as its
-description in `rheo_fast.mutants.MUTANTS` states; tests/test_mutants.py checks, statistically,
-that the two agree. `rheo.gate.fast_sampler` drives the fast path.
+the mutant and its TV to the target law. tests/test_mutants.py checks, statistically, that each
+fast mutant's law fits its exact counterpart's. `rheo.gate.fast_sampler` drives the fast path.
 """
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ from .exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
 from .models import Case, Context, Row, TableModel
 from .slots import SlotPlan, expand_slots
 from .tree import Node, Tree, grow, path_tokens, rerank
-from .verify import SPEC, Rules, normalise
+from .variants import MUTANTS, Variant, variant_named
+from .verify import SPEC_RULES
+from .verify import Rules, normalise
 
 ZERO, ONE = Fraction(0), Fraction(1)
 COIN = Fraction(1, 2 ** 53)  # resolution of a float64 uniform coin
@@ -274,42 +276,59 @@ class FillsFirst(Rules):
 class ExactMutant:
     """One mutant's exact counterpart (see the module docstring for the seams)."""
 
-    name: str
-    description: str
+    variant: Variant
     case: Callable[[Case], Case] | None = None
     chooser: Callable[[_RecordingModel, Case], object] | None = None
     nodes: Callable[[Case, Context, Tree], Tree] | None = None
-    rules: Rules = SPEC
-    note: str = ""
+    rules: Rules = SPEC_RULES
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+    @property
+    def description(self) -> str:
+        return self.variant.description
+
+    @property
+    def note(self) -> str:
+        return self.variant.note
 
 
-PROXY_CONST = "const:1/4"
+def counterpart(v: Variant) -> ExactMutant:
+    """The exact counterpart of a variant that changes one setting of the spec."""
+    changed = v.changed()
+    if len(changed) != 1:
+        raise CaseError(f"variant {v.name!r} changes {sorted(changed) or 'no setting'}; the exact reference "
+                        f"models a variant that changes exactly one setting")
+    if v.proxy is not None:
+        proxy = str(v.proxy)
+        return ExactMutant(v, case=lambda c: c.with_scheme(proxy=proxy))
+    if v.sample_from == "whole":
+        return ExactMutant(v, chooser=lambda rec, c: WholeQChooser(rec, c.scheme.m),
+                           nodes=_rewrite_sampled(_outside_tail), rules=WholeQRules())
+    if v.verify_row == "q_samp":
+        return ExactMutant(v, nodes=_rewrite_sampled(_q_instead_of_qtilde))
+    if v.verify_row == "q_rank_tail":
+        return ExactMutant(v, nodes=_rewrite_sampled(_qrank_tilde))
+    if v.sampled_as_point:
+        return ExactMutant(v, nodes=_rewrite_sampled(_sampled_as_point), rules=OrderByTreeKind())
+    if not v.normalise_residual:
+        return ExactMutant(v, rules=Unnormalised())
+    if v.accept_on_equal:
+        return ExactMutant(v, nodes=_all_as_sampled, rules=LeqCoin())
+    if v.rounding == "float16":
+        return ExactMutant(v, nodes=_all_as_sampled, rules=Float16())
+    if v.try_order == "fills_first":
+        return ExactMutant(v, rules=FillsFirst())
+    if v.bonus_row == "target":
+        return ExactMutant(v, rules=BonusFromP())
+    if v.bonus_row == "stale":
+        return ExactMutant(v, rules=StaleBonus())
+    raise CaseError(f"variant {v.name!r}: no exact counterpart for the setting {changed}")
 
-EXACT_MUTANTS: dict[str, ExactMutant] = {m.name: m for m in [
-    ExactMutant("proxy-true", "sampled slot ranked by q_rank(y) (the `true` proxy: survival bias)",
-                case=lambda c: c.with_scheme(proxy="true")),
-    ExactMutant("proxy-const", f"sampled slot ranked by a fixed factor ({PROXY_CONST})",
-                case=lambda c: c.with_scheme(proxy=PROXY_CONST)),
-    ExactMutant("verify-q-not-qtilde", "sampled child verified against q_samp instead of the renormalised tail q̃",
-                nodes=_rewrite_sampled(_q_instead_of_qtilde)),
-    ExactMutant("sample-whole-q", "sampled token drawn from the whole q_samp instead of the tail q̃ (verified against q̃)",
-                chooser=lambda rec, c: WholeQChooser(rec, c.scheme.m), nodes=_rewrite_sampled(_outside_tail),
-                rules=WholeQRules()),
-    ExactMutant("residual-unnormalised", "residual after a rejection left unnormalised", rules=Unnormalised()),
-    ExactMutant("stale-bonus", "bonus at a leaf reached by an accept drawn from the parent's stale residual, not p",
-                rules=StaleBonus()),
-    ExactMutant("one-hot-sampled", "sampled child verified as a point mass (accept w.p. r(y))",
-                nodes=_rewrite_sampled(_sampled_as_point), rules=OrderByTreeKind()),
-    ExactMutant("bonus-full-p", "bonus token drawn from p instead of the residual", rules=BonusFromP()),
-    ExactMutant("leq-coin", "accept when u <= a instead of u < a (float64 coin): a coin of 0 accepts a token of probability 0",
-                nodes=_all_as_sampled, rules=LeqCoin(), note="effect ~2^-53 per coin: below any δ a sampler can detect"),
-    ExactMutant("float16", "coins and residuals rounded to float16 during verification", nodes=_all_as_sampled,
-                rules=Float16(), note="effect ~2^-11 relative per coin (a model of the rounding)"),
-    ExactMutant("temp-sample-only", "sampled child verified against the tail of q_rank (T = 1) although drawn from q_samp (T)",
-                nodes=_rewrite_sampled(_qrank_tilde)),
-    ExactMutant("fills-first", "fills tried before the sampled token, q̃ not conditioned on their rejection",
-                rules=FillsFirst()),
-]}
+
+EXACT_MUTANTS: dict[str, ExactMutant] = {name: counterpart(v) for name, v in MUTANTS.items()}
 
 
 class MutantExact(Exact):
@@ -318,9 +337,7 @@ class MutantExact(Exact):
 
     def __init__(self, case: Case, mutant: str | ExactMutant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
         if isinstance(mutant, str):
-            if mutant not in EXACT_MUTANTS:
-                raise CaseError(f"unknown mutant {mutant!r}; allowed: {', '.join(EXACT_MUTANTS)}")
-            mutant = EXACT_MUTANTS[mutant]
+            mutant = counterpart(variant_named(mutant))
         self.mutant = mutant
         super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)
 

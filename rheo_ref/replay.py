@@ -31,7 +31,7 @@ from .enumerate import expansions_per_round
 from .models import Case, Context, Scheme, TableModel
 from .slots import SlotPlan, expand_slots
 from .tree import Node, Tree, children, grow, path_tokens, rerank
-from .verify import SPEC, Rules
+from .verify import SPEC_RULES, Rules
 
 ZERO, ONE = Fraction(0), Fraction(1)
 
@@ -81,7 +81,7 @@ class ReplayRound:
     kept: frozenset[int]
 
 
-def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Rules = SPEC) -> ReplayRound:
+def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Rules = SPEC_RULES) -> ReplayRound:
     """One round from `context`, every random decision read from `coins` (layout above)."""
     s = case.scheme
     N, n_coins = round_layout(s)
@@ -117,7 +117,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
 
 
 def replay_decode(case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None,
-                  rules: Rules = SPEC) -> list[ReplayRound]:
+                  rules: Rules = SPEC_RULES) -> list[ReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     n = case.tokens if n is None else n
     ctx, total, rounds = tuple(case.context), 0, []

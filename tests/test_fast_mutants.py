@@ -1,4 +1,4 @@
-"""The mutants of rheo_fast.mutants: each must change what the fast path emits (coupled, same
+"""The mutants (rheo_ref.variants.MUTANTS) on the fast path: each must change what the fast path emits (coupled, same
 coins) on a case built to exercise its step, the spec must not (it is the reference coin for
 coin, tests/test_replay.py), and unknown names are refused."""
 from __future__ import annotations
@@ -11,10 +11,10 @@ import torch
 
 from rheo_fast.decode import decode, run_round, round_coins
 from rheo_fast.models import TableTreeModel
-from rheo_fast.mutants import MUTANTS, check_mutant
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.variants import MUTANTS, SETTINGS, SPEC, Variant, variant_named
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -38,7 +38,7 @@ def mutant_case(V: int = 6, seed: int = 3) -> Case:
     return Case(table("draft", 0), table("target", 2), Scheme(3, 1, 2, 3, 6), (0,), 4, table("draft_sample", 0))
 
 
-def coupled_outputs(case: Case, mutant: str | None, B: int, seed: int, zeros: float) -> torch.Tensor:
+def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     layout = Layout(case.scheme.K, case.scheme.W, case.scheme.D)
     blocks: list[torch.Tensor] = []
@@ -48,22 +48,22 @@ def coupled_outputs(case: Case, mutant: str | None, B: int, seed: int, zeros: fl
             c = round_coins(g, B, layout)  # [B, C]
             blocks.append(torch.where(torch.rand(c.shape, generator=g, dtype=torch.float64) < zeros, 0.0, c))
         return blocks[i]
-    return decode(TableTreeModel(case), [case.context] * B, case.scheme, case.tokens, coins=coins, mutant=mutant).tokens
+    return decode(TableTreeModel(case), [case.context] * B, case.scheme, case.tokens, coins=coins, variant=variant).tokens
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_mutant_changes_outputs_under_the_same_coins(mutant):
     case = mutant_case()
     B = 3000 if mutant == "float16" else 600
-    spec = coupled_outputs(case, None, B, 11, 0.2)
-    bad = coupled_outputs(case, mutant, B, 11, 0.2)
+    spec = coupled_outputs(case, SPEC, B, 11, 0.2)
+    bad = coupled_outputs(case, MUTANTS[mutant], B, 11, 0.2)
     differ = (spec != bad).any(-1).float().mean().item()
     assert differ > 0, f"mutant {mutant!r} emitted exactly what the spec emits on {B} coupled trials"
 
 
 def test_spec_is_deterministic_under_the_same_coins():
     case = mutant_case()
-    assert torch.equal(coupled_outputs(case, None, 500, 5, 0.2), coupled_outputs(case, None, 500, 5, 0.2))
+    assert torch.equal(coupled_outputs(case, SPEC, 500, 5, 0.2), coupled_outputs(case, SPEC, 500, 5, 0.2))
 
 
 def test_required_mutants_are_registered_with_descriptions():
@@ -71,15 +71,24 @@ def test_required_mutants_are_registered_with_descriptions():
                 "stale-bonus", "one-hot-sampled", "bonus-full-p", "leq-coin", "float16", "temp-sample-only",
                 "fills-first"}
     assert required <= set(MUTANTS)
-    assert all(isinstance(d, str) and d and "\n" not in d for d in MUTANTS.values())
+    assert all(v.name == k and v.description and "\n" not in v.description for k, v in MUTANTS.items())
+
+
+def test_every_mutant_changes_exactly_one_setting_and_the_spec_none():
+    assert SPEC.changed() == {}
+    for name, v in MUTANTS.items():
+        assert len(v.changed()) == 1, (name, v.changed())
+    assert {s for v in MUTANTS.values() for s in v.changed()} == set(SETTINGS)  # every setting is exercised
+    assert len({tuple(v.changed().items()) for v in MUTANTS.values()}) == len(MUTANTS)  # no two alike
 
 
 def test_unknown_mutant_is_refused_by_name():
     with pytest.raises(CaseError, match="proxy-flase"):
-        check_mutant("proxy-flase")
+        variant_named("proxy-flase")
+    assert variant_named(None) is SPEC and variant_named("fills-first") is MUTANTS["fills-first"]
     case = mutant_case()
-    with pytest.raises(CaseError, match="allowed"):
-        decode(TableTreeModel(case), [case.context], case.scheme, 2, generator=torch.Generator(), mutant="nope")
+    with pytest.raises(CaseError, match="Variant"):  # a name where a Variant goes is refused, not ignored
+        decode(TableTreeModel(case), [case.context], case.scheme, 2, generator=torch.Generator(), variant="fills-first")
 
 
 def test_leq_coin_accepts_a_zero_probability_token_with_a_zero_coin():
@@ -92,7 +101,7 @@ def test_leq_coin_accepts_a_zero_probability_token_with_a_zero_coin():
     zeros = torch.zeros((1, layout.n_coins), dtype=torch.float64)
     model = TableTreeModel(case)
     spec = run_round(model, model.start([()]), case.scheme, zeros).verdict
-    leq = run_round(model, model.start([()]), case.scheme, zeros, mutant="leq-coin").verdict
+    leq = run_round(model, model.start([()]), case.scheme, zeros, variant=MUTANTS["leq-coin"]).verdict
     assert spec.emitted[0, 0].item() == 2 and spec.n_emitted.item() == 1  # both children rejected, bonus 2
     assert leq.emitted[0, 0].item() in (0, 1)  # a token of probability 0 accepted
     del V
@@ -111,5 +120,5 @@ def test_a_massless_bonus_ends_the_trial_with_minus_one():
     spec = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins)
     assert spec.tokens.tolist() == [[1, 1, 1]]  # sampled 1 accepted, bonus 1 from p(.|1), twice
     bad = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins,
-                 mutant="residual-unnormalised")
+                 variant=MUTANTS["residual-unnormalised"])
     assert bad.tokens.tolist() == [[-1, -1, -1]] and bad.rounds.tolist() == [1]

@@ -15,6 +15,7 @@ from rheo_fast.models import TableTreeModel, draft_probs, greedy, target_probs, 
 from rheo_fast.slots import DET, FILL, SAMPLED, expand, inverse_cdf, ranked
 from rheo_fast.tree import Layout, check_closed
 from rheo_fast.verify import residual_point, residual_sampled, try_points, try_sampled
+from rheo_ref.variants import MUTANTS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.replay import first_past, round_layout
@@ -77,12 +78,12 @@ def test_a_zero_coin_never_accepts_probability_zero():
     qt = torch.tensor([[0.5, 0.5, 0.0]], dtype=torch.float64)
     u0 = torch.zeros(1, dtype=torch.float64)
     yes = torch.ones(1, dtype=torch.bool)
-    acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0, None)
+    acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0)
     assert not acc.item()
-    acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0, "leq-coin")
+    acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0, MUTANTS["leq-coin"])
     assert acc.item()  # the mutant does, so the check can fail
     both = torch.ones(1, 2, dtype=torch.bool)
-    acc, first, _ = try_points(r, torch.tensor([[0, 1]]), both, torch.zeros(1, 2, dtype=torch.float64), None)
+    acc, first, _ = try_points(r, torch.tensor([[0, 1]]), both, torch.zeros(1, 2, dtype=torch.float64))
     assert acc.item() and first.item() == 1  # token 0 rejected, token 1 accepted
 
 
@@ -99,7 +100,7 @@ def test_closed_form_run_equals_one_try_at_a_time(args, J):
     toks = torch.tensor(perm[:J])[None]  # [1, J]
     u = torch.tensor(coins[:J], dtype=torch.float64)[None]  # [1, J]
     mask = torch.tensor(tried[:J])[None]  # [1, J]
-    acc, first, after = try_points(r, toks, mask, u, None)
+    acc, first, after = try_points(r, toks, mask, u)
     seq, want = r, None
     for k in range(J):
         if not tried[k]:

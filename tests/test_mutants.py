@@ -1,6 +1,6 @@
 """Negative controls of the lossless gate (issue 4): deliberately broken fast paths.
 
-- Every mutant of `rheo_fast.mutants.MUTANTS` has an exact counterpart (rheo_ref.mutants),
+- Every mutant of `rheo_ref.variants.MUTANTS` has an exact counterpart built from its settings (rheo_ref.mutants),
   and the seams those counterparts use reproduce the spec exactly when they change nothing.
 - On its gate case (rheo.gate.mutant_case) every mutant but the float-level ones (leq-coin,
   float16) moves the law of the first 3 tokens by an exact TV ≥ DELTA — except one-hot-sampled,
@@ -21,11 +21,11 @@ from hypothesis import given
 from rheo_ref.enumerate import BruteChooser
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact
-from rheo.gate import (ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, fast_mutants, gate_cases,
-                           mutant_case, run_check)
+from rheo.gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, gate_cases, mutant_case, run_check
 from rheo_ref.mutants import (EXACT_MUTANTS, ExactMutant, MutantExact, OrderByTreeKind, StaleBonus, _all_as_sampled,
-                              half_coin_below)
+                              counterpart, half_coin_below)
 from rheo_ref.strategies import cases
+from rheo_ref.variants import MUTANTS, SPEC, Variant
 from rheo_ref.verify import Rules
 
 BELOW_DELTA = {"leq-coin", "float16"}       # float-level effects: exact TV far below any δ
@@ -39,19 +39,20 @@ def tvs() -> dict[str, dict[str, Fraction]]:
     return {name: exact_tvs(gate_cases()[mutant_case(name)], name) for name in EXACT_MUTANTS}
 
 
-def test_every_fast_mutant_has_an_exact_counterpart():
-    fast = fast_mutants()
-    if not fast:
-        pytest.skip("rheo_fast is not importable")
-    assert set(fast) == set(EXACT_MUTANTS)
-    assert len(fast) >= 12
+def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
+    assert set(EXACT_MUTANTS) == set(MUTANTS) and len(MUTANTS) >= 12
+    assert all(EXACT_MUTANTS[n].variant is v for n, v in MUTANTS.items())
+    with pytest.raises(CaseError, match="exactly one setting"):
+        counterpart(SPEC)
+    with pytest.raises(CaseError, match="exactly one setting"):
+        counterpart(Variant("two", "", normalise_residual=False, try_order="fills_first"))
 
 
 def test_mutants_are_never_the_default():
     from rheo_fast.decode import decode, run_round
 
     for fn in (decode, run_round):
-        assert inspect.signature(fn).parameters["mutant"].default is None
+        assert inspect.signature(fn).parameters["variant"].default is SPEC
     with pytest.raises(CaseError, match="unknown mutant"):
         MutantExact(GC.case, "no-such-mutant")
 
@@ -62,15 +63,15 @@ def test_seams_change_nothing_by_themselves(case):
     leq-coin and float16), rules that order by the tree's kinds, and the tagged rows of
     stale-bonus with its bonus unused: the same round law as the reference, exactly."""
     ref = Exact(case, "brute").round_law()
-    assert MutantExact(case, ExactMutant("points-as-sampled", "", nodes=_all_as_sampled,
+    assert MutantExact(case, ExactMutant(Variant("points-as-sampled", ""), nodes=_all_as_sampled,
                                          rules=OrderByTreeKind())).round_law() == ref
 
     class TaggedOnly(StaleBonus):
         def bonus(self, r, p):
             return Rules.bonus(self, r, p)
 
-    assert MutantExact(case, ExactMutant("tagged", "", rules=TaggedOnly())).round_law() == ref
-    assert MutantExact(case, ExactMutant("identity", "", chooser=lambda rec, c: BruteChooser())).round_law() == ref
+    assert MutantExact(case, ExactMutant(Variant("tagged", ""), rules=TaggedOnly())).round_law() == ref
+    assert MutantExact(case, ExactMutant(Variant("identity", ""), chooser=lambda rec, c: BruteChooser())).round_law() == ref
 
 
 def test_exact_tv_of_every_mutant_on_the_gate_case(tvs):

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import run_rheo
 
-pytest.importorskip("rheo_fast.mutants")
+
 
 
 def test_one_mutant_json_and_bad_input():

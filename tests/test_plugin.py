@@ -13,7 +13,7 @@ import pytest
 from rheo.stats import seed_for
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "GATE.md"
-BROKEN = ("generator=g)", 'generator=g, mutant="verify-q-not-qtilde")')
+BROKEN = ("generator=g)", 'generator=g, variant=__import__("rheo_ref.variants").variants.MUTANTS["verify-q-not-qtilde"])')
 
 
 def doc_example() -> str:

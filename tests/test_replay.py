@@ -23,6 +23,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.replay import comparable, first_past, greedy_case, replay_decode, replay_round, round_layout
 from rheo_ref.strategies import schemes, tables
+from rheo_ref.variants import MUTANTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -173,7 +174,7 @@ def test_the_coupled_comparison_catches_a_mutant(mutant):
     case = fixed_case(1, "rheo")
     stream = Stream(case.scheme, 99, 0.05, trials=40)
     fast = decode(TableTreeModel(case), [case.context] * 40, case.scheme, case.tokens, coins=stream,
-                  keep_rounds=True, mutant=mutant)
+                  keep_rounds=True, variant=MUTANTS[mutant])
     with pytest.raises(AssertionError, match="!= reference"):
         for b in range(40):
             compare(case, case, stream, fast.per_round, b)

@@ -35,6 +35,7 @@ from torch import Tensor
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Scheme
+from rheo_ref.variants import SPEC, Variant
 from rheo_fast.decode import round_coins, run_round
 from rheo_fast.models import draft_probs, target_probs
 from rheo_fast.tree import Layout
@@ -292,11 +293,11 @@ def generate_ar(model: Any, prompt: list[int], *, T: float, max_new: int, genera
 
 @torch.inference_mode()
 def tree_round(lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, generator: torch.Generator,
-               mutant: str | None = None) -> tuple[list[int], Any]:
+               variant: Variant = SPEC) -> tuple[list[int], Any]:
     """One speculative round on st: build, target forward, verify (rheo_fast.decode.run_round), map
     the emitted compact ids to token ids and commit them (KV caches compacted). Returns (the emitted
     token ids, the RoundResult)."""
-    res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, mutant=mutant)
+    res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, variant=variant)
     n = int(res.verdict.n_emitted[0])
     visited = res.verdict.visited[0, :n].tolist()
     emitted = lm.real_tokens(st, res.verdict.emitted[0, :n].tolist(), visited, generator)
@@ -307,9 +308,9 @@ def tree_round(lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, gen
 @torch.inference_mode()
 def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new: int,
                   generator: torch.Generator, eos: set[int] = frozenset(),
-                  on_tokens: Callable[[list[int]], None] | None = None, mutant: str | None = None) -> GenResult:
+                  on_tokens: Callable[[list[int]], None] | None = None, variant: Variant = SPEC) -> GenResult:
     """Speculative decoding rounds driven by rheo_fast.decode.run_round until max_new tokens or EOS
-    (`mutant`: one of rheo_fast.mutants, a deliberately broken variant for negative controls)."""
+    (`variant`: the spec, or one of rheo_ref.variants.MUTANTS for negative controls)."""
     layout = Layout(scheme.K, scheme.W, scheme.D)
     t0 = time.perf_counter()
     st = lm.start([prompt])
@@ -318,7 +319,7 @@ def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new
     rounds = total = 0
     phases = [0.0, 0.0, 0.0]
     while len(out) < max_new:
-        emitted, res = tree_round(lm, st, scheme, layout, generator, mutant)
+        emitted, res = tree_round(lm, st, scheme, layout, generator, variant)
         phases = [a + b for a, b in zip(phases, res.seconds)]
         rounds += 1
         total += len(emitted)

@@ -1,0 +1,91 @@
+"""Variants of the algorithm: the spec, and the deliberately broken mutants that the lossless
+gate must reject (its negative controls).
+
+A `Variant` is one frozen, typed description of how a round runs: a set of named settings, each
+one step of the algorithm (docs/ALGORITHM.md §3 and §5 say what the right step is). `SPEC` has
+every setting at its correct value; each mutant in `MUTANTS` changes exactly one. Both
+implementations read the settings, never a name: the fast path (`rheo_fast`) takes a `Variant`
+argument wherever a step has a setting, and the exact reference builds each mutant's exact
+counterpart from its settings (`rheo_ref.mutants`). Names exist only at the edges (the CLI, the
+gate), where `variant_named` turns a name into a variant or refuses it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import CaseError
+from .models import Proxy
+
+SampleFrom = Literal["tail", "whole"]
+VerifyRow = Literal["tail", "q_samp", "q_rank_tail"]
+Rounding = Literal["float64", "float16"]
+TryOrder = Literal["sampled_first", "fills_first"]
+BonusRow = Literal["residual", "target", "stale"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How one round runs. Every field but `name`, `description` and `note` is a setting of one
+    step; the defaults are the spec."""
+
+    name: str
+    description: str
+    # slot expansion (§3)
+    proxy: Proxy | None = None          # rank the sampled slot by this proxy instead of the scheme's
+    sample_from: SampleFrom = "tail"    # draw y from q̃ (the tail) or from the whole q_samp row
+    verify_row: VerifyRow = "tail"      # the row y is verified against: q̃, q_samp, or q_rank's tail
+    # verification (§5)
+    sampled_as_point: bool = False      # try y as a point mass (accept w.p. r(y)) instead of against q̃
+    normalise_residual: bool = True     # renormalise r after a rejection
+    accept_on_equal: bool = False       # accept when u <= threshold (spec: u < threshold)
+    rounding: Rounding = "float64"      # precision of coins and residuals during verification
+    try_order: TryOrder = "sampled_first"  # fills_first: top-m, fills, then y, whatever the verify order
+    bonus_row: BonusRow = "residual"    # the row the bonus token is drawn from at the end
+    note: str = ""                      # what the gate can and cannot see of it
+
+    def changed(self) -> dict[str, object]:
+        """The settings that differ from the spec's, by name."""
+        return {name: getattr(self, name) for name in SETTINGS if getattr(self, name) != getattr(SPEC, name)}
+
+
+SETTINGS = ("proxy", "sample_from", "verify_row", "sampled_as_point", "normalise_residual", "accept_on_equal",
+            "rounding", "try_order", "bonus_row")
+
+SPEC = Variant("spec", "the algorithm as pinned in docs/ALGORITHM.md")
+
+MUTANTS: dict[str, Variant] = {v.name: v for v in [
+    Variant("proxy-true", "sampled slot ranked by its own q_rank(y) (the 'true' proxy: survival bias)",
+            proxy=Proxy("true")),
+    Variant("proxy-const", "sampled slot ranked by the constant 1/4 instead of the rheo proxy",
+            proxy=Proxy.parse("const:1/4")),
+    Variant("verify-q-not-qtilde", "sampled token verified (and residual taken) against q_samp instead of the tail q̃",
+            verify_row="q_samp"),
+    Variant("sample-whole-q", "sampled token drawn from the whole q_samp instead of the tail q̃ (verified against q̃)",
+            sample_from="whole"),
+    Variant("residual-unnormalised", "residual after a rejection is not renormalised", normalise_residual=False),
+    Variant("stale-bonus", "bonus at a leaf reached by an accept drawn from the parent's stale residual, not p",
+            bonus_row="stale"),
+    Variant("one-hot-sampled", "sampled token treated as a point mass (accept w.p. r(y), zero y on reject)",
+            sampled_as_point=True),
+    Variant("bonus-full-p", "bonus drawn from the full p at the node instead of the residual", bonus_row="target"),
+    Variant("leq-coin", "accept when coin <= threshold, so a coin of 0 accepts a token of probability 0",
+            accept_on_equal=True, note="effect ~2^-53 per coin: below any δ a sampler can detect"),
+    Variant("float16", "coins and residuals rounded to float16 during verification", rounding="float16",
+            note="effect ~2^-11 relative per coin (a model of the rounding)"),
+    Variant("temp-sample-only", "y sampled from q_samp but verified against the tail of q_rank (temperature ignored "
+            "in verification)", verify_row="q_rank_tail"),
+    Variant("fills-first", "fills tried before the sampled token, q̃ not conditioned on their rejection",
+            try_order="fills_first"),
+]}
+
+
+def variant_named(name: str | None) -> Variant:
+    """The variant called `name` (None or "spec": the spec); an unknown name is refused here,
+    so a typo can never run the spec silently."""
+    if name is None or name == SPEC.name:
+        return SPEC
+    if not isinstance(name, str) or name not in MUTANTS:
+        raise CaseError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
+    return MUTANTS[name]
+
