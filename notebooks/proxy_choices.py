@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from rheo_ref.errors import CaseError  # noqa: E402
 from rheo_ref.exact import Exact, target_law, tv  # noqa: E402
 from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
-from rheo_ref.slots import expand_slots  # noqa: E402
+from rheo_ref.slots import expand  # noqa: E402
 from proofs.gen import random_pair  # noqa: E402
 from proofs.survival import CE_RRSW_LARGE_PROXY, sampled_law_given_kept  # noqa: E402
 
@@ -62,7 +62,7 @@ def survival_bias(case):
     if kept == 0:
         return None, kept
     ctx = case.context
-    plan = expand_slots(case.draft.row(ctx), case.q_samp_model.row(ctx), case.scheme.K, case.scheme.m, case.scheme.proxy)
+    plan = expand(case.draft.row(ctx), case.q_samp_model.row(ctx), case.scheme.K, case.scheme.m, case.scheme.proxy)
     qt = plan.qtilde
     return sum(abs(law.get(t, Fraction(0)) - qt[t]) for t in range(len(qt))) / 2, kept
 

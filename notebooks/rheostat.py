@@ -13,7 +13,7 @@
 # the one sampled slot; m = K is plain Top-K (EAGLE). How does the expected number of tokens per
 # round τ move with m, and with the sampling temperature T? Here the tree is built and pruned
 # with q_rank at temperature 1 while the sampled slot and the target use temperature T (spec
-# section 1): q_samp = softmax(log q / T) is given to the reference as a `draft_sample` table and
+# docs/ALGORITHM.md §1): q_samp = softmax(log q / T) is given to the reference as a `draft_sample` table and
 # p = softmax(log p / T) as the target. Everything is exact (rational tables, exact τ).
 # For T = 1/k the tempered rows are exact (q^k normalised); for other T they are the float
 # softmax rounded to denominators <= 10^4 and renormalised exactly, which is itself a valid table.

@@ -1,6 +1,6 @@
 """proofs: the paper's claims, machine-checked or refuted with exact counterexamples.
 
-One module per claim (issue 5), each with the statement in its docstring, the method and the
+One module per claim, each with the statement in its docstring, the method and the
 check; `python -m proofs` runs them all and prints claim · method · verdict · seconds.
 
 - `ranking`     claim 1: local ranking preservation (z3, general m)

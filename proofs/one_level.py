@@ -1,4 +1,4 @@
-"""Claim 2 -- one-level losslessness of the OT order and of the RRSw order (ALGORITHM.md section 5).
+"""Claim 2 -- one-level losslessness of the OT order and of the RRSw order (docs/ALGORITHM.md §5).
 
 Statement. At one node, with target row p over V tokens, top-m tokens D (outside the tail Tl),
 q̃ a distribution on Tl and y ~ q̃:

@@ -1,4 +1,4 @@
-"""Claim 1 -- local ranking preservation (ALGORITHM.md section 3, the Lemma).
+"""Claim 1 -- local ranking preservation (docs/ALGORITHM.md §3, the Lemma).
 
 Statement. Let q be any distribution over V tokens, ranked q(x_1) >= q(x_2) >= ... >= q(x_V),
 and z = sum_{i>m} q(x_i) the tail mass. For every m with 1 <= m < V,
@@ -36,7 +36,7 @@ from fractions import Fraction
 import z3
 
 from rheo_ref.models import Proxy
-from rheo_ref.slots import expand_slots
+from rheo_ref.slots import expand
 
 from ._claim import PROVED, Claim, Outcome, require
 from .gen import random_row
@@ -80,7 +80,7 @@ def lemma_explicit(V: int, m: int) -> bool:
 
 def sibling_rank_of_sampled(q_rank, K: int, m: int, proxy: str) -> set[int]:
     """Positions of the sampled child among its siblings (sorted by factor, ties by slot), over all y."""
-    plan = expand_slots(q_rank, q_rank, K, m, Proxy.parse(proxy))
+    plan = expand(q_rank, q_rank, K, m, Proxy.parse(proxy))
     if plan.qtilde is None:
         return set()
     ranks = set()

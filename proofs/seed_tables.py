@@ -24,7 +24,7 @@ from statistics import mean, median
 from rheo_ref.enumerate import BruteChooser
 from rheo_ref.exact import Exact
 from rheo_ref.models import Proxy, Scheme, TableModel
-from rheo_ref.tree import grow, rerank, rerank_key
+from rheo_ref.tree import build_tree, rerank, rerank_key
 
 from ._claim import PROVED, REFUTED, Claim, Outcome, require
 from .dominance import CE_42, both, depth1_case
@@ -52,7 +52,7 @@ def table1_rows(proxy: str, label: str) -> list[tuple[str, ...]]:
     q = TableModel(3, 0, {"": tuple(Fraction(x) for x in TABLE1_Q)}, "draft")
     scheme = Scheme(3, 1, 3, 1, 2, Proxy.parse(proxy), "rheo")
     rows = []
-    for _, nodes in grow(q, q, (), scheme, BruteChooser()):
+    for _, nodes in build_tree(q, q, (), scheme, BruteChooser()):
         kept = rerank(nodes, scheme.R)
         s = next(n for n in nodes if n.kind == "sampled")
         fill = next(n for n in nodes if n.kind == "fill")

@@ -1,4 +1,4 @@
-"""Claim 3 -- no survival bias (ALGORITHM.md sections 4 and 7).
+"""Claim 3 -- no survival bias (docs/ALGORITHM.md §4 and §7).
 
 Statement. Fix a case and a sampled node s of the round's tree, named by its slot path from the
 root. Its *topology class* C(s) is: the tokens of its ancestors (so its context c), the event

@@ -1,4 +1,4 @@
-"""`rheo mutants`: the negative controls of the lossless gate and its false-alarm rate (issue 4).
+"""`rheo mutants`: the negative controls of the lossless gate and its false-alarm rate.
 
 For every mutant (`rheo_ref.variants.MUTANTS`) on the gate's mutant case: its exact TV per
 check (from its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path

@@ -3,7 +3,7 @@
 A *gate case* pairs the exact case (the tables the fast path effectively samples from) with the
 case and temperature handed to the fast path: T = 0 runs the fast path's greedy mode against an
 exact case whose q_samp and p rows are point masses on the argmax; the temperature-0.5 cases
-give q_samp as a separate table (q_rank² renormalised), as ALGORITHM.md section 1 says, and
+give q_samp as a separate table (q_rank² renormalised), as docs/ALGORITHM.md §1 says, and
 `fastT0.5` runs the fast path at T = 0.5 against exact tables q² and p² renormalised.
 
 Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`:

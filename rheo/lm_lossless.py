@@ -1,4 +1,4 @@
-"""Lossless check on the real models (a statistical gate, ALGORITHM.md section 6).
+"""Lossless check on the real models (a statistical gate, docs/ALGORITHM.md §6).
 
 From a fixed prompt at T = 1, decode two tokens many times with a scheme and test with χ²
 (rheo.stats.check_law: α stated, cells with expected count < 5 pooled, the smallest TV

@@ -1,4 +1,4 @@
-"""One round and multi-round decoding (ALGORITHM.md sections 4-6), coupled to the reference.
+"""One round and multi-round decoding (docs/ALGORITHM.md §4-§6), coupled to the reference.
 
 Randomness comes only from the caller's torch.Generator, as one fixed-size block of float64
 uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = non-root nodes):
@@ -25,7 +25,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Scheme
 from rheo_ref.variants import SPEC, Variant
 
-from .models import as_rows
+from .models import TreeModel, as_rows
 from .tree import Layout, Tree, build_tree
 from .verify import Verdict, verify
 
@@ -51,7 +51,7 @@ class RoundResult:
                                                          # on CUDA only meaningful when the model syncs)
 
 
-def run_round(model: Any, state: Any, scheme: Scheme, coins: Tensor, *, variant: Variant = SPEC,
+def run_round(model: TreeModel, state: Any, scheme: Scheme, coins: Tensor, *, variant: Variant = SPEC,
               layout: Layout | None = None) -> RoundResult:
     """Build, rerank and verify one tree per trial; coins [B, n_coins]."""
     layout = layout or Layout(scheme.K, scheme.W, scheme.D)
@@ -73,7 +73,7 @@ class Decoded:
     per_round: list[Tensor]  # emitted [B, D+1] of every round (-1 padded), for coupling tests
 
 
-def decode(model: Any, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int, *,
+def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int, *,
            generator: torch.Generator | None = None, coins: CoinSource | None = None,
            variant: Variant = SPEC, keep_rounds: bool = False,
            progress: Callable[[int], None] | None = None) -> Decoded:
@@ -88,7 +88,7 @@ def decode(model: Any, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int
     layout = Layout(scheme.K, scheme.W, scheme.D)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)
-    dev = state_device(model)
+    dev = model.device
     out = torch.full((B, n + D + 2), -1, dtype=torch.int64, device=dev)  # [B, n+D+2]; last col: dump
     filled = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
     rounds = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
@@ -118,21 +118,16 @@ def decode(model: Any, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int
     return Decoded(out[:, :n], rounds, first, per_round)
 
 
-def state_device(model: Any) -> torch.device:
-    return getattr(model, "device", torch.device("cpu"))
-
-
-def check_round(model: Any, state: Any, res: RoundResult, scheme: Scheme, todo: Tensor) -> None:
+def check_round(model: TreeModel, state: Any, res: RoundResult, scheme: Scheme, todo: Tensor) -> None:
     """Refuse what the reference refuses (missing rows, proxy factors > 1), one sync per round."""
     t = res.tree
     flags = torch.stack([(t.missing & todo).any(), (res.missing_target & todo).any(), (t.bad_factor & todo).any()])  # [3]
     miss_d, miss_t, bad = flags.tolist()
     if miss_d or miss_t:
-        finder = getattr(model, "missing_context", None)
         which, nodes, table = ("draft", t.expanded, "q_rank") if miss_d else ("target", res.verdict.visited.clamp(min=0), "p")
-        ctx = finder(state, t, nodes, table) if finder else None
-        if ctx is None and miss_d and finder:
-            ctx = finder(state, t, nodes, "q_samp")
+        ctx = model.missing_context(state, t, nodes, table)
+        if ctx is None and miss_d:
+            ctx = model.missing_context(state, t, nodes, "q_samp")
         where = f" (ending {ctx})" if ctx is not None else ""
         raise CaseError(f"{which}: a reachable context{where} has no row (NaN); every reachable context needs one")
     if bad:

@@ -1,29 +1,33 @@
-"""Model interface of the fast path, and table models (ALGORITHM.md sections 1 and 10).
+"""Model interface of the fast path, and table models (docs/ALGORITHM.md §1 and §10).
 
-A round needs three distributions at tree nodes (section 1): `q_rank` (builds and prunes the
+A round needs three distributions at tree nodes (docs/ALGORITHM.md §1): `q_rank` (builds and prunes the
 tree), `q_samp` (samples and verifies the sampled slot) and `p` (the target). The round talks to
-a `TreeModel`:
+a `TreeModel` (the Protocol below says exactly what each method returns):
 
 - `start(contexts)` -> state for B independent trials;
-- `draft(state, tree, nodes)` -> (q_rank, q_samp), each [B, F, V], for the F frontier nodes
-  `nodes` [B, F] (node ids into `tree`; 0 is the root). Called once per depth, so a transformer
-  draft can run the whole frontier in one forward with `tree.attention_mask()`;
+- `draft(state, tree, nodes)` -> `DraftRows(q_rank, q_samp, shared)`, each [B, F, V], for the F
+  frontier nodes `nodes` [B, F] (node ids into `tree`; 0 is the root). Called once per depth, so
+  a transformer draft can run the whole frontier in one forward with `tree.attention_mask()`;
 - `target(state, tree)` -> p [B, 1+N, V] for every node at once (one forward of the target over
-  the tree; rows of nodes that are not kept may hold anything), or any object with
-  `.at(nodes [B]) -> [B, V]` (table models fetch rows lazily: `TableRows`);
-- optional `prefix_len` / `prefix(state)` -> [B, P]: context tokens the tree carries before the
-  root, so that `tree.windows(nodes, L)` gives each node's last L context tokens;
+  the tree; rows of nodes that are not kept may hold anything), or a `TargetRows` (an object with
+  `.at(nodes [B]) -> [B, V]`: table models fetch rows lazily, `TableRows`);
+- `prefix_len` (0 when the tree carries no context) and `prefix(state)` -> [B, P]: context tokens
+  the tree carries before the root, so that `tree.windows(nodes, L)` gives each node's last L
+  context tokens (`prefix` is called only when `prefix_len` > 0);
 - `advance(state, emitted, n_emitted)` -> state after each trial appended its first
-  `n_emitted[b]` tokens of `emitted` [B, D+1] (a KV cache keeps the accepted path here).
+  `n_emitted[b]` tokens of `emitted` [B, D+1] (a KV cache keeps the accepted path here);
+- `missing_context(state, tree, nodes, table)` -> the context of the first node among `nodes`
+  that has no row in `table` ("q_rank", "q_samp" or "p"), or None: only for the error message
+  when a row is NaN (a real model always has rows and returns None).
 
 Language models turn logits into these rows with `draft_probs` / `target_probs` (sparse top-S
-truncation and temperature, section 1). Table models (section 10) hold float64 tensors of the
+truncation and temperature, docs/ALGORITHM.md §1). Table models (docs/ALGORITHM.md §10) hold float64 tensors of the
 exact rows; T = 0 turns q_samp and p into point masses on their argmax (ties: lower id).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, NamedTuple, Protocol, Sequence
 
 import torch
 from torch import Tensor
@@ -32,16 +36,62 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, TableModel
 
 
+class DraftRows(NamedTuple):
+    """The draft's rows at F frontier nodes: q_rank and q_samp [B, F, V]. `shared`: they are one
+    distribution (T = 1 and no separate q_samp table), stated by the model rather than guessed;
+    `expand` then takes the tail from the ranking key instead of masking q_samp."""
+
+    q_rank: Tensor
+    q_samp: Tensor
+    shared: bool
+
+    @classmethod
+    def one(cls, q: Tensor) -> "DraftRows":
+        """q_rank = q_samp = q."""
+        return cls(q, q, True)
+
+
+class TargetRows(Protocol):
+    """Target rows fetched where verification goes."""
+
+    def at(self, nodes: Tensor) -> Tensor:
+        """p at node nodes[b] of trial b: nodes [B] -> [B, V]."""
+        ...
+
+
 class TreeModel(Protocol):
+    """What a round needs from a model (see the module docstring); every member is required."""
+
     vocab_size: int
+    device: torch.device
+    prefix_len: int
 
     def start(self, contexts: Sequence[Sequence[int]]) -> Any: ...
 
-    def draft(self, state: Any, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]: ...
+    def draft(self, state: Any, tree: Any, nodes: Tensor) -> DraftRows: ...
 
-    def target(self, state: Any, tree: Any) -> Tensor: ...
+    def target(self, state: Any, tree: Any) -> Tensor | TargetRows: ...
+
+    def prefix(self, state: Any) -> Tensor: ...
 
     def advance(self, state: Any, emitted: Tensor, n_emitted: Tensor) -> Any: ...
+
+    def missing_context(self, state: Any, tree: Any, nodes: Tensor, table: str) -> list[int] | None: ...
+
+
+class ModelDefaults:
+    """The members of `TreeModel` that most models need not write: CPU, no context carried by the
+    tree, always a row (no missing context to name). Subclass it and write start, draft, target,
+    advance and `vocab_size`."""
+
+    device: torch.device = torch.device("cpu")
+    prefix_len: int = 0
+
+    def prefix(self, state: Any) -> Tensor:
+        raise NotImplementedError("prefix_len is 0: the tree carries no context tokens")
+
+    def missing_context(self, state: Any, tree: Any, nodes: Tensor, table: str) -> list[int] | None:
+        return None
 
 
 def greedy(probs: Tensor) -> Tensor:
@@ -65,12 +115,12 @@ def tempered(logits: Tensor, T: float) -> Tensor:
     return torch.softmax(logits.to(torch.float64) / T, dim=-1)  # [..., V]
 
 
-def draft_probs(logits: Tensor, *, S: int = 128, T: float = 1.0) -> tuple[Tensor, Tensor]:
-    """(q_rank, q_samp) from draft logits: q_rank at temperature 1, q_samp at T, same support
-    (T = 1: one tensor for both, which `expand` uses to share the tail)."""
+def draft_probs(logits: Tensor, *, S: int = 128, T: float = 1.0) -> DraftRows:
+    """(q_rank, q_samp, shared) from draft logits: q_rank at temperature 1, q_samp at T, same
+    support (T = 1: one distribution, `shared`)."""
     z = trunc_s(logits.to(torch.float64), S)  # [..., V]
     q_rank = torch.softmax(z, dim=-1)  # [..., V]
-    return q_rank, q_rank if T == 1 else tempered(z, T)  # [..., V] each
+    return DraftRows.one(q_rank) if T == 1 else DraftRows(q_rank, tempered(z, T), False)  # [..., V] each
 
 
 def target_probs(logits: Tensor, *, T: float = 1.0) -> Tensor:
@@ -137,7 +187,7 @@ class TableState:
 
 
 class TableTreeModel:
-    """The three tables of a case (section 10) as a `TreeModel`, float64 on `device`."""
+    """The three tables of a case (docs/ALGORITHM.md §10) as a `TreeModel`, float64 on `device`."""
 
     def __init__(self, case: Case, *, T: float = 1.0, device: str | torch.device = "cpu") -> None:
         if not (isinstance(T, (int, float)) and T >= 0):
@@ -147,8 +197,8 @@ class TableTreeModel:
         keep = lambda t: t  # noqa: E731
         temp = (lambda t: greedy(t)) if T == 0 else keep if T == 1 else (lambda t: _power(t, 1.0 / T))
         self.q_rank = _Table(case.draft, self.device, keep)
-        shared = T == 1 and case.q_samp_model is case.draft  # q_samp = q_rank: one table, one tensor per lookup
-        self.q_samp = self.q_rank if shared else _Table(case.q_samp_model, self.device, temp)
+        self.shared = T == 1 and case.q_samp_model is case.draft  # q_samp = q_rank: one table
+        self.q_samp = self.q_rank if self.shared else _Table(case.q_samp_model, self.device, temp)
         self.p = _Table(case.target, self.device, temp)
         self.Lmax = max(self.q_rank.L, self.q_samp.L, self.p.L)
 
@@ -164,10 +214,12 @@ class TableTreeModel:
     def prefix(self, state: TableState) -> Tensor:
         return state.history  # [B, Lmax]
 
-    def draft(self, state: TableState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]:
+    def draft(self, state: TableState, tree: Any, nodes: Tensor) -> DraftRows:
         w = tree.windows(nodes, self.Lmax)  # [B, F, Lmax]
         q_rank = self.q_rank.lookup(w)  # [B, F, V]
-        return q_rank, q_rank if self.q_samp is self.q_rank else self.q_samp.lookup(w)  # [B, F, V] each
+        if self.shared:
+            return DraftRows.one(q_rank)
+        return DraftRows(q_rank, self.q_samp.lookup(w), False)  # [B, F, V] each
 
     def target(self, state: TableState, tree: Any) -> "TableRows":
         return TableRows(self.p, self.p.row_index(tree.all_windows(self.Lmax)))  # row ids [B, 1+N]
@@ -210,9 +262,9 @@ class TableRows:
         return self.table.rows.index_select(0, self.index.gather(1, nodes[:, None])[:, 0])  # [B, V]
 
 
-def as_rows(p: Any) -> Any:
-    """What `TreeModel.target` returned, as an object with `.at(nodes [B]) -> [B, V]`."""
-    return p if hasattr(p, "at") else DenseRows(p)
+def as_rows(p: Tensor | TargetRows) -> TargetRows:
+    """What `TreeModel.target` returned, as `TargetRows`."""
+    return DenseRows(p) if isinstance(p, Tensor) else p
 
 
 def _power(t: Tensor, a: float) -> Tensor:

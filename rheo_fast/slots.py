@@ -1,4 +1,4 @@
-"""The child slots of one expansion, vectorised (ALGORITHM.md section 3).
+"""The child slots of one expansion, vectorised (docs/ALGORITHM.md §3).
 
 For a batch of frontiers (B trials x F nodes) with rows q_rank, q_samp [B, F, V]:
 slots 0..m-1 hold the top-m tokens by q_rank (`top_k`: ties by lower id), slot m holds y
@@ -17,6 +17,8 @@ from torch import Tensor
 
 from rheo_ref.models import Proxy
 from rheo_ref.variants import SPEC, Variant
+
+from .models import DraftRows
 
 DET, SAMPLED, FILL = 0, 1, 2
 
@@ -105,7 +107,7 @@ def qtilde_of(tail: Tensor, mass: Tensor) -> Tensor:
 
 
 def proxy_factor(proxy: Proxy, q_top: Tensor, z_r: Tensor | None, q_y: Tensor | None, m: int) -> Tensor:
-    """Factor of the sampled slot (section 3); q_top [B,F,K] ranked q_rank, z_r and q_y [B,F]
+    """Factor of the sampled slot (docs/ALGORITHM.md §3); q_top [B,F,K] ranked q_rank, z_r and q_y [B,F]
     (each needed only by the proxies that read it: z_r by rheo / scaled with m >= 1, q_y by true)."""
     if proxy.kind == "true":
         return q_y  # [B, F]
@@ -131,17 +133,16 @@ def slot_kinds(K: int, m: int, device: torch.device, batch: tuple[int, ...] = ()
     return kinds.expand(*batch, K).contiguous()  # [*batch, K]
 
 
-def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
-           variant: Variant = SPEC) -> Expansion:
+def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Variant = SPEC) -> Expansion:
     """Slots of F nodes per trial; u [B, F] are their sampling coins.
 
     With a sampled slot (0 < m < K) the ranking stops after x_1..x_m: y is drawn from the tail,
     taken out of the ranking key, and the next K-m-1 passes are the fills (the ranked tail
     without y), one pass fewer than x_1..x_K. Nodes whose tail has no q_samp mass keep
     x_1..x_K, which takes that pass; on CPU it runs only when such a node exists (elsewhere
-    always: knowing it would need a device sync). When q_samp *is* q_rank (T = 1: the model
-    returns one tensor for both) the ranking key, with x_1..x_m at -inf, gives the tail by one
-    clamp, and z_r = z_s."""
+    always: knowing it would need a device sync). When the rows are `shared` (q_samp = q_rank,
+    T = 1) the ranking key, with x_1..x_m at -inf, gives the tail by one clamp, and z_r = z_s."""
+    q_rank, q_samp = rows.q_rank, rows.q_samp  # [B, F, V] each
     if m == K:  # plain Top-K: no sampled slot
         top = top_k(q_rank, K, lift=False)  # [B, F, K] ranked x_1..x_K (probabilities: no -inf)
         factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
@@ -157,13 +158,13 @@ def expand(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Pro
     tokens = torch.empty((B, F, K), dtype=torch.int64, device=dev)  # [B, F, K] x_1..x_m, y, fills
     for j in range(m):
         take_best(key, tokens, j)  # x_j at -inf in key
-    if q_samp is q_rank:
+    if rows.shared:
         q_tail = key.clamp_min(0.0)  # [B, F, V] the tail of q_rank = q_samp
     else:
         q_tail = q_samp.masked_fill(key < 0, 0.0)  # [B, F, V] q_samp on the tail
     cum = q_tail.cumsum(-1)  # [B, F, V]
     z_s = cum.narrow(-1, V - 1, 1).contiguous()  # [B, F, 1] tail mass of q_samp
-    z_r = z_s if q_samp is q_rank else key.clamp_min(0.0).sum(-1, keepdim=True)  # [B, F, 1] of q_rank
+    z_r = z_s if rows.shared else key.clamp_min(0.0).sum(-1, keepdim=True)  # [B, F, 1] of q_rank
     sampling = z_s.squeeze(-1) > 0  # [B, F]
     every = dev.type == "cpu" and bool(sampling.all())  # every node has a sampled slot (CPU: no sync cost)
     if variant.sample_from == "whole":

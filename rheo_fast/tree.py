@@ -1,4 +1,4 @@
-"""The dynamic tree, vectorised over B trials (ALGORITHM.md section 4: expand, then rerank).
+"""The dynamic tree, vectorised over B trials (docs/ALGORITHM.md §4: expand, then rerank).
 
 Every round has the same *shape*: the root (node 0) is expanded, then for d = 1..D-1 the
 frontier of the min(W, #depth-d nodes) best depth-d nodes; each expansion creates K children,
@@ -204,21 +204,23 @@ def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tenso
                variant: Variant = SPEC) -> Tree:
     """Expand depth by depth, then rerank. sample_coins [B, 1+N]: coin of the node being expanded."""
     B = sample_coins.shape[0]
-    prefix = model.prefix(state) if getattr(model, "prefix_len", 0) else None  # [B, P]
+    prefix = model.prefix(state) if model.prefix_len else None  # [B, P]
     tree = empty_tree(B, layout, model.vocab_size, sample_coins.device, prefix)
     for d in range(scheme.D):
         nodes = frontier(tree, layout, d)  # [B, W_d]
-        q_rank, q_samp = model.draft(state, tree, nodes)  # [B, W_d, V] each
+        rows = model.draft(state, tree, nodes)  # q_rank, q_samp [B, W_d, V]
         u = sample_coins.gather(1, nodes)  # [B, W_d]
-        nan = q_rank[..., 0].isnan() if q_samp is q_rank else q_rank[..., 0].isnan() | q_samp[..., 0].isnan()  # [B, W_d]
+        nan = rows.q_rank[..., 0].isnan()  # [B, W_d]
+        if not rows.shared:
+            nan |= rows.q_samp[..., 0].isnan()  # [B, W_d]
         tree.missing |= nan.any(-1)  # [B]
-        ex = expand(q_rank, q_samp, u, scheme.K, scheme.m, scheme.proxy, variant)  # K children per node
+        ex = expand(rows, u, scheme.K, scheme.m, scheme.proxy, variant)  # K children per node
         add_children(tree, layout, d, nodes, ex)
     tree.kept = rerank(tree, scheme.R)  # [B, 1+N]
     return tree
 
 
 def check_closed(tree: Tree) -> bool:
-    """Whether every kept node's parent is kept (section 4; needs factors <= 1)."""
+    """Whether every kept node's parent is kept (docs/ALGORITHM.md §4; needs factors <= 1)."""
     par_kept = tree.kept.gather(1, tree.parent.clamp(min=0))  # [B, 1+N]
     return bool((par_kept | ~tree.kept).all())

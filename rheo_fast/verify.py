@@ -1,4 +1,4 @@
-"""Verification of one round, vectorised over B trees (ALGORITHM.md section 5).
+"""Verification of one round, vectorised over B trees (docs/ALGORITHM.md §5).
 
 Level by level from the root: r = p(.|node); the node's kept children are tried in the
 verification order (`rheo`: sampled, top-m, fills; `rrsw`: slot order), each with its own accept coin u:

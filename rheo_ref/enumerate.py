@@ -1,4 +1,4 @@
-"""Two exact enumerators of one round's trees (ALGORITHM.md section 7).
+"""Two exact enumerators of one round's trees (docs/ALGORITHM.md §7).
 
 `brute`: every sampled identity is its own outcome, so a round with E expansions has up to
 (V - m)^E trees. `classes`: sampled identities are grouped into equivalence classes that give
@@ -15,8 +15,8 @@ from typing import Iterator
 
 from .errors import CaseError
 from .models import Case, Context, Scheme
-from .slots import SlotPlan
-from .tree import Node, Tree, grow, rerank
+from .slots import Expansion
+from .tree import Node, Nodes, build_tree, rerank
 
 METHODS = ("classes", "brute")
 ZERO = Fraction(0)
@@ -25,7 +25,7 @@ ZERO = Fraction(0)
 class BruteChooser:
     """Every sampled identity separately."""
 
-    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+    def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
         return [(plan.qtilde[y], (y,)) for y in plan.support()]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:  # brute never makes classes
@@ -35,7 +35,7 @@ class BruteChooser:
 class ClassChooser:
     """Sampled identities grouped by (fills, factor): equal topology, summed out unless expanded."""
 
-    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+    def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
         groups: dict[tuple, list[int]] = {}
         for y in plan.support():
             key = (tuple(plan.fills_for(y)), plan.factor_for(y))
@@ -55,9 +55,9 @@ def chooser_for(method: str):
     raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
 
 
-def enumerate_trees(case: Case, context: Context, method: str = "classes") -> Iterator[tuple[Fraction, Tree, frozenset[int]]]:
+def enumerate_trees(case: Case, context: Context, method: str = "classes") -> Iterator[tuple[Fraction, Nodes, frozenset[int]]]:
     """(probability, all nodes, kept node ids) for every enumerated tree of a round from `context`."""
-    for prob, nodes in grow(case.draft, case.q_samp_model, tuple(context), case.scheme, chooser_for(method)):
+    for prob, nodes in build_tree(case.draft, case.q_samp_model, tuple(context), case.scheme, chooser_for(method)):
         yield prob, nodes, rerank(nodes, case.scheme.R)
 
 

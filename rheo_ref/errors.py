@@ -11,7 +11,7 @@ class RheoError(Exception):
 
 
 class CaseError(RheoError, ValueError):
-    """A malformed case, table model or scheme (section 10 of the spec)."""
+    """A malformed case, table model or scheme (docs/ALGORITHM.md §10)."""
 
 
 class RheoTypeError(RheoError, TypeError):

@@ -1,4 +1,4 @@
-"""Exact results of a decoding scheme (ALGORITHM.md sections 6-7), all as `Fraction`s.
+"""Exact results of a decoding scheme (docs/ALGORITHM.md §6-§7), all as `Fraction`s.
 
 - `round_law`: law of the tokens emitted by one round from a context;
 - `token_law`: law of the first n tokens, composing rounds (each continues from the context

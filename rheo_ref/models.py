@@ -1,9 +1,9 @@
-"""Table models and cases: section 10 of ALGORITHM.md (the JSON exchange format).
+"""Table models and cases: docs/ALGORITHM.md §10 (the JSON exchange format).
 
 A table model maps the last `context_length` tokens of a context to an exact probability row
 (a tuple of `Fraction`s over the whole vocabulary). A case names the draft (`q_rank`), the
 optional sampling draft (`q_samp`, default: the draft), the target (`p`), the start context,
-the number of tokens and the scheme (section 2).
+the number of tokens and the scheme (docs/ALGORITHM.md §2).
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def context_key(context: Sequence[int], context_length: int) -> str:
 
 @dataclass(frozen=True)
 class TableModel:
-    """An exact conditional distribution given by a table (spec section 10)."""
+    """An exact conditional distribution given by a table (docs/ALGORITHM.md §10)."""
 
     vocab_size: int
     context_length: int
@@ -149,7 +149,7 @@ def _canonical_key(key: str, where: str) -> str:
 
 @dataclass(frozen=True)
 class Proxy:
-    """The factor rule of the sampled slot (spec section 3): rheo, true, const:a, scaled:s."""
+    """The factor rule of the sampled slot (docs/ALGORITHM.md §3): rheo, true, const:a, scaled:s."""
 
     kind: str
     value: Fraction | None = None
@@ -181,7 +181,7 @@ class Proxy:
 
 @dataclass(frozen=True)
 class Scheme:
-    """Parameters of section 2 (S and T live in the fast path; tables already apply them)."""
+    """Parameters of docs/ALGORITHM.md §2 (S and T live in the fast path; tables already apply them)."""
 
     K: int
     m: int

@@ -23,8 +23,8 @@ from .enumerate import BruteChooser
 from .errors import CaseError
 from .exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
 from .models import Case, Context, Row, TableModel
-from .slots import SlotPlan, expand_slots
-from .tree import Node, Tree, grow, path_tokens, rerank
+from .slots import Expansion, expand
+from .tree import Node, Nodes, build_tree, path_tokens, rerank
 from .variants import MUTANTS, Variant, variant_named
 from .verify import SPEC_RULES
 from .verify import Rules, normalise
@@ -49,19 +49,19 @@ def _kind(n: Node) -> str:
 class OrderByTreeKind(Rules):
     """Spec order computed from the kinds nodes had in the tree (before a rewrite)."""
 
-    def order(self, kids: list[Node], order: str) -> list[Node]:
-        if order == "rheo":
+    def verification_order(self, kids: list[Node], verify: str) -> list[Node]:
+        if verify == "rheo":
             return sorted(kids, key=lambda n: (_kind(n) != "sampled", n.slot))
         return sorted(kids, key=lambda n: n.slot)
 
 
-def _parent_context(case_ctx: Context, nodes: Tree, n: Node) -> Context:
+def _parent_context(case_ctx: Context, nodes: Nodes, n: Node) -> Context:
     return tuple(case_ctx) + path_tokens(nodes, n.parent)
 
 
-def _rewrite_sampled(fn: Callable[[Case, Context, Node], Node]) -> Callable[[Case, Context, Tree], Tree]:
+def _rewrite_sampled(fn: Callable[[Case, Context, Node], Node]) -> Callable[[Case, Context, Nodes], Nodes]:
     """Apply `fn(case, parent context, node)` to every sampled node of a tree."""
-    def rewrite(case: Case, ctx: Context, nodes: Tree) -> Tree:
+    def rewrite(case: Case, ctx: Context, nodes: Nodes) -> Nodes:
         return tuple(fn(case, _parent_context(ctx, nodes, n), n) if n.kind == "sampled" else n for n in nodes)
     return rewrite
 
@@ -76,7 +76,7 @@ class Tagged(tuple):
 
 
 class _RecordingModel:
-    """Wraps a table model and remembers the last row asked for. `grow` asks for the node's
+    """Wraps a table model and remembers the last row asked for. `build_tree` asks for the node's
     q_samp row right before calling the chooser, so a chooser can see the whole q_samp row;
     the chooser checks that the row matches the plan it was given."""
 
@@ -97,7 +97,7 @@ def _q_instead_of_qtilde(case: Case, ctx: Context, n: Node) -> Node:
 
 def _qrank_tilde(case: Case, ctx: Context, n: Node) -> Node:
     s = case.scheme
-    plan = expand_slots(case.draft.row(ctx), case.draft.row(ctx), s.K, s.m, s.proxy)
+    plan = expand(case.draft.row(ctx), case.draft.row(ctx), s.K, s.m, s.proxy)
     if plan.qtilde is None or any(plan.qtilde[y] == 0 for y in n.tokens):
         raise CaseError("temp-sample-only: the tail of q_rank has no mass where q_samp does; pick another case")
     return replace(n, qtilde=plan.qtilde)
@@ -107,7 +107,7 @@ def _sampled_as_point(case: Case, ctx: Context, n: Node) -> Node:
     return MarkedNode(n.id, n.parent, n.depth, "det", n.slot, n.tokens, n.score, None, was="sampled")
 
 
-def _all_as_sampled(case: Case, ctx: Context, nodes: Tree) -> Tree:
+def _all_as_sampled(case: Case, ctx: Context, nodes: Nodes) -> Nodes:
     """Every point mass t becomes a sampled node with q̃ = δ_t: same law under the spec rules,
     but its coin now goes through `Rules.accept_sampled` (used by `leq-coin`)."""
     V = case.vocab_size
@@ -137,8 +137,8 @@ class WholeQRules(Rules):
             return ONE if r[y] > 0 else ZERO
         return super().accept_sampled(r, qtilde, y)
 
-    def after_sampled(self, r: Row, qtilde: Row) -> Row:
-        return super().after_sampled(r, getattr(qtilde, "base", qtilde))
+    def residual_sampled(self, r: Row, qtilde: Row) -> Row:
+        return super().residual_sampled(r, getattr(qtilde, "base", qtilde))
 
 
 class WholeQChooser:
@@ -147,7 +147,7 @@ class WholeQChooser:
     def __init__(self, recorder: _RecordingModel, m: int) -> None:
         self.recorder, self.m = recorder, m
 
-    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+    def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
         q = self.recorder.last
         z = sum((q[t] for t in plan.tail), ZERO)
         assert z > 0 and all(plan.qtilde[t] == q[t] / z for t in plan.tail), "recorded q_samp row does not match the plan"
@@ -160,10 +160,10 @@ class WholeQChooser:
 class Unnormalised(Rules):
     """`residual-unnormalised`: after a rejection r is not renormalised (the bonus draw is)."""
 
-    def after_sampled(self, r: Row, qtilde: Row) -> Row:
+    def residual_sampled(self, r: Row, qtilde: Row) -> Row:
         return tuple(max(ZERO, a - b) for a, b in zip(r, qtilde))
 
-    def after_point(self, r: Row, t: int) -> Row:
+    def residual_point(self, r: Row, t: int) -> Row:
         return tuple(ZERO if i == t else x for i, x in enumerate(r))
 
     def bonus(self, r: Row, p: Row) -> Row:
@@ -235,7 +235,7 @@ class Float16(OrderByTreeKind):
             return ONE if R > 0 else ZERO
         return half_coin_below(R / Q)
 
-    def after_sampled(self, r: Row, qtilde: Row) -> Row:
+    def residual_sampled(self, r: Row, qtilde: Row) -> Row:
         hr = [_half(x) for x in r]
         d = [max(ZERO, a - _half(b)) for a, b in zip(hr, qtilde)]
         return tuple(hr) if sum(d, ZERO) == 0 else normalise(d)
@@ -267,7 +267,7 @@ class FillsFirst(Rules):
     """`fills-first`: the top-m, then the fills, then the sampled child (whatever the rule), so q̃
     is not conditioned on the fills' rejection."""
 
-    def order(self, kids: list[Node], order: str) -> list[Node]:
+    def verification_order(self, kids: list[Node], verify: str) -> list[Node]:
         rank = {"det": 0, "fill": 1, "sampled": 2}
         return sorted(kids, key=lambda n: (rank[_kind(n)], n.slot))
 
@@ -279,7 +279,7 @@ class ExactMutant:
     variant: Variant
     case: Callable[[Case], Case] | None = None
     chooser: Callable[[_RecordingModel, Case], object] | None = None
-    nodes: Callable[[Case, Context, Tree], Tree] | None = None
+    nodes: Callable[[Case, Context, Nodes], Nodes] | None = None
     rules: Rules = SPEC_RULES
 
     @property
@@ -345,7 +345,7 @@ class MutantExact(Exact):
         case, mut = self.case, self.mutant
         rec = _RecordingModel(case.q_samp_model)
         chooser = mut.chooser(rec, case) if mut.chooser else BruteChooser()
-        for prob, nodes in grow(case.draft, rec, context, case.scheme, chooser):
+        for prob, nodes in build_tree(case.draft, rec, context, case.scheme, chooser):
             if mut.nodes is not None:
                 nodes = mut.nodes(case, context, nodes)
             yield prob, nodes, rerank(nodes, case.scheme.R)

@@ -1,5 +1,5 @@
 """An exact sampler driven by an explicit stream of uniforms: the reference side of the coupled
-replay between `rheo_ref` and `rheo_fast` (ALGORITHM.md sections 3-5 and 8).
+replay between `rheo_ref` and `rheo_fast` (docs/ALGORITHM.md §3-§5 and §8).
 
 One round consumes one fixed-size block of uniforms u in [0, 1) (floats, read exactly as
 Fractions), indexed by *node creation index* (the root is 0, children are numbered in
@@ -29,8 +29,8 @@ from typing import Callable, Sequence
 
 from .enumerate import expansions_per_round
 from .models import Case, Context, Scheme, TableModel
-from .slots import SlotPlan, expand_slots
-from .tree import Node, Tree, children, grow, path_tokens, rerank
+from .slots import Expansion, expand, inverse_cdf
+from .tree import Node, Nodes, children, build_tree, path_tokens, rerank
 from .verify import SPEC_RULES, Rules
 
 ZERO, ONE = Fraction(0), Fraction(1)
@@ -41,17 +41,6 @@ def round_layout(scheme: Scheme) -> tuple[int, int]:
     per depth up to D-1), and 2(N+1)+1 coins."""
     N = scheme.K * expansions_per_round(scheme)
     return N, 2 * (N + 1) + 1
-
-
-def first_past(row: Sequence[Fraction], u: Fraction) -> int:
-    """Inverse CDF in token-id order: the first t with u * Σ row < Σ_{s<=t} row(s)."""
-    total = sum(row, ZERO)
-    cum = ZERO
-    for t, x in enumerate(row):
-        cum += x
-        if x > 0 and u * total < cum:
-            return t
-    raise AssertionError(f"coin {u} at or past the end of a row of mass {total}")
 
 
 def _coin(x: float) -> Fraction:
@@ -67,8 +56,8 @@ class ReplayChooser:
     def __init__(self, coins: Sequence[float]) -> None:
         self.coins = coins
 
-    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
-        return [(ONE, (first_past(plan.qtilde, _coin(self.coins[parent.id])),))]
+    def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+        return [(ONE, (inverse_cdf(plan.qtilde, _coin(self.coins[parent.id])),))]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
         raise AssertionError("replay never builds class nodes")
@@ -77,7 +66,7 @@ class ReplayChooser:
 @dataclass(frozen=True)
 class ReplayRound:
     emitted: tuple[int, ...]
-    nodes: Tree
+    nodes: Nodes
     kept: frozenset[int]
 
 
@@ -87,7 +76,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
     N, n_coins = round_layout(s)
     if len(coins) != n_coins:
         raise ValueError(f"a round of scheme {s.to_json()} needs {n_coins} coins, got {len(coins)}")
-    ((_, nodes),) = list(grow(case.draft, case.q_samp_model, tuple(context), s, ReplayChooser(coins)))
+    ((_, nodes),) = list(build_tree(case.draft, case.q_samp_model, tuple(context), s, ReplayChooser(coins)))
     assert len(nodes) == N + 1, f"tree has {len(nodes) - 1} nodes, layout says {N}"
     kept = rerank(nodes, s.R)
     kids = children(nodes, kept)
@@ -95,24 +84,24 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
     r = case.target.row(ctx)
     while True:
         p_here, moved = r, False
-        for ch in rules.order(kids[nid], s.verify):
+        for ch in rules.verification_order(kids[nid], s.verify):
             u = _coin(coins[N + 1 + ch.id])
             if ch.kind == "sampled":
                 if u < rules.accept_sampled(r, ch.qtilde, ch.token):
                     moved = True
                 else:
-                    r = rules.after_sampled(r, ch.qtilde)
+                    r = rules.residual_sampled(r, ch.qtilde)
             elif u < r[ch.token]:
                 moved = True
             else:
-                r = rules.after_point(r, ch.token)
+                r = rules.residual_point(r, ch.token)
             if moved:
                 out.append(ch.token)
                 ctx, nid = ctx + (ch.token,), ch.id
                 r = rules.next_row(r, case.target.row(ctx))
                 break
         if not moved:
-            out.append(first_past(rules.bonus(r, p_here), _coin(coins[2 * N + 2])))
+            out.append(inverse_cdf(rules.bonus(r, p_here), _coin(coins[2 * N + 2])))
             return ReplayRound(tuple(out), nodes, kept)
 
 
@@ -141,7 +130,7 @@ def greedy_case(case: Case) -> Case:
                 argmax_table(case.q_samp_model))
 
 
-def float_signature(case: Case, context: Context, nodes: Tree, nid: int) -> tuple:
+def float_signature(case: Case, context: Context, nodes: Nodes, nid: int) -> tuple:
     """What a float64 implementation adds up to get node nid's log-score: equal signatures give
     bit-equal floats. A sampled factor equal to z_r is a float sum, so it gets its own symbol."""
     s, sig = case.scheme, []
@@ -150,7 +139,7 @@ def float_signature(case: Case, context: Context, nodes: Tree, nid: int) -> tupl
         f: object = n.score / nodes[n.parent].score if nodes[n.parent].score else ("zero", nid)
         if n.kind == "sampled":
             pctx = tuple(context) + path_tokens(nodes, n.parent)
-            plan = expand_slots(case.draft.row(pctx), case.q_samp_model.row(pctx), s.K, s.m, s.proxy)
+            plan = expand(case.draft.row(pctx), case.q_samp_model.row(pctx), s.K, s.m, s.proxy)
             from_z_r = s.proxy.kind == "rheo" and s.m >= 1 and plan.z_r <= plan.q_rank[plan.order[s.m - 1]]
             if s.proxy.kind == "scaled" or from_z_r:
                 f = ("float-expr", plan.q_rank, f)
@@ -159,8 +148,8 @@ def float_signature(case: Case, context: Context, nodes: Tree, nid: int) -> tupl
     return tuple(reversed(sig))
 
 
-def comparable(case: Case, context: Context, nodes: Tree, tol: float = 1e-9) -> bool:
-    """Whether float64 tie-breaking must agree with the exact one on this tree (section 8):
+def comparable(case: Case, context: Context, nodes: Nodes, tol: float = 1e-9) -> bool:
+    """Whether float64 tie-breaking must agree with the exact one on this tree (docs/ALGORITHM.md §8):
     no two positive-score nodes with different float signatures have log-scores within `tol`."""
     pos = [n for n in nodes[1:] if n.score > 0]
     sigs = {n.id: float_signature(case, context, nodes, n.id) for n in pos}

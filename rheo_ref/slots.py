@@ -1,4 +1,4 @@
-"""The child slots of one expansion (ALGORITHM.md section 3).
+"""The child slots of one expansion (docs/ALGORITHM.md §3).
 
 For a node with context c, tokens are ranked by q_rank(.|c) (descending, ties by lower id).
 Slots 0..m-1 hold the top-m tokens (kind `det`); slot m holds one token y sampled from the
@@ -24,7 +24,7 @@ def ranked(row: Sequence[Fraction]) -> list[int]:
 
 
 def proxy_factor(proxy: Proxy, q_rank: Row, order: list[int], m: int, z_r: Fraction, y: int) -> Fraction:
-    """The ranking factor of the sampled slot (section 3); only `true` looks at y."""
+    """The ranking factor of the sampled slot (docs/ALGORITHM.md §3); only `true` looks at y."""
     if proxy.kind == "true":
         return q_rank[y]
     if proxy.kind == "const":
@@ -39,7 +39,7 @@ def proxy_factor(proxy: Proxy, q_rank: Row, order: list[int], m: int, z_r: Fract
 
 
 @dataclass(frozen=True)
-class SlotPlan:
+class Expansion:
     """Everything about one expansion that does not depend on the sampled token y."""
 
     K: int
@@ -71,7 +71,7 @@ class SlotPlan:
         return proxy_factor(self.proxy, self.q_rank, self.order, self.m, self.z_r, y)
 
 
-def expand_slots(q_rank: Row, q_samp: Row, K: int, m: int, proxy: Proxy) -> SlotPlan:
+def expand(q_rank: Row, q_samp: Row, K: int, m: int, proxy: Proxy) -> Expansion:
     """Plan the K child slots of one node from its q_rank and q_samp rows."""
     order = ranked(q_rank)
     if m < K:
@@ -82,6 +82,17 @@ def expand_slots(q_rank: Row, q_samp: Row, K: int, m: int, proxy: Proxy) -> Slot
             in_tail = set(tail)
             qtilde = tuple(q_samp[t] / z_s if t in in_tail else ZERO for t in range(len(q_samp)))
             det = [(t, q_rank[t]) for t in order[:m]]
-            return SlotPlan(K, m, proxy, q_rank, order, det, qtilde, z_r)
+            return Expansion(K, m, proxy, q_rank, order, det, qtilde, z_r)
     det = [(t, q_rank[t]) for t in order[:K]]
-    return SlotPlan(K, m, proxy, q_rank, order, det, None, ZERO)
+    return Expansion(K, m, proxy, q_rank, order, det, None, ZERO)
+
+
+def inverse_cdf(row: Sequence[Fraction], u: Fraction) -> int:
+    """Inverse CDF in token-id order: the first t with u * Σ row < Σ_{s<=t} row(s)."""
+    total = sum(row, ZERO)
+    cum = ZERO
+    for t, x in enumerate(row):
+        cum += x
+        if x > 0 and u * total < cum:
+            return t
+    raise AssertionError(f"coin {u} at or past the end of a row of mass {total}")

@@ -1,11 +1,11 @@
-"""The dynamic tree: EAGLE-2/3 expand-then-rerank (ALGORITHM.md section 4).
+"""The dynamic tree: EAGLE-2/3 expand-then-rerank (docs/ALGORITHM.md §4).
 
 The builder is written once and driven by a *chooser* that decides what the sampled slot of each
 expansion holds. Enumerators (`rheo_ref.enumerate`) branch over every choice and carry its
 probability; a sampler (`rheo_ref.replay`) follows one choice per coin. A node may hold a *class*
 of sampled tokens (several ids that lead to the same fills and factor); the builder splits such a
 node into single tokens only when it is about to be expanded, because only then does its identity
-reach beyond its own level (section 7).
+reach beyond its own level (docs/ALGORITHM.md §7).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from math import log
 from typing import Iterator, Protocol, Sequence
 
 from .models import Context, Row, Scheme, TableModel
-from .slots import SlotPlan, expand_slots
+from .slots import Expansion, expand
 
 ONE = Fraction(1)
 
@@ -40,13 +40,13 @@ class Node:
         return self.tokens[0]
 
 
-Tree = tuple[Node, ...]
+Nodes = tuple[Node, ...]
 
 
 class Chooser(Protocol):
     """Decides the sampled slots: each call returns weighted alternatives (weights sum to 1)."""
 
-    def sample_groups(self, plan: SlotPlan, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+    def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
         """Alternatives for the sampled token: (conditional probability, token class)."""
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
@@ -92,12 +92,12 @@ def children(nodes: Sequence[Node], kept: frozenset[int] | None = None) -> dict[
     return out
 
 
-def grow(draft: TableModel, draft_sample: TableModel, context: Context, scheme: Scheme,
-         chooser: Chooser) -> Iterator[tuple[Fraction, Tree]]:
+def build_tree(draft: TableModel, draft_sample: TableModel, context: Context, scheme: Scheme,
+         chooser: Chooser) -> Iterator[tuple[Fraction, Nodes]]:
     """Every tree the chooser allows, with its probability (before the global rerank)."""
     root = Node(0, -1, 0, "root", -1, (), ONE)
 
-    def expand_queue(nodes: list[Node], queue: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Tree]]:
+    def expand_queue(nodes: list[Node], queue: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Nodes]]:
         if not queue:
             if depth + 1 < scheme.D:
                 nxt = frontier(nodes, depth + 1, scheme.W)
@@ -116,10 +116,10 @@ def grow(draft: TableModel, draft_sample: TableModel, context: Context, scheme: 
         else:
             yield from expand_one(nodes, nid, rest, depth, prob)
 
-    def expand_one(nodes: list[Node], nid: int, rest: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Tree]]:
+    def expand_one(nodes: list[Node], nid: int, rest: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Nodes]]:
         ctx = context + path_tokens(nodes, nid)
         parent = nodes[nid]
-        plan = expand_slots(draft.row(ctx), draft_sample.row(ctx), scheme.K, scheme.m, scheme.proxy)
+        plan = expand(draft.row(ctx), draft_sample.row(ctx), scheme.K, scheme.m, scheme.proxy)
 
         def child(slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction, qt: Row | None, offset: int) -> Node:
             return Node(len(nodes) + offset, nid, depth + 1, kind, slot, tokens, parent.score * factor, qt)
@@ -139,7 +139,7 @@ def grow(draft: TableModel, draft_sample: TableModel, context: Context, scheme: 
 
 
 def min_score_gap(nodes: Sequence[Node]) -> float:
-    """Smallest |log s_a - log s_b| over node pairs whose exact scores differ (section 8).
+    """Smallest |log s_a - log s_b| over node pairs whose exact scores differ (docs/ALGORITHM.md §8).
 
     Float implementations may break near-ties differently from the exact order; cases whose gap
     is below 1e-9 are not comparable outcome for outcome. Returns inf when there is no pair.

@@ -1,4 +1,4 @@
-"""Verification of one round, as an exact law (ALGORITHM.md section 5).
+"""Verification of one round, as an exact law (docs/ALGORITHM.md §5).
 
 At each node the target row r = p(.|context) meets the kept children in the rule's order:
 `rheo` (OT order): sampled child first, then top-m, then fills; `rrsw`: top-m, sampled, fills.
@@ -28,35 +28,35 @@ def normalise(r: Sequence[Fraction]) -> Row:
     return tuple(x / z for x in r)
 
 
-def residual_after_sampled(r: Row, qtilde: Row) -> Row:
+def residual_sampled(r: Row, qtilde: Row) -> Row:
     """norm(max(0, r - q̃)): what is left of r once a sampled token is rejected."""
     return normalise([max(ZERO, a - b) for a, b in zip(r, qtilde)])
 
 
-def residual_after_point(r: Row, t: int) -> Row:
+def residual_point(r: Row, t: int) -> Row:
     """norm(r with t zeroed): what is left of r once the point mass t is rejected."""
     return normalise([ZERO if i == t else x for i, x in enumerate(r)])
 
 
-def verification_order(kids: list[Node], order: str) -> list[Node]:
+def verification_order(kids: list[Node], verify: str) -> list[Node]:
     """`rrsw`: slot order (top-m, sampled, fills). `rheo`: the sampled child first."""
-    if order == "rheo":
+    if verify == "rheo":
         return sorted(kids, key=lambda n: (n.kind != "sampled", n.slot))
     return sorted(kids, key=lambda n: n.slot)
 
 
 class Rules:
-    """The verification rules of section 5. Deliberately broken variants (mutants, the negative
+    """The verification rules of docs/ALGORITHM.md §5. Deliberately broken variants (mutants, the negative
     controls of the lossless gate) subclass this and override one method; the default is the spec."""
 
     def accept_sampled(self, r: Row, qtilde: Row, y: int) -> Fraction:
         return min(ONE, r[y] / qtilde[y])
 
-    def after_sampled(self, r: Row, qtilde: Row) -> Row:
-        return residual_after_sampled(r, qtilde)
+    def residual_sampled(self, r: Row, qtilde: Row) -> Row:
+        return residual_sampled(r, qtilde)
 
-    def after_point(self, r: Row, t: int) -> Row:
-        return residual_after_point(r, t)
+    def residual_point(self, r: Row, t: int) -> Row:
+        return residual_point(r, t)
 
     def bonus(self, r: Row, p: Row) -> Row:
         """The row the bonus token is drawn from once every child is rejected."""
@@ -66,15 +66,15 @@ class Rules:
         """The row verification restarts with after an accept: p at the child's context."""
         return p_child
 
-    def order(self, kids: list[Node], order: str) -> list[Node]:
-        return verification_order(kids, order)
+    def verification_order(self, kids: list[Node], verify: str) -> list[Node]:
+        return verification_order(kids, verify)
 
 
 SPEC_RULES = Rules()  # the spec's verification rules (a mutant overrides one method)
 
 
 def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, context: Context,
-               order: str, rules: Rules = SPEC_RULES) -> dict[tuple[int, ...], Fraction]:
+               verify: str, rules: Rules = SPEC_RULES) -> dict[tuple[int, ...], Fraction]:
     """Exact law of the emitted token sequence for one fixed (kept) tree."""
     kids = children(nodes, kept)
 
@@ -82,7 +82,7 @@ def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, 
         p = r
         out: dict[tuple[int, ...], Fraction] = defaultdict(Fraction)
         stay = ONE  # probability that every child tried so far was rejected
-        for ch in rules.order(kids[nid], order):
+        for ch in rules.verification_order(kids[nid], verify):
             if ch.kind == "sampled":
                 qt = ch.qtilde
                 z_class = sum((qt[y] for y in ch.tokens), ZERO)
@@ -95,7 +95,7 @@ def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, 
                             out[(y,) + s] += stay * a * pr
                 reject = ONE - accepted
                 if reject:
-                    r = rules.after_sampled(r, qt)
+                    r = rules.residual_sampled(r, qt)
             else:
                 t = ch.token
                 a = r[t]
@@ -104,7 +104,7 @@ def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, 
                         out[(t,) + s] += stay * a * pr
                 reject = ONE - a
                 if reject:
-                    r = rules.after_point(r, t)
+                    r = rules.residual_point(r, t)
             stay *= reject
             if not stay:
                 break

@@ -1,5 +1,5 @@
 """Unit properties of rheo_fast's steps, each against the exact reference or a hand-checked
-value (ALGORITHM.md sections 1, 3, 4, 5): ranking ties, slots, inverse CDF, strict coins,
+value (docs/ALGORITHM.md §1, §3, §4, §5): ranking ties, slots, inverse CDF, strict coins,
 residual rounding, tree shape and closure, attention mask, refusals, logits processing."""
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rheo_fast.decode import decode, round_coins, run_round
-from rheo_fast.models import TableTreeModel, draft_probs, greedy, target_probs, trunc_s
+from rheo_fast.models import DraftRows, ModelDefaults, TableTreeModel, draft_probs, greedy, target_probs, trunc_s
 from rheo_fast.slots import DET, FILL, SAMPLED, expand, inverse_cdf, ranked
 from rheo_fast.tree import Layout, check_closed
 from rheo_fast.verify import residual_point, residual_sampled, try_points, try_sampled
 from rheo_ref.variants import MUTANTS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
-from rheo_ref.replay import first_past, round_layout
-from rheo_ref.slots import expand_slots
-from rheo_ref.slots import ranked as ref_ranked
+import rheo_ref.slots
+from rheo_ref.replay import round_layout
 from rheo_ref.strategies import prob_vectors
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -33,7 +32,7 @@ def t64(row) -> torch.Tensor:
 
 @given(st.integers(2, 12).flatmap(lambda V: prob_vectors(V, max_weight=3)))
 def test_ranked_breaks_ties_by_lower_id_like_the_reference(row):
-    assert ranked(t64(row)).tolist() == ref_ranked(row)
+    assert ranked(t64(row)).tolist() == rheo_ref.slots.ranked(row)
 
 
 @settings(deadline=None)
@@ -45,13 +44,13 @@ def test_expand_matches_the_reference_slot_plan(args, m_raw, proxy):
     q_rank, q_samp, K, u = args
     m = m_raw % (K + 1)
     pr = Proxy.parse(proxy)
-    plan = expand_slots(q_rank, q_samp, K, m, pr)
-    ex = expand(t64(q_rank)[None, None], t64(q_samp)[None, None], torch.tensor([[u]], dtype=torch.float64), K, m, pr)
+    plan = rheo_ref.slots.expand(q_rank, q_samp, K, m, pr)
+    ex = expand(DraftRows(t64(q_rank)[None, None], t64(q_samp)[None, None], False), torch.tensor([[u]], dtype=torch.float64), K, m, pr)
     if plan.qtilde is None:
         want = plan.det
         kinds = [DET] * K
     else:
-        y = first_past(plan.qtilde, Fraction(u))
+        y = rheo_ref.slots.inverse_cdf(plan.qtilde, Fraction(u))
         want = plan.det + [(y, plan.factor_for(y))] + plan.fills_for(y)
         kinds = [DET] * m + [SAMPLED] + [FILL] * (K - m - 1)
         assert torch.allclose(ex.qtilde[0, 0], t64(plan.qtilde), rtol=1e-12, atol=0)
@@ -210,15 +209,16 @@ def test_missing_row_and_factor_above_one_are_refused_like_the_reference():
 def test_trunc_and_temperature():
     logits = torch.tensor([1.0, 3.0, 3.0, 2.0, 3.0])
     assert torch.isinf(trunc_s(logits, 2)).tolist() == [True, False, False, True, True]  # ties: lower id kept
-    q_rank, q_samp = draft_probs(logits, S=3, T=0.5)
+    q_rank, q_samp, shared = draft_probs(logits, S=3, T=0.5)
     assert q_rank.dtype == torch.float64 and ((q_rank > 0) == (q_samp > 0)).all()
+    assert not shared and draft_probs(logits, S=3, T=1).shared
     assert q_rank[[1, 2, 4]].tolist() == pytest.approx([1 / 3] * 3)
     assert draft_probs(logits, S=3, T=0)[1].tolist() == [0, 1, 0, 0, 0]  # greedy: argmax, lower id
     assert target_probs(logits, T=1).sum().item() == pytest.approx(1)
     assert greedy(torch.tensor([[0.2, 0.4, 0.4]])).tolist() == [[0, 1, 0]]
 
 
-class LogitModel:
+class LogitModel(ModelDefaults):
     """A TreeModel the way a language model fills it: logits per node context from a function,
     draft via draft_probs (top-S, temperature), target via target_probs, contexts kept as lists."""
 

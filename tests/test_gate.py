@@ -1,4 +1,4 @@
-"""The lossless gate (issue 4, `pytest -m lossless`): the fast path across the matrix of
+"""The lossless gate (`pytest -m lossless`): the fast path across the matrix of
 rheo.gate — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
 tables for temperatures 0.5 and 1; the fast path's own T = 0.5 and greedy T = 0 — on four checks each (first 2 and 3 tokens vs
 the target law, the first round's sequence vs the exact round law, its length law).
@@ -48,7 +48,7 @@ def test_matrix_covers_the_issue():
 def test_gate_references_are_exact_and_lossless(name):
     """The laws the gate tests against: the spec scheme's token law equals the target law
     exactly (so a rejection of the joint checks is a losslessness failure), and no two node
-    scores of any tree are closer than 1e-9 without being equal (ALGORITHM.md section 8), so
+    scores of any tree are closer than 1e-9 without being equal (docs/ALGORITHM.md §8), so
     the round checks can compare the fast path's trees with the exact ones."""
     gc = CASES[name]
     ex = Exact(gc.case)

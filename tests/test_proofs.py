@@ -1,4 +1,4 @@
-"""`python -m proofs` and the recorded counterexamples of proofs/ (issue 5).
+"""`python -m proofs` and the recorded counterexamples of proofs/.
 
 The runner test reruns every claim in a subprocess, as `make proofs` does, and checks that each
 verdict equals the recorded one. The regression tests recompute every recorded counterexample

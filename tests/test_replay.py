@@ -1,4 +1,4 @@
-"""Coupled replay (ALGORITHM.md section 8): rheo_ref.replay and rheo_fast, fed the same stream of
+"""Coupled replay (docs/ALGORITHM.md §8): rheo_ref.replay and rheo_fast, fed the same stream of
 uniforms, emit the same tokens round for round.
 
 Every hypothesis case is compared round by round while the exact tree of the round is
@@ -21,7 +21,8 @@ from rheo_fast.decode import decode
 from rheo_fast.models import TableTreeModel
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.replay import comparable, first_past, greedy_case, replay_decode, replay_round, round_layout
+from rheo_ref.replay import comparable, greedy_case, replay_decode, replay_round, round_layout
+from rheo_ref.slots import inverse_cdf
 from rheo_ref.strategies import schemes, tables
 from rheo_ref.variants import MUTANTS
 
@@ -195,7 +196,7 @@ def test_zero_coins_take_the_first_positive_token():
     assert fast.tokens[0].tolist() == [2, 2]
 
 
-def test_first_past_is_strict():
+def test_reference_inverse_cdf_is_strict():
     row = (Fraction(0), Fraction(1, 2), Fraction(1, 2))
-    assert first_past(row, Fraction(0)) == 1
-    assert first_past(row, Fraction(1, 2)) == 2  # u = 1/2 is not < 1/2
+    assert inverse_cdf(row, Fraction(0)) == 1
+    assert inverse_cdf(row, Fraction(1, 2)) == 2  # u = 1/2 is not < 1/2

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from rheo_ref.errors import CaseError
-from rheo_fast.models import draft_probs, target_probs
+from rheo_fast.models import DraftRows, draft_probs, target_probs
 
 from . import kvcache as kv
 from .decode import LMState, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
@@ -81,8 +81,8 @@ class OracleMixLM(LMTreeModel):
         return self.compact(target_probs(kv.logits_of(self.model, hid[rows]), T=1.0))  # [F, V']
 
     @torch.inference_mode()
-    def draft(self, st: LMState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]:
-        q_head, _ = super().draft(st, tree, nodes)  # [1, F, V'] (T = 1: one tensor)
+    def draft(self, st: LMState, tree: Any, nodes: Tensor) -> DraftRows:
+        q_head = super().draft(st, tree, nodes).q_rank  # [1, F, V'] (T = 1: q_samp = q_rank)
         t0 = time.perf_counter()
         ids = nodes[0].tolist()
         pc = self.node_p(st, tree, ids)  # [F, V'] (also needed at α = 0: the overlaps)
@@ -93,12 +93,12 @@ class OracleMixLM(LMTreeModel):
             pbar[:, -1] = 0.0
             pbar /= pbar.sum(-1, keepdim=True)  # p on the draft vocabulary, renormalised
             mix = (1.0 - self.alpha) * q_head[0] + self.alpha * pbar  # [F, V']
-            q, _ = draft_probs(mix.log(), S=self.S, T=1.0)  # [F, V'] S-truncated, renormalised
+            q = draft_probs(mix.log(), S=self.S, T=1.0).q_rank  # [F, V'] S-truncated, renormalised
         d = int(tree.depth[ids[0]]) + 1  # depth of the children these rows draft
         self.overlap_head.setdefault(d, []).extend(torch.minimum(pc, q_head[0]).sum(-1).tolist())
         self.overlap_mix.setdefault(d, []).extend(torch.minimum(pc, q).sum(-1).tolist())
         self.oracle_seconds += time.perf_counter() - t0
-        return q[None], q[None]
+        return DraftRows.one(q[None])
 
 
 def _mean(xs: list[float]) -> float:

@@ -37,7 +37,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Scheme
 from rheo_ref.variants import SPEC, Variant
 from rheo_fast.decode import round_coins, run_round
-from rheo_fast.models import draft_probs, target_probs
+from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
 from rheo_fast.tree import Layout
 
 from . import kvcache as kv
@@ -66,7 +66,7 @@ class LMState:
     past: int = 0                       # target cache length before the round
 
 
-class LMTreeModel:
+class LMTreeModel(ModelDefaults):
     """The TreeModel of the fast path for SmolLM2 + draft head (one sequence)."""
 
     def __init__(self, target: Any, head: DraftHead, *, T: float, S: int = 128):
@@ -119,7 +119,7 @@ class LMTreeModel:
         return hid[0], k, v  # [F, h], [1, Hkv, F, d]
 
     @torch.inference_mode()
-    def draft(self, st: LMState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor]:
+    def draft(self, st: LMState, tree: Any, nodes: Tensor) -> DraftRows:
         d = int(tree.depth[nodes[0, 0]])
         if d == 0:  # new round: feed the pending true-feature inputs, root = last output
             st.node_hid, st.tree_k, st.tree_v, st.tree_slot = {}, [], [], {}
@@ -149,10 +149,10 @@ class LMTreeModel:
                 st.tree_k.append(k[:, :, i:i + 1]); st.tree_v.append(v[:, :, i:i + 1])
         small = self.head.draft_logits(out)  # [F, Vd]
         logits = torch.cat([small, small.new_full((small.shape[0], 1), NEG)], -1)  # [F, V'] bucket: q = 0
-        q_rank, q_samp = draft_probs(logits, S=self.S, T=self.T)  # [F, V'] each, float64
-        shared = q_samp is q_rank  # (T = 1: keep it one tensor, see `draft_probs`)
-        q_rank = q_rank[None]  # [1, F, V']
-        return q_rank, q_rank if shared else q_samp[None]
+        rows = draft_probs(logits, S=self.S, T=self.T)  # [F, V'] each, float64
+        if rows.shared:
+            return DraftRows.one(rows.q_rank[None])  # [1, F, V']
+        return DraftRows(rows.q_rank[None], rows.q_samp[None], False)  # [1, F, V'] each
 
     @torch.inference_mode()
     def target(self, st: LMState, tree: Any) -> Tensor:

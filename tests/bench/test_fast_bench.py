@@ -1,4 +1,4 @@
-"""Benchmarks of the fast path (pytest -m bench tests/bench). Issue 3's configuration: random
+"""Benchmarks of the fast path (pytest -m bench tests/bench). The configuration: random
 first-order tables, V = 8, K = 3, m = 1, W = 2, D = 3, R = 8, B = 4096 trials per batch.
 
 Goals (asserted only with RHEO_BENCH_ASSERT=1, since the 2 shared cores make timings noisy;

@@ -1,6 +1,6 @@
 """Tree building with a real draft (pytest -m "bench and model" tests/bench/test_model_bench.py -s).
 
-Issue 3's ratio "tree building of Rheo (m = 1) over plain Top-K (m = K) in the same run" (the
+The ratio "tree building of Rheo (m = 1) over plain Top-K (m = K) in the same run" (the
 paper: 13.1 vs 12.9 ms) in the paper's setting: the draft is the trained EAGLE-style head on the
 SmolLM2 target, so building a tree costs D head forwards plus the fast path's slot logic.
 Measured at real decoding states (24 states: 6 Rheo rounds into each of 4 HumanEval / MT-bench

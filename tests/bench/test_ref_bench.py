@@ -1,6 +1,6 @@
 """Benchmarks of the exact reference (pytest -m bench tests/bench). Ratios, side by side.
 
-Configuration of issue 2: random rational first-order tables, V = 8, K = 3, m = 1, W = 2, D = 3,
+The configuration: random rational first-order tables, V = 8, K = 3, m = 1, W = 2, D = 3,
 R = 8, one round from context [0]. Goals: `classes` enumerates >= 10x fewer trees and runs
 >= 10x faster than `brute`; the exact 3-token law takes < 60 s.
 """
