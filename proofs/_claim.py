@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from rheo_ref.errors import RheoError
+from rheo_ref.errors import ProofError
 
 PROVED = "proved"
 REFUTED = "refuted"
@@ -27,10 +27,6 @@ REFUTED = "refuted"
 
 def proved_up_to(size: str) -> str:
     return f"proved up to size {size}"
-
-
-class ProofError(RheoError, AssertionError):
-    """A check that was expected to hold, symbolically or exactly, did not."""
 
 
 @dataclass

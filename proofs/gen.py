@@ -11,6 +11,7 @@ from fractions import Fraction
 from itertools import product
 from typing import Sequence
 
+from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
 
 Row = tuple[Fraction, ...]
@@ -69,7 +70,7 @@ def random_pair(rng: random.Random, V: int, context_length: int = 1, *, style: s
             q = zipf_row(rng, V)
             p = mix(q, zipf_row(rng, V), Fraction(rng.choice([1, 2, 3]), 4))
         else:
-            raise ValueError(f"unknown style {style!r}; allowed: uniform, close, zipf")
+            raise CaseError(f"unknown style {style!r}; allowed: uniform, close, zipf")
         q_rows[k], p_rows[k] = q, p
     return table(q_rows, V, context_length, "draft"), table(p_rows, V, context_length, "target")
 

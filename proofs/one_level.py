@@ -43,6 +43,8 @@ from itertools import chain, combinations, permutations
 import sympy as sp
 import z3
 
+from rheo_ref.errors import ProofError
+
 from ._claim import PROVED, REFUTED, Claim, Outcome, proved_up_to, require
 
 MAX_V = 4
@@ -161,7 +163,7 @@ def one_level_law(ps, qs, tail, m: int, k: int, order: str, S: set[int]) -> list
             r = [0 if i == t else x / rej for i, x in enumerate(r)]
         post = fills
     else:
-        raise ValueError(order)
+        raise ProofError(f"unknown verification order {order!r}; allowed: rheo, rrsw")
     acc, rej_w, r1 = sampled_stage(r, qs, tail, S)
     for y in tail:
         out[y] += pre_stay * qs[y] * acc[y]

@@ -28,7 +28,8 @@ from rheo_ref.variants import MUTANTS, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
-ALPHA = 1e-6   # false-alarm probability of every gate test (80 tests: family α <= 8e-5, Bonferroni)
+ALPHA = 1e-6   # false-alarm probability of every gate test (the family's: `family_alpha`)
+FAMILY_ALPHA_BOUND = 1e-4  # what the whole matrix may cost a correct decoder (asserted by the tests)
 BETA = 0.01    # miss probability at TV = DELTA
 DELTA = 0.025  # the TV every gate test detects with power 1 - BETA
 CHECKS = ("joint2", "joint3", "round", "lengths")
@@ -53,11 +54,7 @@ SCHEMES = {
 
 def table(weights: dict, name: str, power: int = 1) -> TableModel:
     """A table from integer weights; `power` 2 gives the temperature-0.5 rows (w² renormalised)."""
-    rows = {}
-    for k, w in weights.items():
-        w = [x ** power for x in w]
-        rows[",".join(map(str, k))] = tuple(Fraction(x, sum(w)) for x in w)
-    return TableModel(4, 1, rows, name)
+    return TableModel.from_weights(weights, context_length=1, name=name, power=power)
 
 
 @dataclass(frozen=True)
@@ -102,6 +99,12 @@ def gate_cases() -> dict[str, GateCase]:
     out["rheo-m1/T0"] = _gate_case("rheo-m1/T0", "rheo-m1", temp="0")
     out["topk/T0/zeros"] = _gate_case("topk/T0/zeros", "topk", zeros=True, temp="0")
     return out
+
+
+def family_alpha(alpha: float = ALPHA) -> float:
+    """Bonferroni bound on the probability that a correct fast path fails some test of the matrix:
+    one test per (gate case, check)."""
+    return alpha * len(gate_cases()) * len(CHECKS)
 
 
 MUTANT_CASES = ("rheo-m1/T0.5", "rheo-m1-R2/T0.5")

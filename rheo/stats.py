@@ -34,7 +34,7 @@ from fractions import Fraction
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from rheo_ref.errors import RheoError
+from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 
 Law = Mapping[tuple[int, ...], Fraction]
@@ -44,18 +44,6 @@ MIN_EXPECTED = 10.0  # at α ~ 1e-6 a cell of expected count 5 alone reaches the
 STATISTICS = ("pearson", "g")
 DEFAULT_BETA = 0.01
 MARGIN = 2.0  # the noncentrality is solved for miss probability β / MARGIN (see the docstring)
-
-
-class StatsError(RheoError, ValueError):
-    """A bad argument to a statistical test (an error rate outside (0, 1), N < 1, ...)."""
-
-
-class LosslessError(RheoError, AssertionError):
-    """A statistical test rejected: the sampler's outcomes do not follow the exact law."""
-
-    def __init__(self, message: str, result: "LawTest") -> None:
-        super().__init__(message)
-        self.result = result
 
 
 # --- the trio ------------------------------------------------------------------------------

@@ -119,6 +119,19 @@ class TableModel:
         L = max(lengths) if context_length is None else context_length
         return cls(v, L, conv, name)
 
+    @classmethod
+    def from_weights(cls, weights: Mapping[Any, Sequence[int]], *, context_length: int | None = None,
+                     name: str = "model", power: int = 1) -> "TableModel":
+        """Build from non-negative integer weights per context, each row normalised; `power` raises
+        the weights first (2: the rows at temperature 1/2)."""
+        rows = {}
+        for key, w in weights.items():
+            if any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in w) or not any(w):
+                raise CaseError(f"{name} row {key!r}: weights {list(w)} must be non-negative integers, not all 0")
+            w = [x ** power for x in w]
+            rows[key] = tuple(Fraction(x, sum(w)) for x in w)
+        return cls.from_rows(rows, context_length=context_length, name=name)
+
     def row(self, context: Sequence[int]) -> Row:
         key = context_key(context, self.context_length)
         try:

@@ -28,6 +28,7 @@ from math import log
 from typing import Callable, Sequence
 
 from .enumerate import expansions_per_round
+from .errors import CaseError
 from .models import Case, Context, Scheme, TableModel
 from .slots import Expansion, expand, inverse_cdf
 from .tree import Node, Nodes, children, build_tree, path_tokens, rerank
@@ -46,7 +47,7 @@ def round_layout(scheme: Scheme) -> tuple[int, int]:
 def _coin(x: float) -> Fraction:
     u = Fraction(x)
     if not 0 <= u < 1:
-        raise ValueError(f"coin {x!r} is outside [0, 1)")
+        raise CaseError(f"coin {x!r} is outside [0, 1)")
     return u
 
 
@@ -75,7 +76,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
     s = case.scheme
     N, n_coins = round_layout(s)
     if len(coins) != n_coins:
-        raise ValueError(f"a round of scheme {s.to_json()} needs {n_coins} coins, got {len(coins)}")
+        raise CaseError(f"a round of scheme {s.to_json()} needs {n_coins} coins, got {len(coins)}")
     ((_, nodes),) = list(build_tree(case.draft, case.q_samp_model, tuple(context), s, ReplayChooser(coins)))
     assert len(nodes) == N + 1, f"tree has {len(nodes) - 1} nodes, layout says {N}"
     kept = rerank(nodes, s.R)

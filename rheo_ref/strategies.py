@@ -77,10 +77,17 @@ def cases(draw, *, min_vocab: int = 2, max_vocab: int = 6, max_depth: int = 3, m
     return case
 
 
+def distinct_weights(rng: random.Random, V: int, *, high: int = 200, zero: int | None = None) -> list[int]:
+    """V distinct integer weights in [1, high) (so scores rarely tie), the one at `zero` set to 0;
+    rows for `TableModel.from_weights` (fixed cases: no hypothesis)."""
+    w = rng.sample(range(1, high), V)
+    if zero is not None:
+        w[zero] = 0
+    return w
+
+
 def random_table(rng: random.Random, V: int, name: str, *, max_weight: int = 20) -> TableModel:
     """A first-order table with random positive rational rows (benchmarks: no hypothesis)."""
-    rows = {}
-    for key in [""] + [str(i) for i in range(V)]:
-        w = [rng.randint(1, max_weight) for _ in range(V)]
-        rows[key] = tuple(Fraction(x, sum(w)) for x in w)
-    return TableModel(V, 1, rows, name)
+    keys = [()] + [(i,) for i in range(V)]
+    return TableModel.from_weights({k: [rng.randint(1, max_weight) for _ in range(V)] for k in keys},
+                                   context_length=1, name=name)

@@ -14,6 +14,7 @@ from fractions import Fraction
 from math import log
 from typing import Iterator, Protocol, Sequence
 
+from .errors import CaseError
 from .models import Context, Row, Scheme, TableModel
 from .slots import Expansion, expand
 
@@ -36,7 +37,7 @@ class Node:
     @property
     def token(self) -> int:
         if len(self.tokens) != 1:
-            raise ValueError(f"node {self.id} holds {len(self.tokens)} candidate tokens, not one")
+            raise CaseError(f"node {self.id} holds {len(self.tokens)} candidate tokens, not one")
         return self.tokens[0]
 
 

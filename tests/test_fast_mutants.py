@@ -4,7 +4,6 @@ coin, tests/test_replay.py), and unknown names are refused."""
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 
 import pytest
 import torch
@@ -14,17 +13,11 @@ from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.strategies import distinct_weights
 from rheo_ref.variants import MUTANTS, SETTINGS, SPEC, Variant, variant_named
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-
-
-def _row(rng: random.Random, V: int, zero: int | None) -> list[Fraction]:
-    w = rng.sample(range(1, 200), V)
-    if zero is not None:
-        w[zero] = 0
-    return [Fraction(x, sum(w)) for x in w]
 
 
 def mutant_case(V: int = 6, seed: int = 3) -> Case:
@@ -34,7 +27,7 @@ def mutant_case(V: int = 6, seed: int = 3) -> Case:
     keys = [()] + [(c,) for c in range(V)]
 
     def table(name: str, shift: int) -> TableModel:
-        return TableModel.from_rows({k: _row(rng, V, (i + shift) % V) for i, k in enumerate(keys)}, name=name)
+        return TableModel.from_weights({k: distinct_weights(rng, V, zero=(i + shift) % V) for i, k in enumerate(keys)}, name=name)
     return Case(table("draft", 0), table("target", 2), Scheme(3, 1, 2, 3, 6), (0,), 4, table("draft_sample", 0))
 
 

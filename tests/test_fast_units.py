@@ -20,7 +20,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 import rheo_ref.slots
 from rheo_ref.replay import round_layout
-from rheo_ref.strategies import prob_vectors
+from rheo_ref.strategies import distinct_weights, prob_vectors
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -134,11 +134,8 @@ def _case(V=4, K=3, m=1, W=2, D=3, R=7, proxy="rheo", verify="rheo", L=1):
     import random
     rng = random.Random(V * 100 + K)
 
-    def row():
-        w = rng.sample(range(1, 60), V)
-        return [Fraction(x, sum(w)) for x in w]
     keys = [()] + [(c,) for c in range(V)] if L else [()]
-    mk = lambda n: TableModel.from_rows({k: row() for k in keys}, context_length=L, name=n)  # noqa: E731
+    mk = lambda n: TableModel.from_weights({k: distinct_weights(rng, V, high=60) for k in keys}, context_length=L, name=n)  # noqa: E731
     return Case(mk("draft"), mk("target"), Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,) if L else (), 3)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
-from rheo.gate import ALPHA, BETA, CHECKS, DELTA, SCHEMES, gate_cases, run_check
+from rheo.gate import ALPHA, BETA, CHECKS, DELTA, FAMILY_ALPHA_BOUND, SCHEMES, family_alpha, gate_cases, run_check
 from rheo.gate import fast_verdict
 from rheo.stats import seed_for
 from rheo_ref.tree import min_score_gap
@@ -33,7 +33,14 @@ def test_fast_path_passes_the_gate(name, check, rheo_seed):
     assert not res.rejected, res.summary()
 
 
-def test_matrix_covers_the_issue():
+def test_the_family_wise_false_alarm_rate_is_bounded(request):
+    """Every (case, check) pair is one test above; their Bonferroni sum stays within the bound."""
+    ours = [i for i in request.session.items if i.originalname == "test_fast_path_passes_the_gate"]
+    assert not ours or len(ours) == len(CASES) * len(CHECKS)  # (when the gate tests are collected)
+    assert family_alpha() == ALPHA * len(CASES) * len(CHECKS) <= FAMILY_ALPHA_BOUND
+
+
+def test_matrix_covers_every_scheme():
     names = set(CASES)
     assert {n.split("/")[0] for n in names} == set(SCHEMES) == {"topk", "rheo-m0", "rheo-m1", "rheo-m1-R2", "rheo-m2",
                                                                "rrsw", "chain"}

@@ -23,7 +23,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.replay import comparable, greedy_case, replay_decode, replay_round, round_layout
 from rheo_ref.slots import inverse_cdf
-from rheo_ref.strategies import schemes, tables
+from rheo_ref.strategies import distinct_weights, schemes, tables
 from rheo_ref.variants import MUTANTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -147,13 +147,9 @@ def fixed_case(m: int, verify: str) -> Case:
     """V = 6, K = 3, W = 2 < K, R = 7 < N = 15, a zero in every row, distinct weights (no ties)."""
     rng = random.Random(7)
 
-    def row(zero: int) -> list[Fraction]:
-        w = rng.sample(range(1, 200), 6)
-        w[zero] = 0  # a zero in every row
-        return [Fraction(x, sum(w)) for x in w]
-    rows = {(): row(5), **{(c,): row((c + 1) % 6) for c in range(6)}}
-    tgt = {k: row((i + 3) % 6) for i, k in enumerate(rows)}
-    return Case(TableModel.from_rows(rows, name="draft"), TableModel.from_rows(tgt, name="target"),
+    rows = {(): distinct_weights(rng, 6, zero=5), **{(c,): distinct_weights(rng, 6, zero=(c + 1) % 6) for c in range(6)}}
+    tgt = {k: distinct_weights(rng, 6, zero=(i + 3) % 6) for i, k in enumerate(rows)}
+    return Case(TableModel.from_weights(rows, name="draft"), TableModel.from_weights(tgt, name="target"),
                 Scheme(3, m, 2, 3, 7, verify=verify), (0,), 4)
 
 
