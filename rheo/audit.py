@@ -14,7 +14,7 @@ from fractions import Fraction
 from tqdm import tqdm
 
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.models import Case, Proxy, Scheme, TableModel
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
 
@@ -46,7 +46,7 @@ def audit_models() -> tuple[TableModel, TableModel]:
 
 def audit_cases() -> list[tuple[str, Case]]:
     q, p = audit_models()
-    return [(label, Case(q, p, Scheme(K, m, W, D, R, proxy, verify), (0,), 3)) for label, K, m, W, D, R, proxy, verify in MATRIX]
+    return [(label, Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,), 3)) for label, K, m, W, D, R, proxy, verify in MATRIX]
 
 
 def _statistical(case: Case, seed: int) -> dict:

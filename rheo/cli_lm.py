@@ -46,14 +46,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         shown[0] = text
 
-    if args.method == "ar":
+    sc = scheme_for(args.method, size)
+    if head is None or sc is None:  # autoregressive
         res = generate_ar(tgt.model, ids, T=args.temperature, max_new=args.max_new_tokens, generator=gen,
                           eos=tgt.eos_ids, on_tokens=stream)
     else:
         lm = LMTreeModel(tgt.model, head, T=args.temperature, S=args.S)
-        res = generate_tree(lm, ids, scheme_for(args.method, size), max_new=args.max_new_tokens, generator=gen,
+        res = generate_tree(lm, ids, sc, max_new=args.max_new_tokens, generator=gen,
                             eos=tgt.eos_ids, on_tokens=stream)
-    sc = scheme_for(args.method, size)
     shape = "" if sc is None else f" K={sc.K} m={sc.m} W={sc.W} D={sc.D} R={sc.R} S={args.S} verify={sc.verify}"
     print(f"\n[{args.method}{shape} T={args.temperature:g}] {len(res.tokens)} tokens in {res.rounds} rounds: "
           f"τ={res.tau:.2f}, {res.tokens_per_s:.1f} tokens/s ({res.seconds:.1f} s, prefill {res.prefill_seconds:.1f} s)")

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from fractions import Fraction
+from typing import Any
 
 EPILOG = """\
 columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/3 tokens vs the target law;
@@ -83,7 +84,7 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
         ch = CHECKS[i % len(CHECKS)]
         res = run_check(gc, ch, seed=seed_for(f"false-alarm|{case}|{i}"), alpha=alpha, beta=beta, tv=tv)
         pvals.append(res.p_value)
-    out = {"seeds": seeds, "alpha": alpha}
+    out: dict[str, Any] = {"seeds": seeds, "alpha": alpha}
     for a, key in ((alpha, "at_alpha"), (0.05, "at_0.05")):
         k = sum(p < a for p in pvals)
         out[key] = {"level": a, "rejections": k, "expected": seeds * a, "binomial_p": binomtest(k, seeds, a).pvalue}

@@ -110,7 +110,7 @@ def pool_cells(law: Law, n: int, min_expected: float = MIN_EXPECTED) -> list[tup
     pooled group, if still below `min_expected`, absorbs the smallest remaining cells.
     """
     cells = sorted((k for k, p in law.items() if p > 0), key=lambda k: (law[k], k), reverse=True)
-    big = [(k,) for k in cells if n * law[k] >= min_expected]
+    big: list[tuple[tuple[int, ...], ...]] = [(k,) for k in cells if n * law[k] >= min_expected]
     small = tuple(k for k in cells if n * law[k] < min_expected)
     if small:
         pool = small

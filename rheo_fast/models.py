@@ -63,8 +63,12 @@ class TreeModel(Protocol):
     """What a round needs from a model (see the module docstring); every member is required."""
 
     vocab_size: int
-    device: torch.device
-    prefix_len: int
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def prefix_len(self) -> int: ...
 
     def start(self, contexts: Sequence[Sequence[int]]) -> Any: ...
 

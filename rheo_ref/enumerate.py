@@ -26,7 +26,8 @@ class BruteChooser:
     """Every sampled identity separately."""
 
     def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
-        return [(plan.qtilde[y], (y,)) for y in plan.support()]
+        qt = plan.qtilde_row()
+        return [(qt[y], (y,)) for y in plan.support()]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:  # brute never makes classes
         raise AssertionError("brute enumeration holds no class nodes")
@@ -40,11 +41,13 @@ class ClassChooser:
         for y in plan.support():
             key = (tuple(plan.fills_for(y)), plan.factor_for(y))
             groups.setdefault(key, []).append(y)
-        return [(sum((plan.qtilde[y] for y in ys), ZERO), tuple(ys)) for ys in groups.values()]
+        qt = plan.qtilde_row() if groups else ()
+        return [(sum((qt[y] for y in ys), ZERO), tuple(ys)) for ys in groups.values()]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
-        z = sum((node.qtilde[y] for y in node.tokens), ZERO)
-        return [(node.qtilde[y] / z, y) for y in node.tokens]
+        qt = node.qtilde_row()
+        z = sum((qt[y] for y in node.tokens), ZERO)
+        return [(qt[y] / z, y) for y in node.tokens]
 
 
 def chooser_for(method: str):

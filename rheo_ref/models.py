@@ -188,6 +188,13 @@ class Proxy:
             return cls(head, v)
         raise CaseError(f"unknown proxy {text!r}; allowed: rheo, true, const:<rational>, scaled:<rational>")
 
+    @property
+    def number(self) -> Fraction:
+        """The rational of `const:a` / `scaled:s`."""
+        if self.value is None:
+            raise CaseError(f"proxy {self.kind} has no number")
+        return self.value
+
     def __str__(self) -> str:
         return self.kind if self.value is None else f"{self.kind}:{self.value}"
 

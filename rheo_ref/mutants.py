@@ -24,7 +24,7 @@ from .errors import CaseError
 from .exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
 from .models import Case, Context, Row, TableModel
 from .slots import Expansion, expand
-from .tree import Node, Nodes, build_tree, path_tokens, rerank
+from .tree import Chooser, Node, Nodes, build_tree, path_tokens, rerank
 from .variants import MUTANTS, Variant, variant_named
 from .verify import SPEC_RULES
 from .verify import Rules, normalise
@@ -81,12 +81,19 @@ class _RecordingModel:
     the chooser checks that the row matches the plan it was given."""
 
     def __init__(self, model: TableModel) -> None:
-        self.model, self.last = model, None
+        self.model = model
+        self.last_row: Row | None = None
         self.vocab_size, self.name = model.vocab_size, model.name
 
-    def row(self, context) -> Row:
-        self.last = self.model.row(context)
-        return self.last
+    @property
+    def last(self) -> Row:
+        if self.last_row is None:
+            raise CaseError("no q_samp row was asked for yet")
+        return self.last_row
+
+    def row(self, context: Context) -> Row:
+        self.last_row = self.model.row(context)
+        return self.last_row
 
 
 # --- the mutants ---------------------------------------------------------------------------
@@ -125,9 +132,10 @@ def _outside_tail(case: Case, ctx: Context, n: Node) -> Node:
     path's coin u * q̃(y) < r(y) then accepts iff r(y) > 0. The row is tagged so that the rules
     know (verification's class weight q̃(y)/q̃(y) needs a non-zero entry)."""
     y = n.token
-    if n.qtilde[y] > 0:
+    qt = n.qtilde_row()
+    if qt[y] > 0:
         return n
-    row = Tagged([ONE if i == y else x for i, x in enumerate(n.qtilde)], outside=y, base=n.qtilde)
+    row = Tagged([ONE if i == y else x for i, x in enumerate(qt)], outside=y, base=qt)
     return replace(n, qtilde=row)
 
 
@@ -150,7 +158,7 @@ class WholeQChooser:
     def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
         q = self.recorder.last
         z = sum((q[t] for t in plan.tail), ZERO)
-        assert z > 0 and all(plan.qtilde[t] == q[t] / z for t in plan.tail), "recorded q_samp row does not match the plan"
+        assert z > 0 and all(plan.qtilde_row()[t] == q[t] / z for t in plan.tail), "recorded q_samp row does not match the plan"
         return [(q[y], (y,)) for y in range(len(q)) if q[y] > 0]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
@@ -278,7 +286,7 @@ class ExactMutant:
 
     variant: Variant
     case: Callable[[Case], Case] | None = None
-    chooser: Callable[[_RecordingModel, Case], object] | None = None
+    chooser: Callable[[_RecordingModel, Case], Chooser] | None = None
     nodes: Callable[[Case, Context, Nodes], Nodes] | None = None
     rules: Rules = SPEC_RULES
 

@@ -58,7 +58,7 @@ class ReplayChooser:
         self.coins = coins
 
     def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
-        return [(ONE, (inverse_cdf(plan.qtilde, _coin(self.coins[parent.id])),))]
+        return [(ONE, (inverse_cdf(plan.qtilde_row(), _coin(self.coins[parent.id])),))]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
         raise AssertionError("replay never builds class nodes")
@@ -88,10 +88,10 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
         for ch in rules.verification_order(kids[nid], s.verify):
             u = _coin(coins[N + 1 + ch.id])
             if ch.kind == "sampled":
-                if u < rules.accept_sampled(r, ch.qtilde, ch.token):
+                if u < rules.accept_sampled(r, ch.qtilde_row(), ch.token):
                     moved = True
                 else:
-                    r = rules.residual_sampled(r, ch.qtilde)
+                    r = rules.residual_sampled(r, ch.qtilde_row())
             elif u < r[ch.token]:
                 moved = True
             else:
@@ -110,7 +110,8 @@ def replay_decode(case: Case, coins: Callable[[int], Sequence[float]], n: int | 
                   rules: Rules = SPEC_RULES) -> list[ReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     n = case.tokens if n is None else n
-    ctx, total, rounds = tuple(case.context), 0, []
+    ctx, total = tuple(case.context), 0
+    rounds: list[ReplayRound] = []
     while total < n:
         rd = replay_round(case, ctx, coins(len(rounds)), rules)
         rounds.append(rd)

@@ -28,11 +28,11 @@ def proxy_factor(proxy: Proxy, q_rank: Row, order: list[int], m: int, z_r: Fract
     if proxy.kind == "true":
         return q_rank[y]
     if proxy.kind == "const":
-        return proxy.value
+        return proxy.number
     rheo = min(q_rank[order[m - 1]], z_r) if m >= 1 else q_rank[order[0]]
     if proxy.kind == "rheo":
         return rheo
-    f = proxy.value * rheo  # scaled:s
+    f = proxy.number * rheo  # scaled:s
     if f > 1:
         raise CaseError(f"proxy scaled:{proxy.value} gives factor {f} > 1; the kept tree would not be closed under parents")
     return f
@@ -56,10 +56,16 @@ class Expansion:
         """Ranked tail tokens V minus the top-m."""
         return self.order[self.m:]
 
+    def qtilde_row(self) -> Row:
+        """q̃ of the sampled slot (an expansion without one has none)."""
+        if self.qtilde is None:
+            raise CaseError("this expansion has no sampled slot (m = K, or no q_samp mass on the tail): no q̃")
+        return self.qtilde
+
     def support(self) -> list[int]:
         """Tokens y with q̃(y) > 0, in ranked order."""
-        assert self.qtilde is not None
-        return [t for t in self.tail if self.qtilde[t] > 0]
+        qt = self.qtilde_row()
+        return [t for t in self.tail if qt[t] > 0]
 
     def fills_for(self, y: int) -> list[tuple[int, Fraction]]:
         """Slots m+1..K-1 given the sampled token y."""

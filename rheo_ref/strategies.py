@@ -37,10 +37,9 @@ def tables(draw, vocab_size: int, context_length: int = 1, *, name: str = "model
     """A table model with a row for every context of length <= context_length."""
     rows = {}
     for L in range(context_length + 1):
-        if L < context_length:
-            keys = [()] if L == 0 else []
-        else:
-            keys = list(product(range(vocab_size), repeat=L))
+        keys: list[tuple[int, ...]] = list(product(range(vocab_size), repeat=L))
+        if L < context_length and L > 0:
+            keys = []  # only the start row () and full-length contexts
         for k in keys:
             rows[",".join(map(str, k))] = draw(prob_vectors(vocab_size, zeros=zeros, max_weight=max_weight))
     return TableModel(vocab_size, context_length, rows, name)

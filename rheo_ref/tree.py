@@ -15,7 +15,7 @@ from math import log
 from typing import Iterator, Protocol, Sequence
 
 from .errors import CaseError
-from .models import Context, Row, Scheme, TableModel
+from .models import Context, Row, Scheme
 from .slots import Expansion, expand
 
 ONE = Fraction(1)
@@ -34,6 +34,12 @@ class Node:
     score: Fraction        # product of factors along the path (root: 1)
     qtilde: Row | None = None  # q̃ of a sampled node
 
+    def qtilde_row(self) -> Row:
+        """q̃ of this sampled node (a point mass has none)."""
+        if self.qtilde is None:
+            raise CaseError(f"node {self.id} ({self.kind}) has no q̃: only a sampled node has one")
+        return self.qtilde
+
     @property
     def token(self) -> int:
         if len(self.tokens) != 1:
@@ -42,6 +48,12 @@ class Node:
 
 
 Nodes = tuple[Node, ...]
+
+
+class RowModel(Protocol):
+    """Anything with rows by context, like a `TableModel`."""
+
+    def row(self, context: Context) -> Row: ...
 
 
 class Chooser(Protocol):
@@ -93,8 +105,8 @@ def children(nodes: Sequence[Node], kept: frozenset[int] | None = None) -> dict[
     return out
 
 
-def build_tree(draft: TableModel, draft_sample: TableModel, context: Context, scheme: Scheme,
-         chooser: Chooser) -> Iterator[tuple[Fraction, Nodes]]:
+def build_tree(draft: RowModel, draft_sample: RowModel, context: Context, scheme: Scheme,
+               chooser: Chooser) -> Iterator[tuple[Fraction, Nodes]]:
     """Every tree the chooser allows, with its probability (before the global rerank)."""
     root = Node(0, -1, 0, "root", -1, (), ONE)
 

@@ -84,7 +84,7 @@ def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, 
         stay = ONE  # probability that every child tried so far was rejected
         for ch in rules.verification_order(kids[nid], verify):
             if ch.kind == "sampled":
-                qt = ch.qtilde
+                qt = ch.qtilde_row()
                 z_class = sum((qt[y] for y in ch.tokens), ZERO)
                 accepted = ZERO
                 for y in ch.tokens:
