@@ -89,6 +89,8 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
     from rheo_fast.tree import Layout
 
     case = load_case(args.case)
+    if case.scheme.family != "rheo":
+        raise CaseError(f"scheme family {case.scheme.family!r} has no fast path yet; `rheo exact` computes its exact law")
     n = case.tokens if args.tokens is None else args.tokens
     if n < 1:
         raise CaseError(f"--tokens {n} must be >= 1")
