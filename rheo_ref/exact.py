@@ -53,6 +53,8 @@ class Exact:
         self._rounds: dict[Context, Law] = {}
         self._progress = progress
         static = case.scheme.family == "static"  # a fixed shape: its own round laws (static_exact)
+        if static and rules is not SPEC:
+            raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
         self._static = StaticRounds(case, method) if static else None
         est = estimate_static(case, method) if static else estimate_trees_per_round(case, method)
         if max_trees is not None and est > max_trees:

@@ -22,41 +22,30 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
-from typing import Protocol, Sequence
+from typing import Iterator, Sequence
 
 from .errors import CaseError
+from .models import Case, Context, Row
 from .static import Shape, StaticScheme, children_lists, estimate_brute, estimate_subtrees, next_draw
 from .verifiers import (DraftTree, child_rate, rrsw_accept, rrsw_reject, specinfer_accept, specinfer_reject,
                         topdown_law, traversal_law, traversal_reject)
 
-Row = tuple[Fraction, ...]
-Context = tuple[int, ...]
 Law = dict[tuple[int, ...], Fraction]
 METHODS = ("classes", "brute")
 ZERO, ONE = Fraction(0), Fraction(1)
 
 
-class StaticCase(Protocol):
-    """What the methods read from a `rheo_ref.models.Case` whose scheme is a `StaticScheme`."""
-
-    scheme: StaticScheme
-    target: object
-    q_samp_model: object
-    draft: object
-    vocab_size: int
-
-
-def context_length(case: StaticCase) -> int:
+def context_length(case: Case) -> int:
     """How many last tokens of a context any of the case's models can see."""
     return max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
 
 
-def q_support(case: StaticCase) -> int:
+def q_support(case: Case) -> int:
     """The largest support of a q_samp row: the most tokens one draw can give."""
     return max(sum(1 for x in row if x) for row in case.q_samp_model.probs.values())
 
 
-def estimate_static(case: StaticCase, method: str) -> int:
+def estimate_static(case: Case, method: str) -> int:
     """An upper bound of the outcomes one round visits: joint draws (brute) or sibling steps (classes)."""
     s = q_support(case)
     if method == "brute":
@@ -79,10 +68,11 @@ def _bonus(r: Row) -> Law:
 
 # --- brute -------------------------------------------------------------------------------------
 
-def draws_of_tree(case: StaticCase, context: Context):
+def draws_of_tree(case: Case, context: Context) -> Iterator[tuple[Fraction, DraftTree]]:
     """(probability, DraftTree) for every joint draw of a round's nodes; under `wor` a node past
     its parent's support is not drafted, and neither is its subtree."""
     sch, q = case.scheme, case.q_samp_model
+    assert isinstance(sch, StaticScheme)
     kids = children_lists(sch.parents)
     N = sch.nodes
 
@@ -96,8 +86,9 @@ def draws_of_tree(case: StaticCase, context: Context):
             return
         drawn = [tokens[c - 1] for c in kids[u] if c < v and tokens[c - 1] is not None]
         law = next_draw(q.row(tuple(context) + _path(sch.parents, tokens, u)), drawn, sch.sampling)
-        if not law:
+        if not law:  # wor: the parent's support is used up
             yield from draw(v + 1, tokens + [None], prob)
+            return
         for x, px in law:
             yield from draw(v + 1, tokens + [x], prob * px)
 
@@ -124,7 +115,7 @@ def _present(parents: Sequence[int], tokens: Sequence[int | None]) -> DraftTree:
     return DraftTree(tuple(ps), tuple(ts))
 
 
-def brute_round_law(case: StaticCase, context: Context) -> tuple[Law, int]:
+def brute_round_law(case: Case, context: Context) -> tuple[Law, int]:
     """(round law, trees enumerated)."""
     sch = case.scheme
     law: Law = defaultdict(Fraction)
@@ -144,7 +135,7 @@ def brute_round_law(case: StaticCase, context: Context) -> tuple[Law, int]:
 class SubtreeLaws:
     """Memoised subtree laws of one static case (shared by all the rounds of a computation)."""
 
-    def __init__(self, case: StaticCase) -> None:
+    def __init__(self, case: Case) -> None:
         self.p, self.q, self.scheme = case.target, case.q_samp_model, case.scheme
         self.L = context_length(case)
         self.steps = 0  # sibling draws visited (memo misses only)
@@ -245,7 +236,7 @@ class StaticRounds:
     """Round laws of a static case by one method; `enumerated` counts trees (brute) or sibling
     draws visited (classes) over every round computed."""
 
-    def __init__(self, case: StaticCase, method: str) -> None:
+    def __init__(self, case: Case, method: str) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
         self.case, self.method = case, method

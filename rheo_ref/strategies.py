@@ -74,7 +74,6 @@ def cases(draw, *, min_vocab: int = 2, max_vocab: int = 6, max_depth: int = 3, m
     ctx = (draw(st.integers(0, V - 1)),)
     n = draw(st.integers(1, max_tokens))
     case = Case(draft, target, scheme, ctx, n, sample)
-    from hypothesis import assume
     assume(estimate_trees_per_round(case, method) <= max_trees)
     return case
 
@@ -119,7 +118,7 @@ def static_cases(draw, *, min_vocab: int = 2, max_vocab: int = 4, max_nodes: int
     draft = draw(tables(V, context_length, name="draft", zeros=zeros))
     target = draw(tables(V, context_length, name="target", zeros=zeros))
     sample = draw(tables(V, context_length, name="draft_sample", zeros=zeros)) if sep else None
-    ctx = (draw(st.integers(0, V - 1)),)
+    ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))  # tables have rows for these
     case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
     assume(estimate_static(case, method) <= max_trees)
     return case

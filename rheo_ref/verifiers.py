@@ -18,22 +18,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from .errors import CaseError
+from .models import Context, Row, TableModel
 from .static import children_lists
 
-Row = tuple[Fraction, ...]
-Context = tuple[int, ...]
 Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
-
-
-class Model(Protocol):
-    """Anything with exact rows by context (a `rheo_ref.models.TableModel`)."""
-
-    def row(self, context: Sequence[int]) -> Row: ...
-
 
 def normalise(r: Sequence[Fraction]) -> Row:
     """r / Σr; the zero row stays zero (a sibling law with nothing left to draw)."""
@@ -135,7 +127,7 @@ class DraftTree:
         return tuple(reversed(out))
 
 
-def check_drawable(tree: DraftTree, q: Model, context: Context, sampling: str) -> None:
+def check_drawable(tree: DraftTree, q: TableModel, context: Context, sampling: str) -> None:
     """Every token must be one the draft could have drawn there (q_samp > 0; `wor`: no duplicates)."""
     for u, kids in enumerate(tree.children()):
         ctx = tuple(context) + tree.path(u)
@@ -149,7 +141,7 @@ def check_drawable(tree: DraftTree, q: Model, context: Context, sampling: str) -
             raise CaseError(f"draft tree: node {u}'s children {toks} repeat a token; wor siblings are distinct")
 
 
-def topdown_law(tree: DraftTree, p: Model, q: Model, context: Context, verify: str) -> Law:
+def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str) -> Law:
     """Law of the emitted sequence under `specinfer` or `rrsw` (top-down, token level)."""
     kids = tree.children()
 
@@ -181,7 +173,7 @@ class TraversalState:
     """Traversal Verification's state on one tree: α, Mb, Ms per node and the remaining children.
     `first_leaf` and `reject` are the two steps of the loop; `traversal_law` runs it exactly."""
 
-    def __init__(self, tree: DraftTree, p: Model, q: Model, *, sampling: str, context: Context = ()) -> None:
+    def __init__(self, tree: DraftTree, p: TableModel, q: TableModel, *, sampling: str, context: Context = ()) -> None:
         self.tree, self.sampling = tree, sampling
         self.kids = tree.children()
         ctxs = [tuple(context) + tree.path(v) for v in range(len(tree.parents) + 1)]
@@ -213,7 +205,7 @@ class TraversalState:
         self._rates_below(u)
 
 
-def traversal_law(tree: DraftTree, p: Model, q: Model, context: Context, sampling: str) -> Law:
+def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str) -> Law:
     """Law of the emitted sequence under `traversal`: one pass over the leaves it visits, since
     an accept ends the round (the state after each rejection is deterministic)."""
     st = TraversalState(tree, p, q, sampling=sampling, context=context)
@@ -233,7 +225,7 @@ def traversal_law(tree: DraftTree, p: Model, q: Model, context: Context, samplin
         st.reject(v)
 
 
-def verify_tree_law(tree: DraftTree, p: Model, q: Model, *, verify: str, sampling: str,
+def verify_tree_law(tree: DraftTree, p: TableModel, q: TableModel, *, verify: str, sampling: str,
                     context: Context = ()) -> Law:
     """Exact law of what `verify` emits on the given tree (p: target, q: q_samp; `sampling`
     only matters to traversal's Ms update and to the check that the tree could be drawn)."""

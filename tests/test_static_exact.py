@@ -14,6 +14,7 @@ from rheo_ref.models import Case, TableModel
 from rheo_ref.static import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
 from rheo_ref.static_exact import estimate_static
 from rheo_ref.strategies import one_hot, static_cases, static_schemes, tables
+from rheo_ref.verify import Rules
 from rheo_ref.verifiers import DraftTree, TraversalState, rrsw_accept, rrsw_reject, verify_tree_law
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -145,11 +146,14 @@ def test_on_one_given_chain_traversal_can_emit_less_than_specinfer():
 
 # --- brute and the subtree recursion agree -------------------------------------------------------
 
-@more(4)
-@given(static_cases(max_trees=300))
-def test_brute_and_classes_agree_exactly(case):
-    """Every shape kind, sampling and verifier (lossy pairings included): same round and token laws,
-    and each method stays within its size estimate."""
+@pytest.mark.parametrize("L", [0, 1, 2])
+def test_brute_and_classes_agree_exactly(L):
+    """Every shape kind, sampling and verifier (lossy pairings included), tables of context length
+    L: same round and token laws, and each method stays within its size estimate."""
+    more(2)(given(static_cases(max_trees=300, context_length=L))(check_brute_and_classes_agree))()
+
+
+def check_brute_and_classes_agree(case):
     bru, cls = Exact(case, "brute"), Exact(case, "classes")
     assert bru.round_law() == cls.round_law()
     assert bru.token_law() == cls.token_law()
@@ -171,6 +175,12 @@ def test_classes_visit_far_fewer_outcomes_than_brute(sampling, verify):
     bru, cls = Exact(case, "brute"), Exact(case, "classes")
     assert bru.round_law() == cls.round_law()
     assert cls.counter.enumerated * 5 < bru.counter.enumerated
+
+
+def test_the_rheo_familys_verification_rules_do_not_apply():
+    case = _random_tables_case(3, StaticScheme("branching", (2,), "iid", "specinfer"))
+    with pytest.raises(CaseError, match="do not apply to the static family"):
+        Exact(case, rules=Rules())
 
 
 # --- lossless pairings: exact TV = 0; the lossy one: a case with TV > 0 -----------------------------
