@@ -21,6 +21,8 @@ token ids; zero entries are omitted):
   acceptance     one-level acceptance rate: P(some child of the root is accepted)
   method         the enumerator used (classes or brute; both are exact and must agree)
   enumerated     how many trees (outcomes) the enumerator visited over all rounds it needed
+                 (family static: brute counts joint draws of the tree, classes the sibling
+                 draws its subtree recursion visited; docs/SCHEMES.md)
   seconds        wall time of the computation
 exit status: 0 ok, 2 bad input or an enumeration refused as too large (see --force)."""
 
@@ -53,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog=EXACT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ex.add_argument("case", help="case file in the section-10 JSON format")
     ex.add_argument("--method", choices=("classes", "brute"), default="classes",
-                    help="classes: enumerate equivalence classes of trees (fast); brute: every sampled identity")
+                    help="classes: enumerate equivalence classes of trees (family static: the subtree recursion; fast); "
+                         "brute: every sampled identity (static: every joint draw)")
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
     ex.add_argument("--max-trees", type=int, default=2_000_000, help="refuse when the estimated trees per round exceed this")
     ex.add_argument("--force", action="store_true", help="run even when the size estimate exceeds --max-trees")

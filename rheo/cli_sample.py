@@ -89,12 +89,14 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
     from rheo_fast.tree import Layout
 
     case = load_case(args.case)
+    if case.scheme.family != "rheo":
+        raise CaseError(f"scheme family {case.scheme.family!r} has no fast path yet; `rheo exact` computes its exact law")
     n = case.tokens if args.tokens is None else args.tokens
     if n < 1:
         raise CaseError(f"--tokens {n} must be >= 1")
     variant = variant_named(args.mutant)
     model = TableTreeModel(case, T=args.temperature, device=device)
-    s = case.scheme
+    s = case.rheo_scheme()
     B = args.batch or max(1, min(65536, MAX_CELLS // (Layout(s.K, s.W, s.D).E * case.vocab_size)))
     B = min(B, args.samples)
     gen = torch.Generator(device=device).manual_seed(args.seed)

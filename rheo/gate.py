@@ -152,7 +152,7 @@ def check_sampler(gc: GateCase, check: str, mutant: str | None = None,
     """(seed, n) -> n outcomes of the fast path (or `factory(mutant, first_round=, T=)`) for a check."""
     factory = fast_sampler if factory is None else factory
     if check.startswith("joint"):
-        case = Case(gc.fast_case.draft, gc.fast_case.target, gc.fast_case.scheme, gc.fast_case.context,
+        case = Case(gc.fast_case.draft, gc.fast_case.target, gc.fast_case.rheo_scheme(), gc.fast_case.context,
                     int(check[5:]), gc.fast_case.draft_sample)
         s = factory(mutant, T=gc.T)
         return lambda seed, n: s(case, seed, n)
@@ -206,7 +206,7 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
         try:
             g = torch.Generator(device=device).manual_seed(int(seed) % 2 ** 63)
             model = TableTreeModel(case, T=T, device=device)
-            out = decode(model, [list(case.context)] * num_samples, case.scheme, 1 if first_round else case.tokens,
+            out = decode(model, [list(case.context)] * num_samples, case.rheo_scheme(), 1 if first_round else case.tokens,
                          generator=g, variant=variant, keep_rounds=first_round)
         finally:
             torch.set_num_threads(threads)

@@ -2,8 +2,11 @@
 
 Modules, one idea each (the § are sections of docs/ALGORITHM.md): `models` (tables, cases, §10),
 `slots` (§3), `tree` (§4), `verify` (§5), `enumerate` (brute and class enumerators, §7),
-`exact` (laws, TV, tau, §6-§7), `variants` (the spec and the mutants, as settings), `replay` (the coupled replay), `mutants` (exact
-counterparts of the broken variants), `strategies` (hypothesis strategies). The `rheo` command,
+`exact` (laws, TV, tau, §6-§7), `variants` (the spec and the mutants, as settings), `replay`
+(the coupled replay), `mutants` (exact counterparts of the broken variants), `strategies`
+(hypothesis strategies). The `static` family (a fixed shape, docs/SCHEMES.md): `static` (shapes,
+sibling sampling), `verifiers` (specinfer, rrsw, traversal on a given tree), `static_exact`
+(brute and the subtree recursion); `fields` (JSON field checks shared by every scheme). The `rheo` command,
 the audit and the gate live in the top package `rheo`, which this one never imports.
 """
 from .errors import CaseError, RheoError, TooLargeError

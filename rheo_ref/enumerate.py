@@ -60,8 +60,8 @@ def chooser_for(method: str):
 
 def enumerate_trees(case: Case, context: Context, method: str = "classes") -> Iterator[tuple[Fraction, Nodes, frozenset[int]]]:
     """(probability, all nodes, kept node ids) for every enumerated tree of a round from `context`."""
-    for prob, nodes in build_tree(case.draft, case.q_samp_model, tuple(context), case.scheme, chooser_for(method)):
-        yield prob, nodes, rerank(nodes, case.scheme.R)
+    for prob, nodes in build_tree(case.draft, case.q_samp_model, tuple(context), case.rheo_scheme(), chooser_for(method)):
+        yield prob, nodes, rerank(nodes, case.rheo_scheme().R)
 
 
 def expansions_per_round(scheme: Scheme) -> int:
@@ -76,7 +76,7 @@ def expansions_per_round(scheme: Scheme) -> int:
 
 def estimate_trees_per_round(case: Case, method: str) -> int:
     """An upper-bound estimate of trees per round, used to refuse hopeless enumerations."""
-    s, V = case.scheme, case.vocab_size
+    s, V = case.rheo_scheme(), case.vocab_size
     if s.m >= s.K:
         return 1
     branch = V - s.m  # possible sampled identities per expansion

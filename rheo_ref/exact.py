@@ -5,6 +5,8 @@
   extended by what the previous one emitted);
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i);
 - `tv`, `tau`, `round_lengths`, `acceptance`.
+A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`;
+the composition of rounds and everything computed from them is shared.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Callable, Mapping
 from .enumerate import METHODS, enumerate_trees, estimate_trees_per_round
 from .errors import CaseError, TooLargeError
 from .models import Case, Context
+from .static_exact import StaticRounds, estimate_static
 from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
@@ -49,7 +52,11 @@ class Exact:
         self.counter = Counter()
         self._rounds: dict[Context, Law] = {}
         self._progress = progress
-        est = estimate_trees_per_round(case, method)
+        static = case.scheme.family == "static"  # a fixed shape: its own round laws (static_exact)
+        if static and rules is not SPEC_RULES:
+            raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
+        self._static = StaticRounds(case, method) if static else None
+        est = estimate_static(case, method) if static else estimate_trees_per_round(case, method)
         if max_trees is not None and est > max_trees:
             raise TooLargeError(
                 f"method {method!r} would enumerate up to ~{est:,} trees per round (limit {max_trees:,}); "
@@ -58,6 +65,13 @@ class Exact:
     def round_law(self, context: Context | None = None) -> Law:
         ctx = self.case.context if context is None else tuple(context)
         key = memo_key(self.case, ctx)
+        if key not in self._rounds and self._static is not None:
+            before = self._static.enumerated
+            self._rounds[key] = self._static.round_law(ctx)
+            self.counter.enumerated += self._static.enumerated - before
+            self.counter.rounds += 1
+            if self._progress is not None:
+                self._progress(self._static.enumerated - before)
         if key not in self._rounds:
             law: Law = defaultdict(Fraction)
             for prob, nodes, kept in self._trees(ctx):

@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from .errors import CaseError
+from .fields import check_fields, is_int
+from .static import StaticScheme
 
 Row = tuple[Fraction, ...]
 Context = tuple[int, ...]
 
 VERIFY_ORDERS = ("rheo", "rrsw")
+FAMILIES = ("rheo", "static")  # the `family` of a scheme object; rheo when absent
 
 
 def parse_prob(value: Any, where: str) -> Fraction:
@@ -31,25 +34,6 @@ def parse_prob(value: Any, where: str) -> Fraction:
     if f < 0:
         raise CaseError(f"{where}: probability {value!r} is negative; entries must be >= 0")
     return f
-
-
-def check_fields(obj: Any, what: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict:
-    """A JSON object with every required field and no unknown one; errors name both lists."""
-    if not isinstance(obj, dict):
-        raise CaseError(f"{what} must be a JSON object, got {type(obj).__name__}")
-    allowed = f"required: {', '.join(required)}" + (f"; optional: {', '.join(optional)}" if optional else "")
-    missing = [k for k in required if k not in obj]
-    if missing:
-        raise CaseError(f"{what} is missing {', '.join(map(repr, missing))}; {allowed}")
-    unknown = sorted(set(obj) - set(required) - set(optional))
-    if unknown:
-        raise CaseError(f"{what} has unknown field(s) {unknown}; {allowed}")
-    return obj
-
-
-def is_int(value: Any) -> bool:
-    """An int and not a bool (JSON true/false must not pass as 1/0)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def context_key(context: Sequence[int], context_length: int) -> str:
@@ -210,6 +194,7 @@ class Scheme:
     R: int
     proxy: Proxy = field(default_factory=lambda: Proxy("rheo"))
     verify: str = "rheo"
+    family: ClassVar[str] = "rheo"
 
     def __post_init__(self) -> None:
         for name in ("K", "m", "W", "D", "R"):
@@ -233,7 +218,9 @@ class Scheme:
 
     @classmethod
     def from_json(cls, obj: Any) -> "Scheme":
-        check_fields(obj, "scheme", ("K", "m", "W", "D", "R"), ("proxy", "verify"))
+        check_fields(obj, "scheme", ("K", "m", "W", "D", "R"), ("proxy", "verify", "family"))
+        if obj.get("family", "rheo") != "rheo":
+            raise CaseError(f"scheme family {obj['family']!r} has no K, m, W, D, R; use scheme_from_json")
         return cls(obj["K"], obj["m"], obj["W"], obj["D"], obj["R"], Proxy.parse(obj.get("proxy", "rheo")), obj.get("verify", "rheo"))
 
     def to_json(self) -> dict:
@@ -244,13 +231,23 @@ class Scheme:
             raise CaseError(f"scheme K={self.K} must be <= vocab_size {vocab_size}")
 
 
+def scheme_from_json(obj: Any) -> "Scheme | StaticScheme":
+    """The scheme object of a case: its `family` (default rheo) says which fields it has."""
+    family = obj.get("family", "rheo") if isinstance(obj, dict) else "rheo"
+    if family == "static":
+        return StaticScheme.from_json(obj)
+    if family != "rheo":
+        raise CaseError(f"unknown scheme family {family!r}; allowed: {', '.join(FAMILIES)}")
+    return Scheme.from_json(obj)
+
+
 @dataclass(frozen=True)
 class Case:
     """A complete exact problem: models, start context, number of tokens, scheme."""
 
     draft: TableModel
     target: TableModel
-    scheme: Scheme
+    scheme: Scheme | StaticScheme
     context: Context = ()
     tokens: int = 1
     draft_sample: TableModel | None = None
@@ -272,6 +269,18 @@ class Case:
     def vocab_size(self) -> int:
         return self.target.vocab_size
 
+    def rheo_scheme(self) -> Scheme:
+        """The scheme, for code that runs the rheo family only (refuses a static one)."""
+        if not isinstance(self.scheme, Scheme):
+            raise CaseError(f"this needs a scheme of family rheo; the case's is family {self.scheme.family!r}")
+        return self.scheme
+
+    def static_scheme(self) -> StaticScheme:
+        """The scheme, for code that runs the static family only."""
+        if not isinstance(self.scheme, StaticScheme):
+            raise CaseError(f"this needs a scheme of family static; the case's is family {self.scheme.family!r}")
+        return self.scheme
+
     @property
     def q_samp_model(self) -> TableModel:
         return self.draft_sample if self.draft_sample is not None else self.draft
@@ -279,7 +288,7 @@ class Case:
     def with_scheme(self, **changes: Any) -> "Case":
         d = self.scheme.to_json()
         d.update({k: (str(v) if k == "proxy" else v) for k, v in changes.items()})
-        return Case(self.draft, self.target, Scheme.from_json(d), self.context, self.tokens, self.draft_sample)
+        return Case(self.draft, self.target, scheme_from_json(d), self.context, self.tokens, self.draft_sample)
 
     @classmethod
     def from_json(cls, obj: Any) -> "Case":
@@ -291,7 +300,7 @@ class Case:
         return cls(
             draft=TableModel.from_json(obj["draft"], "draft"),
             target=TableModel.from_json(obj["target"], "target"),
-            scheme=Scheme.from_json(obj["scheme"]),
+            scheme=scheme_from_json(obj["scheme"]),
             context=tuple(ctx),
             tokens=obj.get("tokens", 1),
             draft_sample=None if ds is None else TableModel.from_json(ds, "draft_sample"),

@@ -103,7 +103,7 @@ def _q_instead_of_qtilde(case: Case, ctx: Context, n: Node) -> Node:
 
 
 def _qrank_tilde(case: Case, ctx: Context, n: Node) -> Node:
-    s = case.scheme
+    s = case.rheo_scheme()
     plan = expand(case.draft.row(ctx), case.draft.row(ctx), s.K, s.m, s.proxy)
     if plan.qtilde is None or any(plan.qtilde[y] == 0 for y in n.tokens):
         raise CaseError("temp-sample-only: the tail of q_rank has no mass where q_samp does; pick another case")
@@ -313,7 +313,7 @@ def counterpart(v: Variant) -> ExactMutant:
         proxy = str(v.proxy)
         return ExactMutant(v, case=lambda c: c.with_scheme(proxy=proxy))
     if v.sample_from == "whole":
-        return ExactMutant(v, chooser=lambda rec, c: WholeQChooser(rec, c.scheme.m),
+        return ExactMutant(v, chooser=lambda rec, c: WholeQChooser(rec, c.rheo_scheme().m),
                            nodes=_rewrite_sampled(_outside_tail), rules=WholeQRules())
     if v.verify_row == "q_samp":
         return ExactMutant(v, nodes=_rewrite_sampled(_q_instead_of_qtilde))
@@ -353,10 +353,10 @@ class MutantExact(Exact):
         case, mut = self.case, self.mutant
         rec = _RecordingModel(case.q_samp_model)
         chooser = mut.chooser(rec, case) if mut.chooser else BruteChooser()
-        for prob, nodes in build_tree(case.draft, rec, context, case.scheme, chooser):
+        for prob, nodes in build_tree(case.draft, rec, context, case.rheo_scheme(), chooser):
             if mut.nodes is not None:
                 nodes = mut.nodes(case, context, nodes)
-            yield prob, nodes, rerank(nodes, case.scheme.R)
+            yield prob, nodes, rerank(nodes, case.rheo_scheme().R)
 
     def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
         """A round ending in the invalid token V (a bonus from a massless row) stops decoding."""

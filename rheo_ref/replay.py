@@ -73,7 +73,7 @@ class ReplayRound:
 
 def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Rules = SPEC_RULES) -> ReplayRound:
     """One round from `context`, every random decision read from `coins` (layout above)."""
-    s = case.scheme
+    s = case.rheo_scheme()
     N, n_coins = round_layout(s)
     if len(coins) != n_coins:
         raise CaseError(f"a round of scheme {s.to_json()} needs {n_coins} coins, got {len(coins)}")
@@ -128,14 +128,14 @@ def greedy_case(case: Case) -> Case:
             best = min(range(len(row)), key=lambda i: (-row[i], i))
             rows[k] = tuple(ONE if i == best else ZERO for i in range(len(row)))
         return TableModel(t.vocab_size, t.context_length, rows, t.name)
-    return Case(case.draft, argmax_table(case.target), case.scheme, case.context, case.tokens,
+    return Case(case.draft, argmax_table(case.target), case.rheo_scheme(), case.context, case.tokens,
                 argmax_table(case.q_samp_model))
 
 
 def float_signature(case: Case, context: Context, nodes: Nodes, nid: int) -> tuple:
     """What a float64 implementation adds up to get node nid's log-score: equal signatures give
     bit-equal floats. A sampled factor equal to z_r is a float sum, so it gets its own symbol."""
-    s, sig = case.scheme, []
+    s, sig = case.rheo_scheme(), []
     while nid > 0:
         n = nodes[nid]
         f: object = n.score / nodes[n.parent].score if nodes[n.parent].score else ("zero", nid)

@@ -10,10 +10,12 @@ from fractions import Fraction
 import random
 from itertools import product
 
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 
 from .enumerate import estimate_trees_per_round
 from .models import Case, Proxy, Scheme, TableModel
+from .static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
+from .static_exact import estimate_static
 
 ONE = Fraction(1)
 
@@ -71,7 +73,6 @@ def cases(draw, *, min_vocab: int = 2, max_vocab: int = 6, max_depth: int = 3, m
     ctx = (draw(st.integers(0, V - 1)),)
     n = draw(st.integers(1, max_tokens))
     case = Case(draft, target, scheme, ctx, n, sample)
-    from hypothesis import assume
     assume(estimate_trees_per_round(case, method) <= max_trees)
     return case
 
@@ -83,6 +84,52 @@ def distinct_weights(rng: random.Random, V: int, *, high: int = 200, zero: int |
     if zero is not None:
         w[zero] = 0
     return w
+
+
+@st.composite
+def static_shapes(draw, *, max_nodes: int = 5, kinds=SHAPE_KINDS) -> tuple[str, tuple[int, ...]]:
+    """(kind, sizes) of a static shape with 1..max_nodes draft nodes; shrinks toward a chain."""
+    kind = draw(st.sampled_from(kinds))
+    if kind == "branching":
+        ks = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+        nodes, width = 0, 1
+        for k in ks:
+            width *= k
+            nodes += width
+        assume(nodes <= max_nodes)
+        return kind, tuple(ks)
+    if kind == "delayed":
+        K, L1, L2 = draw(st.integers(1, 3)), draw(st.integers(0, 2)), draw(st.integers(0, 2))
+        assume(1 <= L1 + K * L2 <= max_nodes)
+        return kind, (K, L1, L2)
+    n = draw(st.integers(1, max_nodes))
+    return kind, tuple(draw(st.integers(0, i)) for i in range(n))
+
+
+@st.composite
+def static_schemes(draw, *, max_nodes: int = 5, sampling: str | None = None, verify: str | None = None,
+                   kinds=SHAPE_KINDS) -> StaticScheme:
+    kind, sizes = draw(static_shapes(max_nodes=max_nodes, kinds=kinds))
+    samp = sampling if sampling is not None else draw(st.sampled_from(SAMPLINGS))
+    ver = verify if verify is not None else draw(st.sampled_from(VERIFIERS))
+    return StaticScheme(kind, sizes, samp, ver)
+
+
+@st.composite
+def static_cases(draw, *, min_vocab: int = 2, max_vocab: int = 4, max_nodes: int = 5, max_tokens: int = 2,
+                 sampling: str | None = None, verify: str | None = None, separate_sample: bool | None = None,
+                 context_length: int = 1, max_trees: int = 300, method: str = "brute", zeros: bool = True):
+    """A small static-family case whose `method` is estimated at <= max_trees outcomes per round."""
+    V = draw(st.integers(min_vocab, max_vocab))
+    scheme = draw(static_schemes(max_nodes=max_nodes, sampling=sampling, verify=verify))
+    sep = draw(st.booleans()) if separate_sample is None else separate_sample
+    draft = draw(tables(V, context_length, name="draft", zeros=zeros))
+    target = draw(tables(V, context_length, name="target", zeros=zeros))
+    sample = draw(tables(V, context_length, name="draft_sample", zeros=zeros)) if sep else None
+    ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))  # tables have rows for these
+    case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
+    assume(estimate_static(case, method) <= max_trees)
+    return case
 
 
 def random_table(rng: random.Random, V: int, name: str, *, max_weight: int = 20) -> TableModel:
