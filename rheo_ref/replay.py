@@ -128,7 +128,7 @@ def greedy_case(case: Case) -> Case:
             best = min(range(len(row)), key=lambda i: (-row[i], i))
             rows[k] = tuple(ONE if i == best else ZERO for i in range(len(row)))
         return TableModel(t.vocab_size, t.context_length, rows, t.name)
-    return Case(case.draft, argmax_table(case.target), case.rheo_scheme(), case.context, case.tokens,
+    return Case(case.draft, argmax_table(case.target), case.scheme, case.context, case.tokens,
                 argmax_table(case.q_samp_model))
 
 
