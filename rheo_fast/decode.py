@@ -11,6 +11,8 @@ uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = n
 
 `rheo_ref.replay` consumes the very same block with exact arithmetic, so both emit the same
 tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depends on outcomes.
+A scheme of the `static` family runs `rheo_fast.static.static_round` instead (its own block of
+2(N+1)+1 coins, docs/SCHEMES.md §7); `decode` is the one multi-round loop of both families.
 """
 from __future__ import annotations
 
@@ -23,16 +25,18 @@ from torch import Tensor
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Scheme
+from rheo_ref.static import StaticScheme
 from rheo_ref.variants import SPEC, Variant
 
 from .models import TreeModel, as_rows
+from .static import StaticLayout, check_static_round, static_layout, static_round
 from .tree import Layout, Tree, build_tree
 from .verify import Verdict, verify
 
 CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
 
 
-def round_coins(generator: torch.Generator, B: int, layout: Layout) -> Tensor:
+def round_coins(generator: torch.Generator, B: int, layout: Layout | StaticLayout) -> Tensor:
     """The coin block of one round: [B, 2(N+1)+1] float64 uniforms on the generator's device."""
     return torch.rand((B, layout.n_coins), generator=generator, dtype=torch.float64, device=generator.device)
 
@@ -73,7 +77,19 @@ class Decoded:
     per_round: list[Tensor]  # emitted [B, D+1] of every round (-1 padded), for coupling tests
 
 
-def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme, n: int, *,
+def play_round(model: TreeModel, state: Any, scheme: Scheme | StaticScheme, coins: Tensor, todo: Tensor, *,
+               variant: Variant, layout: Layout | StaticLayout) -> Verdict:
+    """One round of either family, refusals checked for the trials still decoding (todo [B])."""
+    if isinstance(scheme, StaticScheme):
+        sres = static_round(model, state, scheme, coins, layout=layout)
+        check_static_round(model, state, sres, todo)
+        return sres.verdict
+    res = run_round(model, state, scheme, coins, variant=variant, layout=layout)
+    check_round(model, state, res, scheme, todo)
+    return res.verdict
+
+
+def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme | StaticScheme, n: int, *,
            generator: torch.Generator | None = None, coins: CoinSource | None = None,
            variant: Variant = SPEC, keep_rounds: bool = False,
            progress: Callable[[int], None] | None = None) -> Decoded:
@@ -85,7 +101,10 @@ def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme, 
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
-    layout = Layout(scheme.K, scheme.W, scheme.D)
+    static = isinstance(scheme, StaticScheme)
+    if static and variant is not SPEC:
+        raise CaseError(f"variant {variant.name!r} is a mutant of the rheo family; the static family runs the spec only")
+    layout = static_layout(scheme) if static else Layout(scheme.K, scheme.W, scheme.D)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)
     dev = model.device
@@ -97,9 +116,8 @@ def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme, 
     col = torch.arange(D + 1, device=dev)  # [D+1]
     for i in range(n):  # a round emits >= 1 token, so n rounds always suffice
         c = coins(i) if coins is not None else round_coins(generator, B, layout)  # [B, n_coins]
-        res = run_round(model, state, scheme, c.to(dev), variant=variant, layout=layout)
-        v, todo = res.verdict, filled < n  # [B]
-        check_round(model, state, res, scheme, todo)
+        todo = filled < n  # [B]
+        v = play_round(model, state, scheme, c.to(dev), todo, variant=variant, layout=layout)
         write = todo[:, None] & (col < v.n_emitted[:, None])  # [B, D+1]
         idx = torch.where(write, filled[:, None] + col, n + D + 1)  # [B, D+1]
         out.scatter_(1, idx, torch.where(write, v.emitted, -1))  # [B, n+D+2]
