@@ -1,4 +1,4 @@
-"""`rheo sample CASE.json`: the fast path on a table-model case.
+"""`rheo sample CASE.json`: the fast path on a table-model case (family rheo or static).
 
 Decodes N independent continuations of the case's `tokens` tokens in batches of B trials and
 prints one JSON object: the counts of the token sequences, the law of the first round's length
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import load_case
+from rheo_ref.static import StaticScheme
 from rheo_ref.variants import MUTANTS, variant_named
 
 if TYPE_CHECKING:
@@ -89,15 +90,20 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
     from rheo_fast.tree import Layout
 
     case = load_case(args.case)
-    if case.scheme.family != "rheo":
-        raise CaseError(f"scheme family {case.scheme.family!r} has no fast path yet; `rheo exact` computes its exact law")
     n = case.tokens if args.tokens is None else args.tokens
     if n < 1:
         raise CaseError(f"--tokens {n} must be >= 1")
     variant = variant_named(args.mutant)
+    s = case.scheme
+    if isinstance(s, StaticScheme):
+        if args.mutant:
+            raise CaseError(f"--mutant {args.mutant}: the mutants are the rheo family's; "
+                            f"scheme family 'static' runs the spec only")
+        rows = s.nodes + 1  # q_samp rows [B, rows, V] of one round
+    else:
+        rows = Layout(s.K, s.W, s.D).E  # q̃ rows [B, rows, V] of one round
     model = TableTreeModel(case, T=args.temperature, device=device)
-    s = case.rheo_scheme()
-    B = args.batch or max(1, min(65536, MAX_CELLS // (Layout(s.K, s.W, s.D).E * case.vocab_size)))
+    B = args.batch or max(1, min(65536, MAX_CELLS // (rows * case.vocab_size)))
     B = min(B, args.samples)
     gen = torch.Generator(device=device).manual_seed(args.seed)
     counts: Counter = Counter()

@@ -11,7 +11,8 @@ Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at 
 - `round`: the first round's emitted sequence against the exact round law of the same scheme;
 - `lengths`: the first round's length (so τ) against its exact law.
 The round checks compare with the spec, so they also catch lossless deviations from it.
-`fast_sampler` drives the fast path (rheo_fast, imported lazily) as a sampler of a case.
+`fast_sampler` drives the fast path (rheo_fast, imported lazily) as a sampler of a case of either
+family (rheo or static; mutants are the rheo family's).
 """
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def check_sampler(gc: GateCase, check: str, mutant: str | None = None,
     """(seed, n) -> n outcomes of the fast path (or `factory(mutant, first_round=, T=)`) for a check."""
     factory = fast_sampler if factory is None else factory
     if check.startswith("joint"):
-        case = Case(gc.fast_case.draft, gc.fast_case.target, gc.fast_case.rheo_scheme(), gc.fast_case.context,
+        case = Case(gc.fast_case.draft, gc.fast_case.target, gc.fast_case.scheme, gc.fast_case.context,
                     int(check[5:]), gc.fast_case.draft_sample)
         s = factory(mutant, T=gc.T)
         return lambda seed, n: s(case, seed, n)
@@ -206,7 +207,7 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
         try:
             g = torch.Generator(device=device).manual_seed(int(seed) % 2 ** 63)
             model = TableTreeModel(case, T=T, device=device)
-            out = decode(model, [list(case.context)] * num_samples, case.rheo_scheme(), 1 if first_round else case.tokens,
+            out = decode(model, [list(case.context)] * num_samples, case.scheme, 1 if first_round else case.tokens,
                          generator=g, variant=variant, keep_rounds=first_round)
         finally:
             torch.set_num_threads(threads)

@@ -119,6 +119,9 @@ def test_too_large_enumeration_refuses_up_front_and_force_overrides(tmp_path):
     assert json.loads(res.stdout)["enumerated"] > 100
 
 
-def test_rheo_sample_refuses_a_family_without_a_fast_path(tmp_path):
+def test_rheo_sample_runs_the_static_family(tmp_path):
+    """A real process (the fast path's own tests are in tests/test_static_fast.py)."""
     res = run_rheo("sample", write_case(tmp_path, STATIC), "--samples", "10", "--seed", "1")
-    assert res.returncode == 2 and "has no fast path yet" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    out = json.loads(res.stdout)
+    assert sum(out["counts"].values()) == 10 and all(len(k.split(",")) == STATIC["tokens"] for k in out["counts"])
