@@ -2,7 +2,10 @@
 
 For each scheme: exact TV of the 3-token law to the target, tau, how many trees brute force and
 the class enumeration visit for the same exact answer (they must agree), seconds, and (when the
-fast path and the statistics module are present) the fast path's statistical verdict.
+fast path and the statistics module are present) the fast path's statistical verdict. The rheo
+family's rows come first, then the static family's (docs/SCHEMES.md: a fixed shape of 5 or 4
+draft nodes, the four lossless pairings and the lossy wor + specinfer; for them `brute trees`
+counts joint draws and `class trees` the sibling draws of the subtree recursion).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from tqdm import tqdm
 
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
+from rheo_ref.static import StaticScheme
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
 
@@ -29,6 +33,11 @@ MATRIX = [
     ("ad hoc: true proxy", 3, 1, 2, 3, 4, "true", "rheo"),
     ("ad hoc: const 1/8", 3, 1, 2, 3, 4, "const:1/8", "rheo"),
 ]
+
+# The static family on the same tables: (shape kind, sizes, label) x (sampling, verify)
+STATIC_SHAPES = [("delayed", (2, 1, 2), "delayed [2,1,2]"), ("branching", (2, 1), "branching [2,1]")]
+STATIC_PAIRINGS = [("iid", "specinfer"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal"),
+                   ("wor", "specinfer")]  # the last one lossy
 
 
 def audit_models() -> tuple[TableModel, TableModel]:
@@ -46,7 +55,14 @@ def audit_models() -> tuple[TableModel, TableModel]:
 
 def audit_cases() -> list[tuple[str, Case]]:
     q, p = audit_models()
-    return [(label, Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,), 3)) for label, K, m, W, D, R, proxy, verify in MATRIX]
+    rheo = [(label, Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,), 3))
+            for label, K, m, W, D, R, proxy, verify in MATRIX]
+    static = []
+    for kind, sizes, name in STATIC_SHAPES:
+        for sampling, verify in STATIC_PAIRINGS:
+            sch = StaticScheme(kind, sizes, sampling, verify)
+            static.append((f"{name} {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"), Case(q, p, sch, (0,), 3)))
+    return rheo + static
 
 
 def _statistical(case: Case, seed: int) -> dict:

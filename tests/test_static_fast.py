@@ -327,3 +327,16 @@ def test_bad_input_exits_2_with_one_line(sample, obj, args, needle):
     assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout, res.stderr)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr and needle in lines[0], res.stderr
+
+
+def test_the_audit_shows_the_static_family():
+    """`rheo audit`'s static rows: both shape kinds, the four lossless pairings and the lossy
+    wor + specinfer, labelled lossy exactly where the exact TV (classes) is > 0."""
+    from rheo.audit import audit_cases
+
+    static = [(label, case) for label, case in audit_cases() if case.scheme.family == "static"]
+    assert {c.scheme.kind for _, c in static} == {"delayed", "branching"}
+    assert {(c.scheme.sampling, c.scheme.verify) for _, c in static} == {
+        ("iid", "specinfer"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal"), ("wor", "specinfer")}
+    for label, case in static:
+        assert ("lossy" in label) == (tv(Exact(case).token_law(), target_law(case)) > 0), label
