@@ -231,8 +231,8 @@ class Walk:
 
 def verify_topdown(tree: StaticTree, walk: Walk, q_rows: list, layout: StaticLayout, accept_c: Tensor,
                    verify: str) -> tuple[Tensor, Tensor]:
-    """`specinfer` / `rrsw` from the root; returns (the node each trial ends at [B], its final
-    residual r [B, V], the bonus row)."""
+    """`specinfer` / `rrsw` from the root. Returns (the node each trial ends at [B], the final
+    residual r there [B, V]: the bonus row)."""
     B = accept_c.shape[0]
     cur = torch.zeros(B, dtype=torch.int64, device=accept_c.device)  # [B] the root
     r, s = walk.row(0, cur == 0), q_rows[0]  # [B, V] each (s: specinfer's fixed q, rrsw's shrinking s)
@@ -304,7 +304,7 @@ def verify_traversal(tree: StaticTree, walk: Walk, q_rows: list, layout: StaticL
         end_row = torch.where(acc.unsqueeze(1), Mb[v], end_row)  # [B, V]
         running = running & ~acc  # [B]
         rej = (live & ~acc).unsqueeze(1)  # [B, 1]
-        a2, Mb2, Ms2 = traversal_reject(alpha[u], Mb[u], Ms[u], x, sampling, root=u == 0)
+        a2, Mb2, Ms2 = traversal_reject(alpha[u], Mb[u], Ms[u], x, sampling, root=u == 0)  # [B], [B, V], [B, V]
         alpha[u] = torch.where(rej[:, 0], a2, alpha[u])  # [B]
         Mb[u] = torch.where(rej, Mb2, Mb[u])  # [B, V]
         Ms[u] = torch.where(rej, Ms2, Ms[u])  # [B, V]
@@ -331,13 +331,13 @@ def static_round(model: TreeModel, state: Any, scheme: StaticScheme, coins: Tens
                  layout: StaticLayout | None = None) -> StaticResult:
     """Draw and verify one tree per trial; coins [B, n_coins] (layout in the module docstring)."""
     layout = layout or static_layout(scheme)
-    draw_c, accept_c, bonus_c = layout.split(coins)
-    tree, q_rows, missing_q = draw_tree(model, state, layout, draw_c)
+    draw_c, accept_c, bonus_c = layout.split(coins)  # [B, 1+N], [B, 1+N], [B]
+    tree, q_rows, missing_q = draw_tree(model, state, layout, draw_c)  # q_rows: [B, V] per node with children
     walk = Walk(as_rows(model.target(state, tree)), coins.shape[0], layout.N, coins.device)
     if scheme.verify == "traversal":
-        end, row = verify_traversal(tree, walk, q_rows, layout, accept_c, scheme.sampling)
+        end, row = verify_traversal(tree, walk, q_rows, layout, accept_c, scheme.sampling)  # [B], [B, V]
     else:
-        end, row = verify_topdown(tree, walk, q_rows, layout, accept_c, scheme.verify)
+        end, row = verify_topdown(tree, walk, q_rows, layout, accept_c, scheme.verify)  # [B], [B, V]
     emitted = emit(tree, layout, end, row, bonus_c)  # [B, D+1]
     n = tree.depth.index_select(0, end) + 1  # [B]
     return StaticResult(tree, Verdict(emitted, n, end.unsqueeze(1), walk.missing >= 0), missing_q, walk.missing)
@@ -346,7 +346,7 @@ def static_round(model: TreeModel, state: Any, scheme: StaticScheme, coins: Tens
 def check_static_round(model: TreeModel, state: Any, res: StaticResult, todo: Tensor) -> None:
     """Refuse what the reference refuses (a row missing where the round reads one), one sync per round."""
     flags = torch.stack([((res.missing_draft >= 0) & todo).any(), ((res.missing_target >= 0) & todo).any()])  # [2]
-    miss_q, miss_p = flags.tolist()
+    miss_q, miss_p = flags.tolist()  # (the sync)
     if not (miss_q or miss_p):
         return
     which, nodes, table = ("draft", res.missing_draft, "q_samp") if miss_q else ("target", res.missing_target, "p")
