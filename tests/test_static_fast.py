@@ -204,11 +204,11 @@ ALPHA, DELTA = 1e-4, 0.05  # false alarm, and the TV each test detects with powe
 STATIC = load_case(str(CASES / "static.json"))
 
 
-def replay_law_samples(case: Case, seed: int, verify_round=None) -> list[tuple[int, ...]]:
+def replay_law_samples(case: Case, seed: int, verify_round=None, n: int = REPLAY_N) -> list[tuple[int, ...]]:
     rng = random.Random(seed)
-    n = ref_layout(case.static_scheme())[1]
-    play = verify_round or (lambda c, coins: replay_static_round(c, c.context, coins).emitted)
-    return [play(case, [rng.random() for _ in range(n)]) for _ in range(REPLAY_N)]
+    coins = ref_layout(case.static_scheme())[1]
+    play = verify_round or (lambda c, u: replay_static_round(c, c.context, u).emitted)
+    return [play(case, [rng.random() for _ in range(coins)]) for _ in range(n)]
 
 
 @pytest.mark.parametrize("case", [
@@ -226,7 +226,8 @@ def test_the_replay_samples_the_exact_round_law(case):
 
 def test_the_replay_law_test_rejects_a_wrong_ms_update():
     """Negative control: wor siblings verified with the iid update (Ms unchanged), exact TV 1/8
-    from the right round law here, is rejected by the same test."""
+    from the right round law here, is rejected by the same test (5,000 rounds detect TV >= 0.07
+    with power 0.99, asserted)."""
     case = two_over("branching", (3,), "wor", "traversal")
     law = Exact(case).round_law()
     wrong: dict = defaultdict(Fraction)
@@ -239,8 +240,9 @@ def test_the_replay_law_test_rejects_a_wrong_ms_update():
         reader = CoinReader(coins, c.static_scheme().nodes)
         return ref_traversal(ref_draw_tree(c, c.context, reader), c, c.context, reader, "iid")
 
-    res = check_law(replay_law_samples(case, seed_for("replay-law|wrong"), wrong_round), law, alpha=ALPHA, tv=DELTA)
-    assert res.rejected, res.summary()
+    res = check_law(replay_law_samples(case, seed_for("replay-law|wrong"), wrong_round, n=5000), law,
+                    alpha=ALPHA, tv=0.07)
+    assert res.detectable_tv <= 0.07 and res.rejected, res.summary()
 
 
 # --- rheo sample, the gate's sampler, bad input ---------------------------------------------------
