@@ -66,7 +66,8 @@ def fan_acceptance(q: TableModel, p: TableModel, K: int, sampling: str, verify: 
 
 def closed_form(beta, beta_K, L1: int, L2: int):
     """7.1: 1 + β + ... + β^{L1} + β^{L1} β_K (1 + β + ... + β^{L2-1})."""
-    return 1 + sum((beta ** i for i in range(1, L1 + 1)), 0) + beta ** L1 * beta_K * sum((beta ** j for j in range(L2)), 0)
+    trunk = sum((beta ** i for i in range(1, L1 + 1)), 0)
+    return 1 + trunk + beta ** L1 * beta_K * sum((beta ** j for j in range(L2)), 0)
 
 
 def check_71(n: int = 30, seed: int = 71) -> Outcome:
@@ -109,8 +110,8 @@ def family_counts(per_style: int = 12, seed: int = 72) -> dict:
             for sampling, verify in TOP_DOWN[:2]:
                 d = tau(q, p, (2, 2, 1), sampling, verify, (0,)) - tau(q, p, (2, 0, 2), sampling, verify, (0,))
                 who = "delayed" if d > 0 else ("rollouts" if d < 0 else "tie")
-                rec = out.setdefault(f"{style}|{sampling}+{verify}", {"delayed": 0, "rollouts": 0, "tie": 0,
-                                                                       "beta_rollouts_max": None, "beta_delayed_min": None})
+                rec = out.setdefault(f"{style}|{sampling}+{verify}", {
+                    "delayed": 0, "rollouts": 0, "tie": 0, "beta_rollouts_max": None, "beta_delayed_min": None})
                 rec[who] += 1
                 key, pick = ("beta_rollouts_max", max) if who == "rollouts" else ("beta_delayed_min", min)
                 if who != "tie":
@@ -133,7 +134,8 @@ def check_72() -> Outcome:
                            f"{summary}; rollouts won only at root acceptance <= "
                            f"{float(max(lows)) if lows else float('nan'):.3f}, delayed won down to "
                            f"{float(min(highs)) if highs else float('nan'):.3f}",
-                   numbers={"difference": str(diff), "family": {k: {kk: str(vv) for kk, vv in v.items()} for k, v in fam.items()}})
+                   numbers={"difference": str(diff),
+                            "family": {k: {kk: str(vv) for kk, vv in v.items()} for k, v in fam.items()}})
 
 
 # --- 7.3 / 7.4 ---------------------------------------------------------------------------------------

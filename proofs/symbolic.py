@@ -16,7 +16,8 @@ Rows are built with `Explorer.simplex(name, size, zeros)`: free symbols, the las
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import sympy as sp
 import z3
@@ -225,7 +226,11 @@ class Explorer:
             return self._known[f]
         if f in self._memo:
             return self._memo[f]
-        cons = lambda s: (lambda t: t < 0 if s < 0 else (t == 0 if s == 0 else t > 0))(self.z3_expr(f))  # noqa: E731
+        term = self.z3_expr(f)
+
+        def cons(s: int) -> Any:
+            return term < 0 if s < 0 else (term == 0 if s == 0 else term > 0)
+
         if self._pos < len(self._prefix):
             s = self._prefix[self._pos]
         else:

@@ -19,7 +19,8 @@
     sequence. PROVED UP TO SIZE V = 2, chains of length <= 3 (symbolic execution as in 6.1, a
     positive generic row per context, i.e. every such table; V = 3 passes at length 2 on an idle
     machine but z3's nonlinear checks then take minutes under load), and exactly equal on seeded
-    first-order tables up to V = 4 and chains of length 4 (evidence, not proof). Argument: the leaf's rate is p_γ; rejecting it
+    first-order tables up to V = 4 and chains of length 4 (evidence, not proof). Argument: the
+    leaf's rate is p_γ; rejecting it
     sets the parent's rate to S/(S + 1 - p_i) = h_i and Mb to the block residual, so Traversal
     accepts X^i with prob h_i ∏_{j>i}(1 - h_j), Block Verification's law of τ. Also the paper's
     motivating example: context-free V = 2, Mb = (1/3, 2/3), Ms = (2/3, 1/3), γ = 2: expected
@@ -107,9 +108,11 @@ def depth1_instances(V: int, kmax: int) -> list[tuple[str, tuple[int, ...], tupl
     return out
 
 
-def symbolic_depth1(V: int, sampling: str, toks: tuple[int, ...], zp: tuple[int, ...], zq: tuple[int, ...]) -> int:
+def symbolic_depth1(V: int, sampling: str, toks: tuple[int, ...], zp: tuple[int, ...], zq: tuple[int, ...], *,
+                    traversal_update: str | None = None) -> int:
     """Every branch of traversal and the token-level verifier on one depth-1 tree: equal laws.
-    Returns the number of branches."""
+    Returns the number of branches. `traversal_update` (default: `sampling`) is the Ms update
+    traversal uses: the other mode's is a known lossy variant, the negative control."""
     kids = sorted(set(toks))
     names = Explorer.simplex_names("p", V, zp) + Explorer.simplex_names("q", V, zq)
     for x in kids:
@@ -121,7 +124,9 @@ def symbolic_depth1(V: int, sampling: str, toks: tuple[int, ...], zp: tuple[int,
     tree = DraftTree((0,) * len(toks), toks)
     token_level = TOKEN_LEVEL[sampling]
     n = 0
-    for (lt, ls), path in ex.paths(lambda: (traversal_law(tree, P, Q, (), sampling), topdown_law(tree, P, Q, (), token_level))):
+    update = traversal_update or sampling
+    both = lambda: (traversal_law(tree, P, Q, (), update), topdown_law(tree, P, Q, (), token_level))  # noqa: E731
+    for (lt, ls), path in ex.paths(both):
         n += 1
         for seq in set(lt) | set(ls):
             d = value(lt.get(seq, ZERO), ex) - value(ls.get(seq, ZERO), ex)
@@ -197,11 +202,13 @@ def symbolic_chain_equivalence(V: int, g: int) -> int:
     Q = SymTable({c: (ex.simplex(f"q{i}", V) if i < g else uniform) for i, c in enumerate(ctxs)}, g, V, "draft")
     tree = DraftTree(tuple(range(g)), (0,) * g)
     n = 0
-    for (lt, lb), path in ex.paths(lambda: (traversal_law(tree, P, Q, (), "iid"), block_verification_law((0,) * g, P, Q))):
+    both = lambda: (traversal_law(tree, P, Q, (), "iid"), block_verification_law((0,) * g, P, Q))  # noqa: E731
+    for (lt, lb), path in ex.paths(both):
         n += 1
         for seq in set(lt) | set(lb):
             d = value(lt.get(seq, ZERO), ex) - value(lb.get(seq, ZERO), ex)
-            require(ex.holds(path, d, "=="), f"chain V={V} length {g}: traversal and Block Verification differ at {seq}")
+            require(ex.holds(path, d, "=="),
+                    f"chain V={V} length {g}: traversal and Block Verification differ at {seq}")
     return n
 
 
@@ -385,11 +392,13 @@ def tree_counterexamples(n: int, d: int, pairings=PAIRINGS) -> list:
 def check_65() -> Outcome:
     for ce in CE_65.values():
         a, b = tree_taus(ce["parents"], ce["sampling"], ce["token_level"], ce["q"], ce["p"])
-        require((str(a), str(b)) == (ce["tau_traversal"], ce["tau_token_level"]), f"recorded tree moved: {ce} -> {a}, {b}")
+        require((str(a), str(b)) == (ce["tau_traversal"], ce["tau_token_level"]),
+                f"recorded tree moved: {ce} -> {a}, {b}")
     small = [c for n in (1, 2, 3) for c in tree_counterexamples(n, 4)]
     require(not small, f"a counterexample with <= 3 nodes exists: {small[:1]}")
     require(not tree_counterexamples(4, 2), "a 4-node counterexample with denominators <= 2 exists")
-    require(not tree_counterexamples(4, 3, (("iid", "specinfer"), ("iid", "rrsw"))), "an iid one with denominators <= 3")
+    require(not tree_counterexamples(4, 3, (("iid", "specinfer"), ("iid", "rrsw"))),
+            "an iid 4-node counterexample with denominators <= 3 exists")
     w, i = CE_65["wor"], CE_65["iid"]
     return Outcome(REFUTED, f"parents {w['parents']} (V=2, context-free): wor q={w['q']} p={w['p']}: traversal "
                             f"{w['tau_traversal']} < rrsw {w['tau_token_level']}; iid q={i['q']} p={i['p']}: traversal "
@@ -399,8 +408,8 @@ def check_65() -> Outcome:
 
 CLAIMS = [
     Claim("6.1", "depth 1: traversal emits exactly the law of specinfer (iid) / rrsw (wor)",
-          "bisimulation + symbolic execution of rheo_ref (sympy field, z3 branches)", proved_up_to(f"V={MAX_V1}, k={MAX_K1}"),
-          check_61),
+          "bisimulation + symbolic execution of rheo_ref (sympy field, z3 branches)",
+          proved_up_to(f"V={MAX_V1}, k={MAX_K1}"), check_61),
     Claim("6.2", "chain: traversal is Block Verification (same law), the paper's 10/9 vs 11/9",
           "symbolic execution against Alg. 2 of Sun et al.", proved_up_to(CHAIN_SIZE), check_62),
     Claim("6.3", "sampled chain, averaged over the draws: tau traversal >= specinfer",
