@@ -122,6 +122,7 @@ class Explorer:
         self.constraints: list[Any] = []
         self._known: dict[Any, int] = {}   # irreducible factors whose sign the constraints fix
         self._factors: dict[Any, tuple] = {}
+        self.timeout_ms = timeout_ms
         self.solver = z3.SolverFor("QF_NRA")
         self.solver.set("timeout", timeout_ms)
         self.decisions = 0   # new decisions z3 was asked about, over all paths
@@ -252,7 +253,7 @@ class Explorer:
     def paths(self, fn: Callable[[], Any]) -> Iterator[tuple[Any, list[Any]]]:
         """(fn's result, path condition) for every feasible combination of decisions."""
         self.solver.reset()
-        self.solver.set("timeout", 20000)
+        self.solver.set("timeout", self.timeout_ms)
         self.solver.add(*self.constraints)
         self._pending = [[]]
         while self._pending:
