@@ -31,9 +31,8 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rheo_ref.exact import Exact  # noqa: E402
-from rheo_ref.models import Case, Proxy, Scheme, TableModel  # noqa: E402
-from rheo_ref.slots import ranked  # noqa: E402
-from proofs.gen import random_pair  # noqa: E402
+from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
+from proofs.gen import random_pair, tempered  # noqa: E402
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)
@@ -44,27 +43,10 @@ TABLES = [random_pair(rng, V, 1, style=s) for s in ("zipf", "close")]
 TEMPS = [Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1), Fraction(3, 2), Fraction(2)]
 
 
-def temper_row(row, T):
-    """softmax(log row / T) over the row's support, exactly where possible; T = 0: argmax."""
-    if T == 0:
-        top = ranked(row)[0]
-        return tuple(Fraction(int(i == top)) for i in range(len(row)))
-    if (1 / T).denominator == 1:
-        w = [x ** int(1 / T) for x in row]
-    else:
-        w = [Fraction(float(x) ** float(1 / T)).limit_denominator(10**4) if x else Fraction(0) for x in row]
-    z = sum(w)
-    return tuple(x / z for x in w)
-
-
-def temper(model: TableModel, T, name):
-    return TableModel(model.vocab_size, model.context_length, {k: temper_row(r, T) for k, r in model.probs.items()}, name)
-
-
 def tau(i, m, T, verify="rheo"):
     q, p = TABLES[i]
-    case = Case(q, temper(p, T, "target"), Scheme(K, m, W, D, R, Proxy.parse("rheo"), verify), (0,), 1,
-                temper(q, T, "draft_sample"))
+    case = Case(q, tempered(p, T, "target"), Scheme(K, m, W, D, R, Proxy.parse("rheo"), verify), (0,), 1,
+                tempered(q, T, "draft_sample"))
     return Exact(case, "classes").tau()
 
 

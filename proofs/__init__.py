@@ -8,12 +8,15 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
 - `survival`    claim 3: no survival bias with the rheo proxy; bias with ad-hoc proxies
 - `dominance`   claim 4: when the OT order dominates RRSw (proved / refuted, exact cases)
 - `seed_tables` claim 5: the seeds' Table 1 (exact) and Table 4's setting on table models
+- `traversal`   claim 6: Traversal Verification against the token-level verifiers (depth 1, chains,
+                trees; symbolic execution of rheo_ref with `symbolic`, exact counterexamples)
+- `delayed`     claim 7: delayed tree expansion against root rollouts at equal node count
 """
 from __future__ import annotations
 
 import importlib
 
-MODULES = ("ranking", "one_level", "survival", "dominance", "seed_tables")
+MODULES = ("ranking", "one_level", "survival", "dominance", "seed_tables", "traversal", "delayed")
 
 
 def all_claims():

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.slots import ranked
 
 Row = tuple[Fraction, ...]
 
@@ -80,3 +81,24 @@ def one_row_case(q: Sequence, p: Sequence, scheme: Scheme, q_samp: Sequence | No
     V = len(q)
     mk = lambda r, n: TableModel(V, 0, {"": tuple(Fraction(x) for x in r)}, n)  # noqa: E731
     return Case(mk(q, "draft"), mk(p, "target"), scheme, (), 1, None if q_samp is None else mk(q_samp, "draft_sample"))
+
+
+def temper_row(row: Row, T: Fraction, *, max_denominator: int = 10**4) -> Row:
+    """softmax(log row / T) over the row's support: row^(1/T) renormalised, exactly when 1/T is an
+    integer, else each entry's float power rounded to denominators <= max_denominator (itself a
+    valid row); T = 0: the point mass on the argmax (ties by lower id, docs/ALGORITHM.md §1)."""
+    if T == 0:
+        top = ranked(row)[0]
+        return tuple(Fraction(int(i == top)) for i in range(len(row)))
+    if (1 / T).denominator == 1:
+        w = [x ** int(1 / T) for x in row]
+    else:
+        w = [Fraction(float(x) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0) for x in row]
+    z = sum(w)
+    return tuple(x / z for x in w)
+
+
+def tempered(model: TableModel, T: Fraction, name: str, *, max_denominator: int = 10**4) -> TableModel:
+    """The table with every row at temperature T (`temper_row`)."""
+    return TableModel(model.vocab_size, model.context_length,
+                      {k: temper_row(r, T, max_denominator=max_denominator) for k, r in model.probs.items()}, name)

@@ -1,6 +1,6 @@
 """The layers (rheo -> rheo_fast -> rheo_ref), held by import-linter's contracts in pyproject.toml,
-and the start-up promise that follows from them: the `rheo` parser and `rheo exact` never
-import torch."""
+and the start-up promise that follows from them: the `rheo` parser, `rheo exact` and `rheo compare`
+never import torch."""
 from __future__ import annotations
 
 import subprocess
@@ -81,9 +81,10 @@ print("status", status, "torch" in sys.modules, "rheo_fast.decode" in sys.module
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["exact", "--help"], ["sample", "--help"], ["mutants", "--help"],
-                                  ["generate", "--help"], ["exact", str(CASES / "small.json")]],
+                                  ["generate", "--help"], ["exact", str(CASES / "small.json")], ["compare", "--help"],
+                                  ["compare", str(CASES / "small.json"), "--tokens", "1"]],
                          ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""))
-def test_the_parser_and_rheo_exact_do_not_import_torch(argv):
+def test_the_parser_rheo_exact_and_rheo_compare_do_not_import_torch(argv):
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]

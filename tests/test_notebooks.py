@@ -29,7 +29,7 @@ def assert_pngs(reports: Path, names: list[str]) -> None:
         assert f.exists() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 5000, n
 
 
-@pytest.mark.parametrize("name", ["proxy_choices.py", "rheostat.py"])
+@pytest.mark.parametrize("name", ["proxy_choices.py", "rheostat.py", "verifiers.py"])
 def test_notebook_is_jupytext_percent_with_question_and_answer(name):
     jupytext = pytest.importorskip("jupytext")
     nb = jupytext.read(NOTEBOOKS / name)
@@ -66,3 +66,22 @@ def test_rheostat(tmp_path):
         topk = taus[f"{table}|3"][one]
         assert max(taus[f"{table}|{m}"][one] for m in range(3)) > topk
     assert "best gain over Top-K" in out
+
+
+def test_verifiers(tmp_path):
+    out = run_notebook("verifiers.py", tmp_path)
+    assert_pngs(tmp_path, ["verifiers_tau.png"])
+    s = json.loads((tmp_path / "verifiers.json").read_text())
+    temps = [Fraction(t) for t in s["temps"]]
+    assert temps[0] == 0 and len(temps) >= 4 and s["nodes"] == 4
+    assert s["pairings"] == ["iid+specinfer", "wor+rrsw", "iid+rrsw", "iid+traversal", "wor+traversal"]
+    assert len(s["shapes"]) == 5 and "branching [1, 1, 1, 1]" in s["shapes"] and "delayed [2, 2, 1]" in s["shapes"]
+    taus = {k: [Fraction(t) for t in v] for k, v in s["tau"].items()}
+    assert len(taus) == 2 * len(s["shapes"]) * len(s["pairings"])
+    assert all(1 <= t <= s["nodes"] + 1 for v in taus.values() for t in v)  # a round emits 1..D+1 <= N+1 tokens
+    assert all(Fraction(v) == 0 for v in s["tv"].values())  # compatible pairings only: lossless
+    for table in {k.split("|")[0] for k in taus}:
+        for shape in s["shapes"]:
+            by_t = [{taus[f"{table}|{shape}|{pr}"][i] for pr in s["pairings"]} for i in range(len(temps))]
+            assert len(by_t[0]) == 1 and any(len(v) > 1 for v in by_t[1:])  # T = 0: every pairing is the greedy one
+    assert "best scheme per T" in out and "iid+rrsw - iid+specinfer" in out

@@ -23,8 +23,14 @@ from rheo_ref.models import Case, Proxy, Scheme
 from proofs.dominance import CE_42, CE_42_TIE_FREE, CE_44, depth1_case
 from proofs.gen import one_row_case
 from proofs.one_level import FILLS_FIRST_CASE, fills_first_law
+from proofs.delayed import CE_73, CE_74, closed_form
 from proofs.seed_tables import TOPK_BEATS_RHEO
 from proofs.survival import CE_RRSW_LARGE_PROXY, TABLE1
+from proofs.symbolic import Explorer, SymTable
+from proofs.traversal import BV_EXAMPLE, CE_64, CE_65, block_verification_law, symbolic_depth1
+from rheo_ref.models import TableModel
+from rheo_ref.static import StaticScheme
+from rheo_ref.verifiers import DraftTree, verify_tree_law
 
 pytestmark = pytest.mark.proof
 F = Fraction
@@ -135,6 +141,98 @@ def test_table4_setting_topk_can_beat_rheo():
     assert _acc(topk) == 1
     for v in ("rheo", "rrsw"):
         assert _acc(depth1_case(c["p"], c["q"], 1, 1, v)) == F(5, 6)
+
+
+# --- claims 6 and 7: Traversal, Block Verification, delayed expansion ----------------------------------
+
+def _row(row, name):
+    return TableModel(len(row), 0, {"": tuple(F(x) for x in row)}, name)
+
+
+def _tau(law) -> Fraction:
+    return sum((len(s) * pr for s, pr in law.items()), F(0))
+
+
+def _static_tau(q, p, kind, sizes, sampling, verify) -> Fraction:
+    return Exact(Case(_row(q, "draft"), _row(p, "target"), StaticScheme(kind, tuple(sizes), sampling, verify), (), 1),
+                 "brute").tau()
+
+
+def test_claim_6_2_the_block_verification_papers_example():
+    """Sun et al. (arXiv 2403.10444), the motivating example: 10/9 accepted draft tokens token by
+    token, 11/9 with block verification; traversal on the chain gives the latter."""
+    e = BV_EXAMPLE
+    token, block = (_static_tau(e["q"], e["p"], "branching", [1, 1], "iid", v) - 1 for v in ("specinfer", "traversal"))
+    assert (token, block) == (F(10, 9), F(11, 9))
+
+
+def test_claim_6_2_block_verification_as_written_is_traversal_on_a_recorded_chain():
+    q = TableModel.from_rows({"": ["1/2", "1/3", "1/6"], "0": ["1/4", "1/4", "1/2"], "1": ["2/3", "1/6", "1/6"],
+                              "2": ["1/3", "1/3", "1/3"]}, context_length=1, name="draft")
+    p = TableModel.from_rows({"": ["1/6", "1/2", "1/3"], "0": ["1/2", "0", "1/2"], "1": ["1/4", "1/4", "1/2"],
+                              "2": ["0", "1/2", "1/2"]}, context_length=1, name="target")
+    differs = []
+    for toks in ((0, 0, 1), (1, 2, 2), (2, 0, 0)):
+        tree = DraftTree(tuple(range(len(toks))), toks)
+        law = verify_tree_law(tree, p, q, verify="traversal", sampling="iid")
+        assert law == {k: v for k, v in block_verification_law(toks, p, q).items() if v}
+        differs.append(law != verify_tree_law(tree, p, q, verify="specinfer", sampling="iid"))
+    assert any(differs)  # the comparison can tell a token-level law apart
+
+
+def test_claim_6_4_one_fixed_chain_traversal_emits_less():
+    c = CE_64
+    tree = DraftTree((0, 1), tuple(c["chain"]))
+    q, p = _row(c["q"], "draft"), _row(c["p"], "target")
+    t, s = (_tau(verify_tree_law(tree, p, q, verify=v, sampling="iid")) for v in ("traversal", "specinfer"))
+    assert (t, s) == (F(35, 16), F(37, 16))
+    # averaged over the draws of the same chain shape, traversal wins (claim 6.3)
+    assert _static_tau(c["q"], c["p"], "branching", [1, 1], "iid", "traversal") > \
+        _static_tau(c["q"], c["p"], "branching", [1, 1], "iid", "specinfer")
+
+
+@pytest.mark.parametrize("which", ["wor", "iid"])
+def test_claim_6_5_on_a_tree_traversal_can_lose_on_average(which):
+    c = CE_65[which]
+    t = _static_tau(c["q"], c["p"], "parents", c["parents"], c["sampling"], "traversal")
+    s = _static_tau(c["q"], c["p"], "parents", c["parents"], c["sampling"], c["token_level"])
+    assert (str(t), str(s)) == (c["tau_traversal"], c["tau_token_level"]) and t < s
+    # the same tables on the chain of the same depth: traversal wins there (claim 6.3)
+    assert _static_tau(c["q"], c["p"], "branching", [1, 1, 1], "iid", "traversal") >= \
+        _static_tau(c["q"], c["p"], "branching", [1, 1, 1], "iid", "specinfer")
+
+
+def test_claim_6_1_symbolic_check_rejects_the_wrong_ms_update():
+    """The negative control: the symbolic execution finds the branch where traversal with the
+    other sampling mode's Ms update (a known lossy variant) leaves the token-level law."""
+    assert symbolic_depth1(3, "wor", (0, 1), (), ()) > 1
+    for sampling, wrong in (("wor", "iid"), ("iid", "wor")):
+        with pytest.raises(ProofError, match="differ"):
+            symbolic_depth1(3, sampling, (0, 1), (), (), traversal_update=wrong)
+
+
+def test_symbolic_execution_explores_every_feasible_branch():
+    """min(1, x/y) on positive x, y: three branches (x > y, x = y, x < y), each with its value."""
+    ex = Explorer(["x", "y"])
+    x, y = ex.symbol("x"), ex.symbol("y")
+    for v in (x, y):
+        ex.require_positive(v)
+    results = [(r, path) for r, path in ex.paths(lambda: min(F(1), x / y))]
+    assert len(results) == 3
+    values = sorted(str(r.e if hasattr(r, "e") else r) for r, _ in results)
+    assert values == ["1", "1", "x/y"]
+
+
+@pytest.mark.parametrize("ce, winner", [(CE_73, "rollouts"), (CE_74, "delayed")])
+def test_claim_7_delayed_against_root_rollouts(ce, winner):
+    d = _static_tau(ce["q"], ce["p"], "delayed", [2, 2, 1], "iid", "specinfer")
+    r = _static_tau(ce["q"], ce["p"], "delayed", [2, 0, 2], "iid", "specinfer")
+    assert (str(d), str(r)) == (ce["tau_delayed_2_2_1"], ce["tau_rollouts_2_0_2"])
+    assert (d > r) == (winner == "delayed")
+    # claim 7.1's closed form, with beta and beta_2 from the depth-1 fans
+    beta = _static_tau(ce["q"], ce["p"], "branching", [1], "iid", "specinfer") - 1
+    beta_2 = _static_tau(ce["q"], ce["p"], "branching", [2], "iid", "specinfer") - 1
+    assert (d, r) == (closed_form(beta, beta_2, 2, 1), closed_form(beta, beta_2, 0, 2))
 
 
 def test_proof_error_is_a_rheo_error():

@@ -1,0 +1,84 @@
+"""`rheo compare CASE.json`: every family x compatible verifier at the same number of draft nodes.
+
+The logic lives in `rheo.compare` (also used by notebooks/verifiers.py); this module is the
+command line: arguments, the progress bar, the table or the JSON object, the plot. Exact
+reference only: it never imports torch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from rheo_ref.errors import CaseError
+from rheo_ref.exact import DEFAULT_MAX_TREES
+from rheo_ref.models import load_case
+
+EPILOG = """\
+cells for a budget of N draft nodes (the case's own scheme only gives the default N: its R, or
+its number of draft nodes for a static scheme):
+  rheo family    R = N, K = min(3, V), W = min(2, K), D = ceil(N / W) (the budget could be spent
+                 on W paths of full depth): Top-K (m = K), Rheo m = 1 with the OT order and with
+                 RRSw; the chain K = 1, m = 0, W = 1, D = R = N
+  static family  the sampled chain branching [1]*N; root rollouts branching [K, 1, ..., 1] for
+                 every divisor K >= 2 of N (K = N: the depth-1 fan); balanced branching [k]*d
+                 (k + ... + k^d = N); delayed [K, L1, L2] for every K >= 2, L1 >= 1, L2 >= 1
+                 with L1 + K*L2 = N; each with iid+specinfer, wor+rrsw, iid+rrsw,
+                 iid+traversal and wor+traversal (docs/SCHEMES.md)
+columns: tau = exact expected tokens of the first round from the case's context (float, then
+exact; '*' marks the best lossless tau of a budget), exact TV = of the law of the case's
+`tokens` tokens to the target (0: lossless), seconds = wall time of that cell.
+--json prints one object instead: {"case", "context", "tokens", "nodes", "rules", "rows":
+[{"nodes", "family", "scheme", "series", "verifier", "params", "tau", "tau_float", "tv",
+"seconds", "enumerated"}], "seconds"}; exact values are rational strings.
+--plot FILE (.png, .svg or .pdf) draws tau against N, one line per scheme, one panel for the
+rheo family and one per static pairing; give several --nodes values for lines.
+exit status: 0 ok, 2 bad input or a cell refused as too large (see --force)."""
+
+
+def register(subparsers) -> None:
+    sp = subparsers.add_parser("compare", help="every family x compatible verifier at the same node budget, exact",
+                               description="Exact tau and TV of every scheme family and compatible verifier at the "
+                                           "same number of draft nodes, on one case's tables and context.",
+                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("case", help="case file in the section-10 JSON format (its tables, context and tokens are used)")
+    sp.add_argument("--nodes", type=int, nargs="+", action="extend", metavar="N",
+                    help="draft-node budgets (several: a line per scheme in --plot; default: the case scheme's)")
+    sp.add_argument("--tokens", type=int, default=None,
+                    help="length of the law whose TV is reported (default: the case's)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    sp.add_argument("--plot", metavar="FILE", help="write tau against the node budget to FILE (.png, .svg, .pdf)")
+    sp.add_argument("--max-trees", type=int, default=DEFAULT_MAX_TREES,
+                    help="refuse when a cell's estimated outcomes per round exceed this (default %(default)s)")
+    sp.add_argument("--force", action="store_true", help="run even when a size estimate exceeds --max-trees")
+    sp.set_defaults(func=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .compare import check_plot_path, compare, default_nodes, format_table, plot, to_json
+
+    if args.max_trees < 1:
+        raise CaseError(f"--max-trees {args.max_trees} must be >= 1")
+    if args.plot:
+        check_plot_path(args.plot)
+    case = load_case(args.case)
+    nodes = args.nodes or [default_nodes(case)]
+    tokens = case.tokens if args.tokens is None else args.tokens
+    t0 = time.perf_counter()
+
+    def bar(cells):
+        return tqdm(cells, desc="compare", unit="cell", file=sys.stderr, leave=False)
+
+    rows = compare(case, nodes, tokens=tokens, max_trees=None if args.force else args.max_trees, progress=bar)
+    seconds = time.perf_counter() - t0
+    if args.plot:
+        plot(rows, args.plot)
+    if args.json:
+        print(json.dumps(to_json(rows, case_path=args.case, case=case, tokens=tokens, seconds=seconds)))
+    else:
+        print(format_table(rows, tokens=tokens))
+        print(f"{len(rows)} cells in {seconds:.2f} s" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 0
