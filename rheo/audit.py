@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from tqdm import tqdm
 
+from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Scheme, TableModel
 
@@ -56,6 +57,8 @@ def _statistical(case: Case, seed: int) -> dict:
 
 
 def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: int = 0) -> int:
+    if json_path:
+        check_writable(json_path)  # before the work, not after it
     rows = []
     cases = audit_cases()
     for label, case in tqdm(cases, desc="audit", unit="scheme", file=sys.stderr):
@@ -76,7 +79,7 @@ def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: i
         rows.append(row)
     print(format_table(rows))
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
+        with open_atomic(json_path) as fh:
             json.dump(rows, fh, indent=1)
     return 0
 
