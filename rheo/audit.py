@@ -61,7 +61,7 @@ def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: i
         check_writable(json_path)  # before the work, not after it
     rows = []
     cases = audit_cases()
-    for label, case in tqdm(cases, desc="audit", unit="scheme", file=sys.stderr):
+    for label, case in tqdm(cases, desc="audit", unit="scheme", file=sys.stderr, disable=None):  # hidden off a terminal
         t0 = time.perf_counter()
         cls = Exact(case, "classes")
         law = cls.token_law()

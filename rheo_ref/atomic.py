@@ -57,7 +57,7 @@ def _output_error(path: Path, e: OSError) -> OutputError | EnvironmentFailure:
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to `path`; when the block succeeds, fsync it and rename it to
     `path`. When the block raises, the temporary file is removed and `path` is left as it was."""
-    path = Path(path)
+    path = _no_nul(Path(path))
     if path.is_dir():
         raise OutputError(f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -121,7 +121,7 @@ def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bo
     to write (its folder must exist, or with parents=True is created, and accept new files) or,
     with folder=True, a folder to write files into (created when missing). Probes by creating and
     removing a hidden file."""
-    path = Path(path)
+    path = _no_nul(Path(path))
     where = path if folder else path.parent
     try:
         if parents and not folder:
@@ -138,6 +138,11 @@ def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bo
         os.unlink(probe)
     except OSError as e:
         raise _output_error(path, e) from None
-    except ValueError as e:  # a NUL in the path
-        raise OutputError(f"cannot write {str(path)!r}: {e}; allowed: a file path in an existing, writable folder") from None
+    return path
+
+
+def _no_nul(path: Path) -> Path:
+    if "\x00" in str(path):  # the OS refuses it, as a ValueError that no OSError handler sees
+        raise OutputError(f"cannot write {str(path)!r}: the path holds a NUL character; allowed: a file path in an "
+                          f"existing, writable folder")
     return path
