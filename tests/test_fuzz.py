@@ -216,6 +216,17 @@ def files(tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module", autouse=True)
+def in_a_scratch_folder(files):
+    """Relative paths a fuzzed vector names (`--out stray`, `--json -`) land in a scratch folder."""
+    mp = pytest.MonkeyPatch()
+    scratch = files / "cwd"
+    scratch.mkdir()
+    mp.chdir(scratch)
+    yield
+    mp.undo()
+
+
 def readonly_folder(base: Path) -> Path | None:
     """A folder in which nothing can be created (chmod 555; as root, /sys/kernel), or None."""
     if os.geteuid() != 0:

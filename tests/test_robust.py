@@ -116,7 +116,7 @@ import rheo.audit as audit
 from rheo.cli import main
 from rheo_ref.models import Case
 case = Case.from_json(json.loads(sys.argv[2]))
-audit.audit_cases = lambda: [("tiny %d" % i, case) for i in range(300)]  # 300 rows: a JSON file of ~100 kB
+audit.audit_cases = lambda: [("tiny %d" % i, case) for i in range(150)]  # 150 rows: a JSON file of ~50 kB
 def slow_dump(obj, fh, **kw):  # json.dump, chunk by chunk, slowly, saying when it starts
     for i, chunk in enumerate(json.JSONEncoder(**kw).iterencode(obj)):
         fh.write(chunk)
@@ -130,7 +130,7 @@ sys.exit(main(["audit", "--no-stats", "--json", sys.argv[1]]))
 
 
 def test_a_rheo_audit_killed_while_writing_its_json_leaves_the_previous_file(tmp_path):
-    """A real `rheo audit --json FILE` (300 tiny cases, json.dump slowed down), killed mid-write."""
+    """A real `rheo audit --json FILE` (150 tiny cases, json.dump slowed down), killed mid-write."""
     path = tmp_path / "audit.json"
     path.write_text("[]")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -146,7 +146,7 @@ def test_a_rheo_audit_killed_while_writing_its_json_leaves_the_previous_file(tmp
     p = subprocess.run([sys.executable, "-c", AUDIT.replace("time.sleep(0.0005)", "pass"), str(path), tiny],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert len(json.loads(path.read_text())) == 300  # and uninterrupted, the whole new file
+    assert len(json.loads(path.read_text())) == 150  # and uninterrupted, the whole new file
 
 
 def test_a_failing_writer_leaves_the_previous_file_and_no_temporary(tmp_path):
@@ -300,7 +300,7 @@ def test_ctrl_c_on_a_real_process_exits_130_with_one_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with subprocess.Popen([sys.executable, "-m", "rheo", "exact", str(path), "--tokens", "16", "--force"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as p:
-        time.sleep(2.0)  # started (~0.2 s) and enumerating a 3^16-sequence law (minutes)
+        time.sleep(1.0)  # started (~0.2 s) and enumerating a 3^16-sequence law (minutes)
         assert p.poll() is None, p.communicate()
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
