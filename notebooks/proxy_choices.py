@@ -29,6 +29,7 @@ import matplotlib
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 
+from rheo_ref.atomic import savefig_atomic, write_text_atomic  # noqa: E402
 from rheo_ref.errors import CaseError  # noqa: E402
 from rheo_ref.exact import Exact, target_law, tv  # noqa: E402
 from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
@@ -122,7 +123,7 @@ axes[2].set(xlabel="s in scaled:s", ylabel="exact τ", title="τ vs proxy scale"
 axes[0].legend(fontsize=7)
 axes[1].legend(fontsize=7)
 fig.tight_layout()
-fig.savefig(REPORTS / "proxy_tv_vs_scale.png", dpi=110)
+savefig_atomic(fig, REPORTS / "proxy_tv_vs_scale.png", dpi=110)
 
 # %% [markdown]
 # ## τ vs m (rheo proxy, the same trees), and the survival bias per proxy
@@ -139,7 +140,7 @@ for i in range(len(TABLES)):
 ax.set(xlabel="m (m = K: plain Top-K)", ylabel="exact τ (tokens per round)", title="τ vs m, K=3, W=2, D=2, R=4")
 ax.legend()
 fig.tight_layout()
-fig.savefig(REPORTS / "proxy_tau_vs_m.png", dpi=110)
+savefig_atomic(fig, REPORTS / "proxy_tau_vs_m.png", dpi=110)
 
 # %%
 BIAS_PROXIES = ["rheo", "true", "const:1/8", "const:1/4", "scaled:1/4", "scaled:1/2", "scaled:3/2"]
@@ -166,7 +167,7 @@ ax.set_xticks([j + width for j in range(len(BIAS_PROXIES))], BIAS_PROXIES, rotat
 ax.set(ylabel="TV(law of Y | Y kept, q̃)", title="survival bias of the sampled token, K=3, m=1, R=2, depth 1")
 ax.legend()
 fig.tight_layout()
-fig.savefig(REPORTS / "proxy_survival_bias.png", dpi=110)
+savefig_atomic(fig, REPORTS / "proxy_survival_bias.png", dpi=110)
 
 # %%
 key = lambda r: f"{r['table']}|{r['order']}|{r['proxy']}"  # noqa: E731
@@ -177,7 +178,7 @@ summary = {
     "tv_vs_m": {str(i): [str(d) for d, _ in TAU_M[i]] for i in TAU_M},
     "bias": {p: [None if b is None else str(b) for b, _ in v] for p, v in BIAS.items()},
 }
-(REPORTS / "proxy_choices.json").write_text(json.dumps(summary, indent=1))
+write_text_atomic(REPORTS / "proxy_choices.json", json.dumps(summary, indent=1))
 
 
 def lossy(pred):

@@ -30,6 +30,7 @@ import matplotlib
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 
+from rheo_ref.atomic import savefig_atomic, write_text_atomic  # noqa: E402
 from rheo_ref.exact import Exact  # noqa: E402
 from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
 from proofs.gen import random_pair, tempered  # noqa: E402
@@ -74,10 +75,10 @@ for i in range(len(TABLES)):
 axes[0].set(xlabel="m (m = K: Top-K)", ylabel="exact τ at T = 1", title="τ vs m")
 axes[0].legend()
 fig.tight_layout()
-fig.savefig(REPORTS / "rheostat_tau.png", dpi=110)
+savefig_atomic(fig, REPORTS / "rheostat_tau.png", dpi=110)
 
 # %%
-(REPORTS / "rheostat.json").write_text(json.dumps(
+write_text_atomic(REPORTS / "rheostat.json", json.dumps(
     {"temps": [str(T) for T in TEMPS], "tau": {f"{i}|{m}": [str(t) for t in v] for (i, m), v in RES.items()}}, indent=1))
 zero = TEMPS.index(Fraction(0))
 for i in range(len(TABLES)):

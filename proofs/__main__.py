@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from rheo_ref.atomic import open_atomic
+
 from . import all_claims
 from ._claim import run_claim
 
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(results) - len(bad)}/{len(results)} verdicts as recorded, {time.perf_counter() - t0:.1f}s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as fh:
+        with open_atomic(args.json) as fh:
             json.dump([{"id": r.claim.id, "statement": r.claim.statement, "method": r.claim.method,
                         "recorded": r.claim.recorded, "verdict": r.outcome.verdict, "detail": r.outcome.detail,
                         "counterexample": r.outcome.counterexample, "numbers": r.outcome.numbers,

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 from tqdm import tqdm
 
+from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.static import StaticScheme
@@ -72,9 +73,11 @@ def _statistical(case: Case, seed: int) -> dict:
 
 
 def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: int = 0) -> int:
+    if json_path:
+        check_writable(json_path)  # before the work, not after it
     rows = []
     cases = audit_cases()
-    for label, case in tqdm(cases, desc="audit", unit="scheme", file=sys.stderr):
+    for label, case in tqdm(cases, desc="audit", unit="scheme", file=sys.stderr, disable=None):  # hidden off a terminal
         t0 = time.perf_counter()
         cls = Exact(case, "classes")
         law = cls.token_law()
@@ -92,7 +95,7 @@ def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: i
         rows.append(row)
     print(format_table(rows))
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
+        with open_atomic(json_path) as fh:
             json.dump(rows, fh, indent=1)
     return 0
 

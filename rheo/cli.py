@@ -1,14 +1,20 @@
 """The `rheo` command line. Every subcommand prints machine-readable output where it says so;
-bad input exits with status 2 and one line naming the problem, never a traceback."""
+no input gets a traceback: bad input exits with status 2 and one line naming the value and what
+is allowed, a failure of the environment with 1 and one line, Ctrl-C with 130 (docs/CLI.md).
+"""
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import os
 import sys
 from typing import Sequence
 
 from rheo_ref.errors import RheoError
+from rheo_ref.validate import integer
+
+DEBUG_ENV = "RHEO_DEBUG"  # set: unexpected errors show their traceback
 
 EXACT_EPILOG = """\
 output (one JSON object; probabilities are exact rationals as strings; keys are comma-joined
@@ -24,7 +30,9 @@ token ids; zero entries are omitted):
                  (family static: brute counts joint draws of the tree, classes the sibling
                  draws its subtree recursion visited; docs/SCHEMES.md)
   seconds        wall time of the computation
-exit status: 0 ok, 2 bad input or an enumeration refused as too large (see --force)."""
+size limits: refused up front, before any work, with the estimate: --max-trees (trees per round)
+and --max-law-size (tokens in all the sequences of the N-token law, b^N x N); --force overrides both.
+exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
 # Subcommands living in other modules: each exposes register(subparsers).
 PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm", "rheo.cli_compare")
@@ -34,8 +42,11 @@ def _cmd_exact(args: argparse.Namespace) -> int:
     from rheo_ref.exact import exact_report
     from rheo_ref.models import load_case
 
+    integer("--max-trees", args.max_trees, min=1)
+    integer("--max-law-size", args.max_law_size, min=1)
     case = load_case(args.case)
-    report = exact_report(case, args.method, args.tokens, max_trees=None if args.force else args.max_trees)
+    report = exact_report(case, args.method, args.tokens, max_trees=None if args.force else args.max_trees,
+                          max_law_size=None if args.force else args.max_law_size)
     print(json.dumps(report.to_json()))
     return 0
 
@@ -43,11 +54,21 @@ def _cmd_exact(args: argparse.Namespace) -> int:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .audit import run_audit
 
+    integer("--seed", args.seed, min=0, max=2 ** 64 - 1)
     return run_audit(json_path=args.json, statistical=not args.no_stats, seed=args.seed)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (`rheo exact: error: ... (see rheo exact --help)`, exit 2)
+    instead of a usage block that wraps over several lines."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text[:500]}{'...' if len(text) > 500 else ''} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="rheo", description="RheoSampling: exact reference, fast path, proofs and lossless gate.")
+    ap = Parser(prog="rheo", description="RheoSampling: exact reference, fast path, proofs and lossless gate.")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ex = sub.add_parser("exact", help="exact output law, TV, tau of a case (section-10 JSON)",
@@ -59,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "brute: every sampled identity (static: every joint draw)")
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
     ex.add_argument("--max-trees", type=int, default=2_000_000, help="refuse when the estimated trees per round exceed this")
-    ex.add_argument("--force", action="store_true", help="run even when the size estimate exceeds --max-trees")
+    ex.add_argument("--max-law-size", type=int, default=10_000_000, metavar="N",
+                    help="refuse when the N-token law's estimated size (b^N sequences x N tokens) exceeds this")
+    ex.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
     ex.set_defaults(func=_cmd_exact)
 
     au = sub.add_parser("audit", help="the main job: a matrix of schemes, exact TV, tau, enumeration sizes",
@@ -81,19 +104,54 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _say(prefix: str, message: object) -> None:
+    text = " ".join(str(message).split()) or type(message).__name__  # one line, whatever the message holds
+    print(f"rheo: {prefix}: {text}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    args = ap.parse_args(argv)
-    if getattr(args, "tokens", None) is not None and args.tokens < 1:
-        ap.exit(2, f"rheo: error: --tokens {args.tokens} must be >= 1\n")
+    """Run one subcommand; the exit status is documented in docs/CLI.md (argparse's own usage
+    errors exit 2 with a usage line and an error line)."""
     try:
+        ap = build_parser()
+        args = ap.parse_args(argv)
+        if getattr(args, "tokens", None) is not None:
+            integer("--tokens", args.tokens, min=1)
         return args.func(args)
     except RheoError as e:
-        print(f"rheo: error: {e}", file=sys.stderr)
-        return 2
+        _say("error", e)
+        return e.exit_status
     except KeyboardInterrupt:
         print("rheo: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (`rheo exact ... | head`)
+        _quiet_stdout()
+        return 1
+    except (MemoryError, RecursionError) as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _say("error", f"out of {'memory' if isinstance(e, MemoryError) else 'stack'} (a size estimate missed this "
+                      f"input: please report it); smaller inputs are allowed")
+        return 1
+    except OSError as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _say("error", f"{e.strerror or e}{f': {e.filename}' if e.filename else ''}")
+        return 1
+    except Exception as e:  # noqa: BLE001  a bug: one line, not a traceback (RHEO_DEBUG=1 shows it)
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _say("internal error", f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)")
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that the interpreter's final flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
+        pass
 
 
 if __name__ == "__main__":

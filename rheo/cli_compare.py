@@ -12,8 +12,10 @@ import sys
 import time
 
 from rheo_ref.errors import CaseError
-from rheo_ref.exact import DEFAULT_MAX_TREES
+from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES
 from rheo_ref.models import load_case
+from rheo_ref.static import MAX_NODES
+from rheo_ref.validate import integer
 
 EPILOG = """\
 cells for a budget of N draft nodes (the case's own scheme only gives the default N: its R, or
@@ -51,8 +53,13 @@ def register(subparsers) -> None:
     sp.add_argument("--plot", metavar="FILE", help="write tau against the node budget to FILE (.png, .svg, .pdf)")
     sp.add_argument("--max-trees", type=int, default=DEFAULT_MAX_TREES,
                     help="refuse when a cell's estimated outcomes per round exceed this (default %(default)s)")
-    sp.add_argument("--force", action="store_true", help="run even when a size estimate exceeds --max-trees")
+    sp.add_argument("--max-law-size", type=int, default=DEFAULT_MAX_LAW_SIZE,
+                    help="refuse a --tokens law estimated above this many tokens in all (default %(default)s)")
+    sp.add_argument("--force", action="store_true", help="run even when a size estimate exceeds --max-trees or --max-law-size")
     sp.set_defaults(func=run_compare)
+
+
+MAX_BUDGETS = 64  # --nodes values of one run
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -60,8 +67,14 @@ def run_compare(args: argparse.Namespace) -> int:
 
     from .compare import check_plot_path, compare, default_nodes, format_table, plot, to_json
 
-    if args.max_trees < 1:
-        raise CaseError(f"--max-trees {args.max_trees} must be >= 1")
+    integer("--max-trees", args.max_trees, min=1)
+    integer("--max-law-size", args.max_law_size, min=1)
+    for n in args.nodes or []:  # the cells of a budget grow with it (delayed shapes: ~N^2 / 2)
+        integer("--nodes", n, min=1, max=MAX_NODES)
+    if args.tokens is not None:
+        integer("--tokens", args.tokens, min=1)
+    if len(args.nodes or []) > MAX_BUDGETS:
+        raise CaseError(f"--nodes gives {len(args.nodes)} budgets; allowed: at most {MAX_BUDGETS}")
     if args.plot:
         check_plot_path(args.plot)
     case = load_case(args.case)
@@ -70,9 +83,10 @@ def run_compare(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
 
     def bar(cells):
-        return tqdm(cells, desc="compare", unit="cell", file=sys.stderr, leave=False)
+        return tqdm(cells, desc="compare", unit="cell", file=sys.stderr, leave=False, disable=None)  # hidden off a terminal
 
-    rows = compare(case, nodes, tokens=tokens, max_trees=None if args.force else args.max_trees, progress=bar)
+    rows = compare(case, nodes, tokens=tokens, max_trees=None if args.force else args.max_trees,
+                   max_law_size=None if args.force else args.max_law_size, progress=bar)
     seconds = time.perf_counter() - t0
     if args.plot:
         plot(rows, args.plot)

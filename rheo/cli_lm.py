@@ -1,32 +1,107 @@
 """Subcommands for the real models: `rheo generate`, `rheo bench-model`, `rheo draft-ceiling`, `rheo train-draft`.
 
 Imports of torch/transformers happen inside the commands, so `rheo --help` works without them.
+Every command checks its arguments first (values, sizes against their limits, output paths)
+and only then loads a model: a bad argument costs milliseconds, not a model load (docs/CLI.md).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from pathlib import Path
 from typing import Any
 
+from rheo_ref.atomic import check_writable
+from rheo_ref.errors import CaseError
+from rheo_ref.sizes import available_memory, batch_bytes, gib, nodes
+from rheo_ref.validate import integer, number, show, within_limit
+
 DEFAULT_METHOD = "rheo"
+MAX_CONTEXT = 8192  # SmolLM2-135M-Instruct's context window (max_position_embeddings)
+VOCAB = 49152  # its vocabulary V
+MAX_SEED = 2 ** 64 - 1  # torch.Generator.manual_seed takes 64 bits
+MAX_THREADS = 1024
 
 
 def _methods() -> tuple[str, ...]:
     return ("ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")
 
 
+def check_tree(args: argparse.Namespace) -> None:
+    """-K -W -D -R -S, --draft, and the tree's tensors ([nodes, V] float64 per round) against memory."""
+    for flag in ("K", "W", "D", "R", "S"):
+        integer(f"-{flag}", getattr(args, flag), min=1, max=VOCAB if flag in "KS" else MAX_CONTEXT)
+    if args.draft is not None and not Path(args.draft).is_file():
+        raise CaseError(f"--draft {show(args.draft)} is not a file; allowed: a draft head written by `rheo train-draft`")
+    mem = available_memory()
+    if mem is not None and not getattr(args, "force", False):
+        n = nodes(args.K, args.W, args.D)
+        within_limit(f"-K {args.K} -W {args.W} -D {args.D}: bytes of one round's tree rows ({n:,} nodes x V={VOCAB:,} "
+                     f"x 8 bytes)", batch_bytes(1, n, VOCAB), mem,
+                     override=f"{gib(mem)} of memory is available; use a smaller tree, or --force to run anyway")
+
+
+def check_run(args: argparse.Namespace) -> None:
+    """--seed, --max-new-tokens, --threads (shared by the decoding commands)."""
+    integer("--seed", args.seed, min=0, max=MAX_SEED)
+    if hasattr(args, "max_new_tokens"):
+        integer("--max-new-tokens", args.max_new_tokens, min=1, max=MAX_CONTEXT)
+    if getattr(args, "threads", None) is not None:
+        integer("--threads", args.threads, min=1, max=MAX_THREADS)
+
+
+def numbers(flag: str, text: str, *, lo: float, hi: float = math.inf) -> list[float]:
+    """A comma-separated list of finite numbers in [lo, hi], or CaseError naming the bad item."""
+    out = []
+    for item in text.split(","):
+        try:
+            x = float(item)
+        except ValueError:
+            raise CaseError(f"{flag} {show(text)}: {show(item.strip())} is not a number; allowed: comma-separated "
+                            f"numbers in [{lo:g}, {hi:g}]") from None
+        if not (math.isfinite(x) and lo <= x <= hi):
+            raise CaseError(f"{flag} {show(text)}: {show(item.strip())} is outside [{lo:g}, {hi:g}]")
+        out.append(x)
+    return out
+
+
+def methods(flag: str, text: str, *, tree_only: bool = False) -> list[str]:
+    """A comma-separated list of method names (tree_only: schemes that draft, not `ar`)."""
+    allowed = [m for m in _methods() if not (tree_only and m == "ar")]
+    out = [m.strip() for m in text.split(",")]
+    bad = [m for m in out if m not in allowed]
+    if bad:
+        raise CaseError(f"{flag} {show(text)}: unknown method {show(bad[0])}; allowed: {', '.join(allowed)}")
+    return out
+
+
+def check_report(args: argparse.Namespace) -> None:
+    """What bench-model and draft-ceiling share: sizes, the prompt count, the output paths."""
+    check_tree(args)
+    check_run(args)
+    integer("--prompts", args.prompts, min=1, max=1000)
+    check_writable(args.out, folder=True)
+    if args.json:
+        check_writable(args.json)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
+    check_tree(args)
+    check_run(args)
+    number("--temperature", args.temperature, min=0)
+    if args.raw and not args.prompt:
+        raise CaseError("--prompt '' with --raw: allowed: a non-empty text (the model needs a context)")
     import torch
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.target import load_target
 
-    if args.temperature < 0:
-        print(f"rheo generate: --temperature {args.temperature} must be >= 0", file=sys.stderr)
-        return 2
     if args.threads:
         torch.set_num_threads(args.threads)
     head = None if args.method == "ar" else load_head(args.draft)[0]  # fail fast, before loading the target
+    if head is not None and args.K > head.cfg.draft_vocab:
+        raise CaseError(f"-K {args.K} must be <= the draft head's vocabulary ({head.cfg.draft_vocab})")
     tgt = load_target()
     tok = tgt.tokenizer
     if args.raw:
@@ -61,16 +136,28 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    check_report(args)
+    numbers("--temperatures", args.temperatures, lo=0)
+    methods("--methods", args.methods)
     from rheo_fast.lm.bench import run_bench
     return run_bench(args)
 
 
 def cmd_ceiling(args: argparse.Namespace) -> int:
+    check_report(args)
+    numbers("--alphas", args.alphas, lo=0, hi=1)
+    methods("--methods", args.methods, tree_only=True)
     from rheo_fast.lm.ceiling import run_ceiling
     return run_ceiling(args)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    check_run(args)
+    for flag in ("epochs", "windows"):
+        if getattr(args, flag) is not None:
+            integer(f"--{flag}", getattr(args, flag), min=1, max=1000 if flag == "epochs" else 10 ** 9)
+    if args.out is not None:
+        check_writable(args.out, parents=True)  # save_head creates the folder
     from rheo_fast.lm.train_draft import cmd_train_draft
     return cmd_train_draft(args)
 
@@ -93,6 +180,7 @@ def _tree_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-R", type=int, default=16, help="draft nodes kept after rerank (default 16)")
     p.add_argument("-S", type=int, default=128, help="sparse truncation of the draft logits (default 128)")
     p.add_argument("--draft", default=None, help="draft head file (default: the cache folder)")
+    p.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
 
 
 def register(sub: Any) -> None:
@@ -138,4 +226,5 @@ def register(sub: Any) -> None:
     t.add_argument("--out", default=None, help="output file (default: $RHEO_CACHE/draft_head.safetensors)")
     t.add_argument("--threads", type=int, default=None)
     t.add_argument("--quiet", action="store_true")
+    t.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
     t.set_defaults(func=cmd_train)

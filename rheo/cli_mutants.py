@@ -21,7 +21,10 @@ round: first round's sequence vs the spec's round law; lengths: its length law),
 in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
 A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
 exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
-with α (binomial p >= 0.001); 1 otherwise; 2 bad input."""
+with α (binomial p >= 0.001); 1 otherwise; 2 bad input; 130 interrupted (docs/CLI.md).
+size limit: --seeds <= 100,000 (each seed runs one gate test)."""
+
+MAX_SEEDS = 100_000
 
 
 def register(subparsers) -> None:
@@ -39,7 +42,8 @@ def register(subparsers) -> None:
                                                    f"{', '.join(MUTANT_CASES)} where its exact TV is largest)")
     sp.add_argument("--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})")
     sp.add_argument("--only", nargs="+", metavar="MUTANT", help="only these mutants")
-    sp.add_argument("--seeds", type=int, default=100, help="seeds of the false-alarm measurement (default 100; 0 skips it)")
+    sp.add_argument("--seeds", type=int, default=100, help="seeds of the false-alarm measurement (default 100; 0 skips it; "
+                                                           f"at most {MAX_SEEDS:,})")
     sp.set_defaults(func=run_mutants)
 
 
@@ -94,6 +98,7 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
 
 def run_mutants(args: argparse.Namespace) -> int:
     from rheo_ref.errors import CaseError
+    from rheo_ref.validate import integer
     from rheo_ref.variants import MUTANTS, variant_named
 
     from .gate import gate_cases
@@ -104,8 +109,7 @@ def run_mutants(args: argparse.Namespace) -> int:
     for opt, value in (("--case", args.case), ("--fa-case", args.fa_case)):
         if value not in gate_cases() and not (opt == "--case" and value == "auto"):
             raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
-    if args.seeds < 0:
-        raise CaseError(f"--seeds {args.seeds} must be >= 0")
+    integer("--seeds", args.seeds, min=0, max=MAX_SEEDS)
     names = [variant_named(n).name for n in args.only] if args.only else list(MUTANTS)
     if "spec" in names:
         raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import load_case
+from rheo_ref.models import Case, load_case
+from rheo_ref.sizes import Size, available_memory, batch_bytes, count, expansions, gib, nodes
 from rheo_ref.static import StaticScheme
+from rheo_ref.validate import integer, number, show, within_limit
 from rheo_ref.variants import MUTANTS, variant_named
 
 if TYPE_CHECKING:
@@ -28,9 +31,17 @@ output (one JSON object):
   rounds_per_second  rounds decoded per second of wall time (all trials, all rounds)
   mutant             only with --mutant: the broken variant that produced these samples
 randomness: one torch.Generator seeded with --seed on --device; results depend on --batch too.
-exit status: 0 ok, 2 bad input."""
+size limits (refused before any work, with the estimate; --force overrides): token draws
+--samples x tokens <= 10^8; cells --samples x tokens x nodes x V <= 10^9; tree levels in sequence
+batches x tokens x D <= 10^6; one batch's [B, nodes, V] float64 tensors within the memory available.
+exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
 MAX_CELLS = 1 << 24  # cap on B * expansions * V floats of one batch's q̃ rows
+MAX_DRAWS = 10 ** 8  # --samples x tokens (each sequence is counted in Python)
+MAX_WORK = 10 ** 9  # --samples x tokens x nodes x V: float64 cells of the rounds' rows (~5e6 per second on one core)
+MAX_LEVELS = 10 ** 6  # batches x tokens x D: tree levels decoded in sequence (~0.1 ms each)
+MAX_SEED = 2 ** 64 - 1  # torch.Generator.manual_seed takes 64 bits
+MAX_THREADS = 1024
 
 
 def register(subparsers) -> None:
@@ -49,25 +60,73 @@ def register(subparsers) -> None:
                     help="torch CPU threads (default 1: the tensors are small, extra threads only contend)")
     sp.add_argument("--mutant", default=None, choices=sorted(MUTANTS), metavar="NAME",
                     help="run a deliberately broken variant (a negative control of the gate): " + ", ".join(sorted(MUTANTS)))
+    sp.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
     sp.set_defaults(func=run_sample)
 
 
 def check_args(args: argparse.Namespace) -> "torch.device":
     import torch
 
-    if args.samples < 1:
-        raise CaseError(f"--samples {args.samples} must be >= 1")
-    if args.batch is not None and args.batch < 1:
-        raise CaseError(f"--batch {args.batch} must be >= 1")
-    if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
-        raise CaseError(f"--device {args.device!r} is not allowed; use cpu or cuda")
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise CaseError(f"--device {args.device}: CUDA is not available on this machine; use --device cpu")
-    if args.threads < 1:
-        raise CaseError(f"--threads {args.threads} must be >= 1")
-    if not args.temperature >= 0:
-        raise CaseError(f"--temperature {args.temperature} must be >= 0")
+    integer("--samples", args.samples, min=1)
+    integer("--seed", args.seed, min=0, max=MAX_SEED)
+    if args.batch is not None:
+        integer("--batch", args.batch, min=1)
+    integer("--threads", args.threads, min=1, max=MAX_THREADS)
+    number("--temperature", args.temperature, min=0)
+    if not re.fullmatch(r"cpu|cuda(:[0-9]{1,4})?", args.device):
+        raise CaseError(f"--device {show(args.device)} is not allowed; use cpu, cuda or cuda:<index>")
+    if args.device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise CaseError(f"--device {args.device}: CUDA is not available on this machine; use --device cpu")
+        if args.device != "cuda" and int(args.device[5:]) >= torch.cuda.device_count():
+            raise CaseError(f"--device {args.device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return torch.device(args.device)
+
+
+def check_sizes(case: Case, n: int, args: argparse.Namespace) -> int:
+    """Refuse, before any tensor exists, a case whose tables or batches cannot fit; return the batch
+    size B (--batch, or the largest with B x expansions x V <= MAX_CELLS, at most 65536)."""
+    import math
+
+    s, V = case.scheme, case.vocab_size
+    if isinstance(s, StaticScheme):  # q_samp rows of every node, [B, nodes + 1, V] per round
+        E = N = s.nodes + 1
+    else:  # q̃ rows of the expansions [B, E, V]; N nodes
+        E, N = expansions(s.K, s.W, s.D), nodes(s.K, s.W, s.D)
+    for model in {id(m): m for m in (case.draft, case.q_samp_model, case.target)}.values():
+        if model.context_length >= 62 / math.log2(V + 1):  # rheo_fast.models._Table's context codes (no int*float overflow)
+            raise CaseError(f"{model.name}: context_length {model.context_length} with vocab_size {V} is too large "
+                            f"for 64-bit context codes; allowed: (V+1)^context_length < 2^62")
+    B = args.batch or max(1, min(65536, MAX_CELLS // (E * V)))
+    B = min(B, args.samples)
+    if args.force:
+        return B
+    override = "use fewer --samples or --tokens, a smaller scheme, or --force to run anyway"
+    draws = f"--samples {count(args.samples)} x {count(n)} tokens"
+    within_limit(f"{draws}: token draws", args.samples * n, MAX_DRAWS, override=override)
+    within_limit(f"{draws} x {count(N)} tree nodes x V={count(V)}: cells of the rounds' rows (at most one round per token)",
+                 Size.of(args.samples * n) * Size.of(N) * Size.of(V), MAX_WORK, override=override)
+    batches = -(-args.samples // B)
+    within_limit(f"{count(batches)} batches x {count(n)} tokens x D={count(s.D)}: tree levels decoded one after another",
+                 batches * n * s.D, MAX_LEVELS, override=override)
+    mem = device_memory(args.device)
+    if mem is not None:
+        need = batch_bytes(B, N, V)
+        within_limit(f"{'--batch' if args.batch else 'the batch'} {count(B)} (x {count(N)} nodes x V={count(V)} "
+                     f"x 8 bytes): bytes of one batch's tensors", need, mem,
+                     override=f"{gib(mem)} of memory is available; use a smaller --batch or scheme, or --force to run anyway")
+    return B
+
+
+def device_memory(device: str) -> int | None:
+    """Bytes free on `device` (cpu: memory available to processes), or None when unknown."""
+    if device == "cpu":
+        return available_memory()
+    import torch
+    try:
+        return torch.cuda.mem_get_info(torch.device(device))[0]
+    except (RuntimeError, AssertionError):
+        return None
 
 
 def run_sample(args: argparse.Namespace) -> int:
@@ -87,24 +146,16 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
 
     from rheo_fast.decode import decode
     from rheo_fast.models import TableTreeModel
-    from rheo_fast.tree import Layout
 
     case = load_case(args.case)
     n = case.tokens if args.tokens is None else args.tokens
-    if n < 1:
-        raise CaseError(f"--tokens {n} must be >= 1")
     variant = variant_named(args.mutant)
     s = case.scheme
-    if isinstance(s, StaticScheme):
-        if args.mutant:
-            raise CaseError(f"--mutant {args.mutant}: the mutants are the rheo family's; "
-                            f"scheme family 'static' runs the spec only")
-        rows = s.nodes + 1  # q_samp rows [B, rows, V] of one round
-    else:
-        rows = Layout(s.K, s.W, s.D).E  # q̃ rows [B, rows, V] of one round
+    if isinstance(s, StaticScheme) and args.mutant:
+        raise CaseError(f"--mutant {args.mutant}: the mutants are the rheo family's; "
+                        f"scheme family 'static' runs the spec only")
+    B = check_sizes(case, n, args)
     model = TableTreeModel(case, T=args.temperature, device=device)
-    B = args.batch or max(1, min(65536, MAX_CELLS // (rows * case.vocab_size)))
-    B = min(B, args.samples)
     gen = torch.Generator(device=device).manual_seed(args.seed)
     counts: Counter = Counter()
     first: Counter = Counter()

@@ -16,16 +16,16 @@ round, the exact TV of the `tokens`-token law to the target and the seconds it t
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from rheo_ref.atomic import savefig_atomic
 from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.errors import CaseError, TooLargeError
-from rheo_ref.exact import DEFAULT_MAX_TREES, Exact, target_law, tv
+from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.static import MAX_NODES, StaticScheme
 from rheo_ref.static_exact import estimate_static
@@ -141,16 +141,18 @@ def estimate(case: Case) -> int:
 
 
 def compare(case: Case, nodes: Sequence[int], *, tokens: int | None = None, max_trees: int | None = DEFAULT_MAX_TREES,
-            select: Callable[[Cell], bool] | None = None,
+            max_law_size: int | None = DEFAULT_MAX_LAW_SIZE, select: Callable[[Cell], bool] | None = None,
             progress: Callable[[list[tuple[Cell, Case]]], Iterable[tuple[Cell, Case]]] | None = None) -> list[Row]:
     """Every cell of every budget in `nodes` (those `select` keeps) on the case's tables and context.
 
     Every cell's size estimate is checked before any is run: one above `max_trees` refuses the
-    whole comparison (`TooLargeError`, naming the cell; None: no limit). `progress` wraps the
+    whole comparison (`TooLargeError`, naming the cell; None: no limit), as does a law of more than
+    `max_law_size` tokens in all. `progress` wraps the
     iteration over the cells (e.g. a tqdm bar)."""
     n = case.tokens if tokens is None else tokens
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"--tokens {n!r} must be an integer >= 1")
+    check_law_size(case, n, max_law_size, name="tokens" if tokens is None else "--tokens")
     cells = [c for N in dict.fromkeys(nodes) for c in cells_for(N, case.vocab_size) if select is None or select(c)]
     cases = [case_with(case, c.scheme, n) for c in cells]
     if max_trees is not None:
@@ -252,14 +254,7 @@ def plot(rows: Sequence[Row], path: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    folder = os.path.dirname(os.path.abspath(path))
-    suffix = os.path.splitext(path)[1].lower()
-    fd, tmp = tempfile.mkstemp(prefix=".compare-", suffix=suffix, dir=folder)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=100, format=suffix.lstrip("."))
-        os.replace(tmp, path)
+        savefig_atomic(fig, path, dpi=100, format=os.path.splitext(path)[1].lower().lstrip("."))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)

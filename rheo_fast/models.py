@@ -272,5 +272,5 @@ def as_rows(p: Tensor | TargetRows) -> TargetRows:
 
 
 def _power(t: Tensor, a: float) -> Tensor:
-    x = t.pow(a)  # [M, V]
+    x = (t / t.amax(-1, keepdim=True)).pow(a)  # [M, V] max 1 first: a large a (small T) cannot underflow a row to 0
     return x / x.sum(-1, keepdim=True)  # [M, V]

@@ -1,7 +1,10 @@
 """The one error hierarchy of rheo: every error we raise derives from `RheoError`.
 
 Messages name the offending value and what is allowed, in one line, so that the CLI can print
-them as they are (exit status 2) and a test can match them.
+them as they are and a test can match them. `exit_status` is what the `rheo` command exits with:
+2 for bad input (a case, a flag, a size refused up front, an output path that cannot be
+written), 1 for a failure of the environment (a package that is not installed, a corrupted
+cache file, no memory or disk left). docs/CLI.md has the table.
 """
 from __future__ import annotations
 
@@ -11,17 +14,34 @@ from typing import Any
 class RheoError(Exception):
     """Base class of every error raised by rheo."""
 
+    exit_status = 2
+
 
 class CaseError(RheoError, ValueError):
-    """A malformed case, table model or scheme (docs/ALGORITHM.md §10)."""
+    """A malformed case, table model or scheme (docs/ALGORITHM.md §10), or a bad argument."""
 
 
-class TooLargeError(RheoError, ValueError):
-    """An exact enumeration refused up front because it is estimated to be too large."""
+class TooLargeError(CaseError):
+    """Work refused up front because its estimated size exceeds a limit (the message names the
+    estimate, the limit and the flag that overrides it)."""
 
 
-class MissingDependencyError(RheoError, RuntimeError):
-    """An optional package (model, prompts) that a command needs is not installed."""
+class OutputError(RheoError, ValueError):
+    """An output path that cannot be written (a folder, read-only, missing parent)."""
+
+
+class EnvironmentFailure(RheoError, RuntimeError):
+    """Not the input's fault: the machine lacks something the command needs."""
+
+    exit_status = 1
+
+
+class MissingDependencyError(EnvironmentFailure):
+    """An optional package (model, prompts) or a trained file that a command needs is not installed."""
+
+
+class CorruptFileError(EnvironmentFailure):
+    """A file rheo wrote earlier (weights, cached features) is unreadable or does not match."""
 
 
 class StatsError(RheoError, ValueError):

@@ -2,8 +2,9 @@
 
 - `round_law`: law of the tokens emitted by one round from a context;
 - `token_law`: law of the first n tokens, composing rounds (each continues from the context
-  extended by what the previous one emitted);
-- `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i);
+  extended by what the previous one emitted); a loop over pending prefixes, not a recursion
+  per round, so n is limited by the law's size (`rheo_ref.sizes.law_outcomes`), not the stack;
+- `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i), the same way;
 - `tv`, `tau`, `round_lengths`, `acceptance`.
 A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`;
 the composition of rounds and everything computed from them is shared.
@@ -14,17 +15,22 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
-from .enumerate import METHODS, enumerate_trees, estimate_trees_per_round
-from .errors import CaseError, TooLargeError
+from .enumerate import METHODS, enumerate_trees
+from .errors import CaseError
 from .models import Case, Context
+from .static import StaticScheme
+from .sizes import Size, law_outcomes, trees_per_round
 from .static_exact import StaticRounds, estimate_static
+from .validate import show, within_limit
 from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
+Prefix = Optional[tuple]  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
 ZERO = Fraction(0)
 DEFAULT_MAX_TREES = 2_000_000
+DEFAULT_MAX_LAW_SIZE = 10_000_000  # tokens in all the sequences of an n-token law (b^n sequences x n)
 
 
 @dataclass
@@ -52,15 +58,21 @@ class Exact:
         self.counter = Counter()
         self._rounds: dict[Context, Law] = {}
         self._progress = progress
-        static = case.scheme.family == "static"  # a fixed shape: its own round laws (static_exact)
-        if static and rules is not SPEC_RULES:
-            raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
-        self._static = StaticRounds(case, method) if static else None
-        est = estimate_static(case, method) if static else estimate_trees_per_round(case, method)
-        if max_trees is not None and est > max_trees:
-            raise TooLargeError(
-                f"method {method!r} would enumerate up to ~{est:,} trees per round (limit {max_trees:,}); "
-                f"use --method classes, a smaller scheme, or --force to run anyway")
+        s = case.scheme
+        self._static = None  # a fixed shape has its own round laws (static_exact)
+        if isinstance(s, StaticScheme):
+            if rules is not SPEC_RULES:
+                raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
+            self._static = StaticRounds(case, method)
+            what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
+            est: int | Size = estimate_static(case, method)
+        else:
+            what = (f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
+                    f"V={show(case.vocab_size)})")
+            est = trees_per_round(case, method)
+        within_limit(what, est, max_trees,
+                     override=f"use {'--method classes, ' if method == 'brute' else ''}a smaller scheme, a larger "
+                              f"--max-trees, or --force to run anyway")
 
     def round_law(self, context: Context | None = None) -> Law:
         ctx = self.case.context if context is None else tuple(context)
@@ -93,19 +105,23 @@ class Exact:
         return None
 
     def token_law(self, n: int | None = None, context: Context | None = None) -> Law:
-        """Law of the first n tokens produced by repeated rounds."""
+        """Law of the first n tokens produced by repeated rounds (a loop, not a recursion per round)."""
         n = self.case.tokens if n is None else n
         ctx = self.case.context if context is None else tuple(context)
         out: Law = defaultdict(Fraction)
-        for s, pr in self.round_law(ctx).items():
-            stop = self._stop_token(s)
-            if len(s) >= n:
-                out[s[:n]] += pr
-            elif stop is not None:
-                out[s + (stop,) * (n - len(s))] += pr
-            else:
-                for rest, pr2 in self.token_law(n - len(s), ctx + s).items():
-                    out[s + rest] += pr * pr2
+        # pending prefixes: (tokens so far as a linked list (earlier, last round's), how many, the
+        # context the models see next (memo_key: its last L tokens), probability)
+        pending: list[tuple[Prefix, int, Context, Fraction]] = [(None, 0, ctx, Fraction(1))]
+        while pending:
+            prefix, k, c, pr = pending.pop()
+            for s, ps in self.round_law(c).items():
+                stop = self._stop_token(s)
+                if len(s) >= n - k:
+                    out[joined(prefix, s[:n - k])] += pr * ps
+                elif stop is not None:
+                    out[joined(prefix, s + (stop,) * (n - k - len(s)))] += pr * ps
+                else:
+                    pending.append(((prefix, s), k + len(s), memo_key(self.case, c + s), pr * ps))
         return dict(out)
 
     def round_lengths(self, context: Context | None = None) -> dict[int, Fraction]:
@@ -124,17 +140,29 @@ class Exact:
 
 
 def target_law(case: Case, n: int | None = None, context: Context | None = None) -> Law:
-    """p(s_1..s_n | context), zero entries omitted."""
+    """p(s_1..s_n | context), zero entries omitted (a loop over prefixes, not a recursion per token)."""
     n = case.tokens if n is None else n
     ctx = case.context if context is None else tuple(context)
-    if n == 0:
-        return {(): Fraction(1)}
     out: Law = {}
-    for v, pv in enumerate(case.target.row(ctx)):
-        if pv:
-            for rest, pr in target_law(case, n - 1, ctx + (v,)).items():
-                out[(v,) + rest] = pv * pr
+    pending: list[tuple[Prefix, int, Context, Fraction]] = [(None, 0, ctx, Fraction(1))]
+    while pending:
+        prefix, k, c, pr = pending.pop()
+        if k >= n:
+            out[joined(prefix, ())] = pr
+            continue
+        for v, pv in enumerate(case.target.row(c)):
+            if pv:
+                pending.append(((prefix, (v,)), k + 1, memo_key(case, c + (v,)), pr * pv))
     return out
+
+
+def joined(prefix: Prefix, last: tuple[int, ...]) -> tuple[int, ...]:
+    """The tokens of a linked prefix followed by `last`, as one tuple (O(length), no recursion)."""
+    chunks = [last]
+    while prefix is not None:
+        prefix, chunk = prefix
+        chunks.append(chunk)
+    return tuple(t for chunk in reversed(chunks) for t in chunk)
 
 
 def tv(a: Mapping, b: Mapping) -> Fraction:
@@ -185,11 +213,25 @@ class ExactReport:
         }
 
 
+def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens") -> Size:
+    """Refuse up front an n-token law estimated at more than `limit` tokens in all (b^n sequences
+    of n tokens, `rheo_ref.sizes.law_outcomes`); return the estimate."""
+    outcomes, b = law_outcomes(case, n)
+    size = outcomes * Size.of(n)
+    flag = f"{name} {Size.of(n)}" if name.startswith("-") else f"{name}={Size.of(n)}"
+    within_limit(f"{flag}: the law's size in tokens ({b}^n = {outcomes} sequences of n tokens; {b}: the most tokens "
+                 f"a target row gives positive probability)", size, limit,
+                 override="use fewer tokens, a larger --max-law-size, or --force to run anyway")
+    return size
+
+
 def exact_report(case: Case, method: str = "classes", tokens: int | None = None, *,
-                 max_trees: int | None = DEFAULT_MAX_TREES, progress: Callable[[int], None] | None = None) -> ExactReport:
+                 max_trees: int | None = DEFAULT_MAX_TREES, max_law_size: int | None = DEFAULT_MAX_LAW_SIZE,
+                 progress: Callable[[int], None] | None = None) -> ExactReport:
     t0 = time.perf_counter()
-    ex = Exact(case, method, max_trees=max_trees, progress=progress)
     n = case.tokens if tokens is None else tokens
+    ex = Exact(case, method, max_trees=max_trees, progress=progress)
+    check_law_size(case, n, max_law_size, name="tokens" if tokens is None else "--tokens")
     law = ex.token_law(n)
     tgt = target_law(case, n)
     lengths = ex.round_lengths()

@@ -8,31 +8,48 @@ the number of tokens and the scheme (docs/ALGORITHM.md §2).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Mapping, Sequence
 
 from .errors import CaseError
-from .fields import check_fields, is_int
 from .static import StaticScheme
+from .validate import check_fields, is_int, show
 
 Row = tuple[Fraction, ...]
 Context = tuple[int, ...]
 
 VERIFY_ORDERS = ("rheo", "rrsw")
 FAMILIES = ("rheo", "static")  # the `family` of a scheme object; rheo when absent
+MAX_CASE_BYTES = 256 * 2 ** 20  # a case file is read whole; V = 50 with context_length 2 is under 1 MiB
+MAX_NUMBER_CHARS = 1000  # characters of one rational ("1/3", "0.25e-3")
+MAX_EXPONENT = 1000  # |e| of a decimal exponent: "1e999999999" would build a billion-digit integer
+_EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9][0-9_]*)\s*$")
+
+
+def exact_number(text: str, where: str) -> Fraction:
+    """A rational from its text ("1/3", "0.25", "2e-3"), refusing texts whose value would take
+    unbounded time or memory to build; CaseError when it is not a number."""
+    if len(text) > MAX_NUMBER_CHARS:
+        raise CaseError(f"{where}: {show(text)} has {len(text):,} characters; allowed: at most {MAX_NUMBER_CHARS}")
+    m = _EXPONENT.search(text)
+    if m and abs(int(m.group(1).replace("_", ""))) > MAX_EXPONENT:
+        raise CaseError(f"{where}: {show(text)} has the exponent {show(m.group(1))}; allowed: |exponent| <= {MAX_EXPONENT}")
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise CaseError(f"{where}: {show(text)} is not a number; allowed: exact rationals such as \"1/3\" "
+                        f"or decimals such as \"0.25\"") from None
 
 
 def parse_prob(value: Any, where: str) -> Fraction:
     """Read one probability exactly: "1/3", "0.25", "0", "1" (strings) or ints; never floats."""
     if isinstance(value, bool) or not isinstance(value, (str, int, Fraction)):
-        raise CaseError(f"{where}: probability {value!r} must be a string such as \"1/3\" or \"0.25\" (floats are not exact)")
-    try:
-        f = Fraction(value)
-    except (ValueError, ZeroDivisionError):
-        raise CaseError(f"{where}: {value!r} is not a number; allowed: exact rationals such as \"1/3\" or decimals such as \"0.25\"") from None
+        raise CaseError(f"{where}: probability {show(value)} must be a string such as \"1/3\" or \"0.25\" (floats are not exact)")
+    f = exact_number(value, where) if isinstance(value, str) else Fraction(value)
     if f < 0:
-        raise CaseError(f"{where}: probability {value!r} is negative; entries must be >= 0")
+        raise CaseError(f"{where}: probability {show(value)} is negative; entries must be >= 0")
     return f
 
 
@@ -53,11 +70,11 @@ class TableModel:
 
     def __post_init__(self) -> None:
         if not is_int(self.vocab_size) or self.vocab_size < 1:
-            raise CaseError(f"{self.name}: vocab_size {self.vocab_size!r} must be an integer >= 1")
+            raise CaseError(f"{self.name}: vocab_size {show(self.vocab_size)} must be an integer >= 1")
         if not is_int(self.context_length) or self.context_length < 0:
-            raise CaseError(f"{self.name}: context_length {self.context_length!r} must be an integer >= 0")
+            raise CaseError(f"{self.name}: context_length {show(self.context_length)} must be an integer >= 0")
         for key, row in self.probs.items():
-            where = f"{self.name} row {key!r}"
+            where = f"{self.name} row {show(key)}"
             toks = _parse_key(key, where)
             if len(toks) > self.context_length:
                 raise CaseError(f"{where}: key has {len(toks)} tokens, more than context_length {self.context_length}")
@@ -67,7 +84,7 @@ class TableModel:
             if len(row) != self.vocab_size:
                 raise CaseError(f"{where}: row has {len(row)} entries, vocab_size is {self.vocab_size}")
             if any(not isinstance(x, Fraction) or x < 0 for x in row):
-                raise CaseError(f"{where}: entries must be non-negative Fractions, got {[str(x) for x in row]}")
+                raise CaseError(f"{where}: entries must be non-negative Fractions, got {show([str(x) for x in row])}")
             total = sum(row, Fraction(0))
             if total != 1:
                 raise CaseError(f"{where}: row sums to {total}, must be exactly 1")
@@ -80,9 +97,13 @@ class TableModel:
             raise CaseError(f"{name}: probs must be an object from context keys to rows, got {type(probs).__name__}")
         rows: dict[str, Row] = {}
         for key, row in probs.items():
+            where = f"{name} row {show(key)}"
             if not isinstance(row, list):
-                raise CaseError(f"{name} row {key!r}: must be a list of probabilities, got {type(row).__name__}")
-            rows[_canonical_key(key, f"{name} row {key!r}")] = tuple(parse_prob(x, f"{name} row {key!r}[{i}]") for i, x in enumerate(row))
+                raise CaseError(f"{where}: must be a list of probabilities, got {type(row).__name__}")
+            ckey = _canonical_key(key, where)
+            if ckey in rows:
+                raise CaseError(f"{where}: the context {show(ckey)} has two rows; allowed: one row per context")
+            rows[ckey] = tuple(parse_prob(x, f"{where}[{i}]") for i, x in enumerate(row))
         return cls(obj["vocab_size"], obj["context_length"], rows, name)
 
     @classmethod
@@ -92,11 +113,11 @@ class TableModel:
         lengths = []
         for key, row in rows.items():
             if isinstance(key, str):
-                skey = _canonical_key(key, f"{name} row {key!r}")
+                skey = _canonical_key(key, f"{name} row {show(key)}")
             else:
                 skey = ",".join(str(int(t)) for t in key)
             lengths.append(len(_parse_key(skey, name)))
-            conv[skey] = tuple(x if isinstance(x, Fraction) else parse_prob(x, f"{name} row {skey!r}[{i}]") for i, x in enumerate(row))
+            conv[skey] = tuple(x if isinstance(x, Fraction) else parse_prob(x, f"{name} row {show(skey)}[{i}]") for i, x in enumerate(row))
         if not conv:
             raise CaseError(f"{name}: no rows given")
         v = len(next(iter(conv.values())))
@@ -121,7 +142,7 @@ class TableModel:
         try:
             return self.probs[key]
         except KeyError:
-            raise CaseError(f"{self.name}: reachable context {list(context)} (key {key!r}) has no row") from None
+            raise CaseError(f"{self.name}: reachable context {show(list(context))} (key {show(key)}) has no row") from None
 
     def to_json(self) -> dict:
         return {"vocab_size": self.vocab_size, "context_length": self.context_length,
@@ -134,9 +155,9 @@ def _parse_key(key: str, where: str) -> Context:
     try:
         toks = tuple(int(t) for t in key.split(","))
     except ValueError:
-        raise CaseError(f"{where}: key {key!r} must be comma-joined token ids such as \"0,2\" or \"\"") from None
+        raise CaseError(f"{where}: key {show(key)} must be comma-joined token ids such as \"0,2\" or \"\"") from None
     if any(t < 0 for t in toks):
-        raise CaseError(f"{where}: key {key!r} has a negative token id")
+        raise CaseError(f"{where}: key {show(key)} has a negative token id")
     return toks
 
 
@@ -156,21 +177,18 @@ class Proxy:
         if isinstance(text, Proxy):
             return text
         if not isinstance(text, str):
-            raise CaseError(f"proxy {text!r} must be a string: rheo, true, const:<rational>, scaled:<rational>")
+            raise CaseError(f"proxy {show(text)} must be a string: rheo, true, const:<rational>, scaled:<rational>")
         if text in ("rheo", "true"):
             return cls(text)
         head, _, arg = text.partition(":")
         if head in ("const", "scaled") and arg:
-            try:
-                v = Fraction(arg)
-            except (ValueError, ZeroDivisionError):
-                raise CaseError(f"proxy {text!r}: {arg!r} is not a rational number") from None
+            v = exact_number(arg, f"proxy {show(text)}")
             if head == "const" and not (0 < v <= 1):
-                raise CaseError(f"proxy {text!r}: the constant must be in (0, 1] (factors above 1 break the tree's closure)")
+                raise CaseError(f"proxy {show(text)}: the constant must be in (0, 1] (factors above 1 break the tree's closure)")
             if head == "scaled" and v <= 0:
-                raise CaseError(f"proxy {text!r}: the scale must be > 0")
+                raise CaseError(f"proxy {show(text)}: the scale must be > 0")
             return cls(head, v)
-        raise CaseError(f"unknown proxy {text!r}; allowed: rheo, true, const:<rational>, scaled:<rational>")
+        raise CaseError(f"unknown proxy {show(text)}; allowed: rheo, true, const:<rational>, scaled:<rational>")
 
     @property
     def number(self) -> Fraction:
@@ -200,7 +218,7 @@ class Scheme:
         for name in ("K", "m", "W", "D", "R"):
             v = getattr(self, name)
             if not is_int(v):
-                raise CaseError(f"scheme {name}={v!r} must be an integer")
+                raise CaseError(f"scheme {name}={show(v)} must be an integer")
         if self.K < 1:
             raise CaseError(f"scheme K={self.K} must be >= 1")
         if not 0 <= self.m <= self.K:
@@ -214,7 +232,7 @@ class Scheme:
         if not isinstance(self.proxy, Proxy):
             object.__setattr__(self, "proxy", Proxy.parse(self.proxy))
         if self.verify not in VERIFY_ORDERS:
-            raise CaseError(f"unknown verification order {self.verify!r}; allowed: {', '.join(VERIFY_ORDERS)}")
+            raise CaseError(f"unknown verification order {show(self.verify)}; allowed: {', '.join(VERIFY_ORDERS)}")
 
     @classmethod
     def from_json(cls, obj: Any) -> "Scheme":
@@ -260,9 +278,9 @@ class Case:
                 raise CaseError(f"vocabulary sizes differ: {mod.name} has {mod.vocab_size}, target has {V}")
         for t in self.context:
             if not is_int(t) or not 0 <= t < V:
-                raise CaseError(f"context token {t!r} is outside the vocabulary 0..{V - 1}")
+                raise CaseError(f"context token {show(t)} is outside the vocabulary 0..{V - 1}")
         if not is_int(self.tokens) or self.tokens < 1:
-            raise CaseError(f"tokens={self.tokens!r} must be an integer >= 1")
+            raise CaseError(f"tokens={show(self.tokens)} must be an integer >= 1")
         self.scheme.check_vocab(V)
 
     @property
@@ -295,7 +313,7 @@ class Case:
         check_fields(obj, "case", ("draft", "target", "scheme"), ("draft_sample", "context", "tokens"))
         ctx = obj.get("context", [])
         if not isinstance(ctx, list):
-            raise CaseError(f"context {ctx!r} must be a list of token ids")
+            raise CaseError(f"context {show(ctx)} must be a list of token ids")
         ds = obj.get("draft_sample")
         return cls(
             draft=TableModel.from_json(obj["draft"], "draft"),
@@ -317,12 +335,54 @@ class Case:
 def load_case(path: str) -> Case:
     """Read a case file; every problem becomes one `CaseError` line."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as e:
-        raise CaseError(f"cannot read case file {path!r}: {e.strerror}") from None
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CASE_BYTES + 1)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        reason = getattr(e, "strerror", None) or str(e)
+        raise CaseError(f"cannot read case file {show(path)}: {reason}; allowed: a readable JSON file") from None
+    if len(data) > MAX_CASE_BYTES:
+        raise CaseError(f"case file {show(path)} is larger than {MAX_CASE_BYTES // 2 ** 20} MiB; allowed: smaller cases")
     try:
-        obj = json.loads(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CaseError(f"{path}: not UTF-8 text (byte {e.start}); allowed: a JSON file in UTF-8") from None
+    return Case.from_json(parse_json(text, path))
+
+
+def parse_json(text: str, where: str) -> Any:
+    """Strict JSON: no NaN or Infinity, no duplicate keys; nesting deeper than the decoder's
+    recursion allows is refused with its depth."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except CaseError:
+        raise
     except json.JSONDecodeError as e:
-        raise CaseError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    return Case.from_json(obj)
+        raise CaseError(f"{where}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise CaseError(f"{where}: JSON nested {_nesting(text):,} levels deep; allowed: at most a few hundred "
+                        f"(a case nests 4)") from None
+    except ValueError as e:  # an integer literal over Python's digit limit
+        raise CaseError(f"{where}: not usable JSON ({str(e).split(';')[0]}); allowed: a case of section 10") from None
+
+
+def _nesting(text: str) -> int:
+    """Deepest bracket nesting outside strings (an upper bound on the decoder's recursion)."""
+    stripped = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)  # strings may hold brackets
+    depth = deepest = 0
+    for ch in re.findall(r"[\[\]{}]", stripped):
+        depth = depth + 1 if ch in "[{" else depth - 1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise CaseError(f"{name} is not a JSON number; allowed: finite numbers, and probabilities as strings such as \"1/3\"")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise CaseError(f"duplicate key {show(key)} in a JSON object; allowed: each key once")
+        out[key] = value
+    return out

@@ -18,7 +18,7 @@ from math import prod
 from typing import Any, ClassVar, Sequence
 
 from .errors import CaseError
-from .fields import check_fields, is_int
+from .validate import check_fields, is_int
 
 Row = tuple[Fraction, ...]
 Shape = tuple["Shape", ...]  # a node's children's shapes, in draw order; a leaf is ()

@@ -15,6 +15,7 @@ itself is loaded through its pytest11 entry point; tests/ only chooses the profi
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -44,3 +45,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many inputs the fuzzing harness (tests/test_fuzz.py) tried per subcommand, and how they
+    ended (only in the process that ran it: `-n 0`)."""
+    fuzz = sys.modules.get("test_fuzz")
+    counts = getattr(fuzz, "COUNTS", None)
+    if not counts:
+        return
+    outcomes = fuzz.OUTCOMES
+    terminalreporter.section("fuzzing harness: inputs per subcommand")
+    for name, n in sorted(counts.items()):
+        ends = ", ".join(f"{how}: {k}" for (cmd, how), k in sorted(outcomes.items()) if cmd == name)
+        terminalreporter.write_line(f"{name:18} {n:6}   ({ends})")
+    terminalreporter.write_line(f"{'total':18} {sum(counts.values()):6}")

@@ -26,7 +26,7 @@ from proofs.one_level import FILLS_FIRST_CASE, fills_first_law
 from proofs.delayed import CE_73, CE_74, closed_form
 from proofs.seed_tables import TOPK_BEATS_RHEO
 from proofs.survival import CE_RRSW_LARGE_PROXY, TABLE1
-from proofs.symbolic import Explorer, SymTable
+from proofs.symbolic import Explorer
 from proofs.traversal import BV_EXAMPLE, CE_64, CE_65, block_verification_law, symbolic_depth1
 from rheo_ref.models import TableModel
 from rheo_ref.static import StaticScheme

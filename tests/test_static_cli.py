@@ -113,7 +113,7 @@ def test_the_size_limit_is_inclusive():
 def test_too_large_enumeration_refuses_up_front_and_force_overrides(tmp_path):
     path = write_case(tmp_path, with_scheme(family="static", branching=[2, 2], sampling="iid", verify="traversal"))
     res = run_rheo("exact", path, "--method", "brute", "--max-trees", "100")
-    assert res.returncode == 2 and "trees per round" in res.stderr and "--force" in res.stderr
+    assert res.returncode == 2 and "outcomes per round" in res.stderr and "--force" in res.stderr
     res = run_rheo("exact", path, "--method", "brute", "--max-trees", "100", "--force", "--tokens", "1")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["enumerated"] > 100

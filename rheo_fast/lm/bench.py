@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from rheo_ref.atomic import check_writable, savefig_atomic, write_text_atomic
+
 from .decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
 from .draft_head import load_head
 from .prompts import render, sample_prompts
@@ -60,13 +62,13 @@ def target_cost(model: Any, prompt: list[int], nodes: tuple[int, ...] = COST_NOD
 def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int, size: TreeSize, S: int,
           seed: int, draft: str | None = None, progress: bool = True) -> dict[str, Any]:
     from tqdm import tqdm
-    tgt = load_target()
+    prompts = sample_prompts(per_set)  # before the models: a bad count costs no model load
     head, meta = load_head(draft)
-    prompts = sample_prompts(per_set)
+    tgt = load_target()
     cost = target_cost(tgt.model, render(prompts[0], tgt.tokenizer))
     rows: dict[tuple[str, float], dict[str, float]] = {}
     runs = []
-    with tqdm(total=len(temps) * len(prompts) * len(methods), desc="bench-model", unit="run", disable=not progress) as bar:
+    with tqdm(total=len(temps) * len(prompts) * len(methods), desc="bench-model", unit="run", disable=None if progress else True) as bar:
         for T in temps:
             lm = LMTreeModel(tgt.model, head, T=T, S=S)
             for pr in prompts:
@@ -178,7 +180,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_title("verification cost on this machine")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    savefig_atomic(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -200,12 +202,11 @@ def run_bench(args: Any) -> int:
 def write_report(res: dict[str, Any], args: Any, name: str, md: str, draw: Any) -> int:
     """Write `<args.out>/<name>.md` and `.png` (draw(path) makes the plot), the JSON with
     --json, and print the table. Shared by bench-model and draft-ceiling."""
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.md").write_text(md)
+    out = check_writable(args.out, folder=True)
+    write_text_atomic(out / f"{name}.md", md)
     draw(out / f"{name}.png")
     if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=1))
+        write_text_atomic(args.json, json.dumps(res, indent=1))
     print(md)
     print(f"wrote {out / (name + '.md')} and {out / (name + '.png')} ({res['wall_seconds']:.0f} s)")
     return 0

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError
 from rheo_fast.models import DraftRows, draft_probs, target_probs
 
@@ -114,13 +115,13 @@ def ceiling(alphas: list[float], methods: list[str], *, per_set: int, max_new: i
     from .prompts import render, sample_prompts
     from .target import load_target
 
-    tgt = load_target()
+    prompts = sample_prompts(per_set)  # before the models: a bad count costs no model load
     head, meta = load_head(draft)
-    prompts = sample_prompts(per_set)
+    tgt = load_target()
     ar = {"tokens": 0, "seconds": 0.0}
     rows: dict[tuple[str, float], dict[str, Any]] = {}
     with tqdm(total=len(prompts) * (1 + len(alphas) * len(methods)), desc="draft-ceiling", unit="run",
-              disable=not progress) as bar:
+              disable=None if progress else True) as bar:
         for pr in prompts:  # interleaved: a slow spell of the machine hits every cell alike
             ids = render(pr, tgt.tokenizer)
             r = generate_ar(tgt.model, ids, T=1.0, max_new=max_new, eos=tgt.eos_ids,
@@ -221,7 +222,7 @@ def plot(res: dict[str, Any], path: Path, goal: float) -> None:
     axes[0].set_title("τ against draft quality")
     axes[1].set_title("speedup a draft of that quality would give here")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    savefig_atomic(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -27,7 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from rheo_ref.errors import MissingDependencyError
+from rheo_ref.atomic import write_with
+from rheo_ref.errors import CorruptFileError, MissingDependencyError
 from .target import cache_dir
 
 DRAFT_FILE = "draft_head.safetensors"
@@ -173,9 +174,7 @@ def save_head(head: DraftHead, path: Path, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in head.state_dict().items()}
     md = {"config": json.dumps(asdict(head.cfg)), "meta": json.dumps(meta)}
-    tmp = path.with_suffix(".tmp")
-    save_file(tensors, str(tmp), metadata=md)
-    tmp.replace(path)
+    write_with(path, lambda tmp: save_file(tensors, tmp, metadata=md))  # a killed run leaves the old file or none
 
 
 def load_head(path: str | Path | None = None) -> tuple[DraftHead, dict[str, Any]]:
@@ -184,13 +183,40 @@ def load_head(path: str | Path | None = None) -> tuple[DraftHead, dict[str, Any]
     p = draft_path(path)
     if not p.is_file():
         raise MissingDependencyError(f"no trained draft head at {p}; train one with `rheo train-draft` (about 14 min on 2 quiet cores)")
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-    with safe_open(str(p), "pt") as f:
-        md = f.metadata()
-    cfg = json.loads(md["config"])
-    cfg["feature_layers"] = tuple(cfg.get("feature_layers", ()))
-    head = DraftHead(HeadConfig(**cfg))
-    head.load_state_dict(load_file(str(p)))
+    fix = "train a new one with `rheo train-draft` (or delete the file)"
+    try:
+        from safetensors import safe_open
+        with safe_open(str(p), "pt") as f:
+            md = f.metadata() or {}
+        cfg = json.loads(md["config"])
+        cfg["feature_layers"] = tuple(cfg.get("feature_layers", ()))
+        head = DraftHead(HeadConfig(**cfg))
+        meta = json.loads(md.get("meta", "{}"))
+    except Exception as e:  # noqa: BLE001  any failure to read the file's header means the same to the user
+        raise CorruptFileError(f"draft head {p} is not a readable draft head ({_why(e)}); {fix}") from None
+    state = read_safetensors(p, "draft head", ())
+    try:
+        head.load_state_dict(state)
+    except RuntimeError as e:
+        raise CorruptFileError(f"draft head {p} does not match its own configuration ({_why(e)}); {fix}") from None
     head.eval().requires_grad_(False)
-    return head, json.loads(md.get("meta", "{}"))
+    return head, meta
+
+
+def _why(e: BaseException) -> str:
+    """An exception as a short phrase on one line (for CorruptFileError messages)."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:160]}{'...' if len(text) > 160 else ''}" if text else type(e).__name__
+
+
+def read_safetensors(path: Path, what: str, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """All tensors of a safetensors file rheo wrote (and must contain `names`), or CorruptFileError."""
+    from safetensors.torch import load_file
+    try:
+        t = load_file(str(path))
+    except Exception as e:  # noqa: BLE001  safetensors raises its own error types for a damaged file
+        raise CorruptFileError(f"{what} {path} is not a readable safetensors file ({_why(e)}); delete it (rheo rebuilds it)") from None
+    missing = [n for n in names if n not in t]
+    if missing:
+        raise CorruptFileError(f"{what} {path} lacks the tensors {missing}; delete it (rheo rebuilds it)")
+    return t

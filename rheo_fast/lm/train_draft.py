@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
-from .draft_head import DraftHead, HeadConfig, draft_path, save_head
+from rheo_ref.atomic import write_with
+
+from .draft_head import DraftHead, HeadConfig, draft_path, read_safetensors, save_head
 from .kvcache import logits_of
 from .target import cache_dir, load_target
 from .train_data import Features, choose_draft_vocab, documents, target_features, windows
@@ -122,10 +124,10 @@ def _distillation_data(cfg: TrainConfig, model: Any, tok: Any, progress: bool) -
     got: dict[str, list[Features]] = {"train": [], "held": []}
     cached = True
     with tqdm(total=sum(xc.numel() for _, xc, _, p in todo if not (cfg.reuse_data and p.is_file())),
-              desc="target features", unit="tok", disable=not progress) as bar:
+              desc="target features", unit="tok", disable=None if progress else True) as bar:
         for part, xc, dtype, path in todo:
             if cfg.reuse_data and path.is_file():
-                t = load_file(str(path))
+                t = read_safetensors(path, "cached target features", FEATURE_NAMES)
                 got[part].append(Features(*(t[n] for n in FEATURE_NAMES)))
                 continue
             cached = False
@@ -137,7 +139,8 @@ def _distillation_data(cfg: TrainConfig, model: Any, tok: Any, progress: bool) -
                                 store=torch.bfloat16 if part == "train" else torch.float32, progress=bar)
             if cfg.reuse_data:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                save_file({n: getattr(f, n).contiguous() for n in FEATURE_NAMES}, str(path))
+                tensors = {n: getattr(f, n).contiguous() for n in FEATURE_NAMES}
+                write_with(path, lambda tmp: save_file(tensors, tmp))  # a killed run leaves no half chunk
             got[part].append(f)
     tr, ho = (Features(*(torch.cat([getattr(f, n) for f in got[part]]) for n in FEATURE_NAMES)) for part in ("train", "held"))
     return tr, ho, cached
@@ -174,7 +177,7 @@ def train(cfg: TrainConfig, *, out: Path | None = None, progress: bool = True, l
     h = hc.hidden
     step = 0
     curve: list[float] = []
-    with tqdm(total=steps, desc="train draft head", disable=not progress) as bar:
+    with tqdm(total=steps, desc="train draft head", disable=None if progress else True) as bar:
         for _ in range(cfg.epochs):
             for idx in torch.randperm(n, generator=gen).split(cfg.batch):
                 x, fa = xw[idx], ftr.feats[idx].float()  # [b, L], [b, L, h']
@@ -218,12 +221,30 @@ def train(cfg: TrainConfig, *, out: Path | None = None, progress: bool = True, l
     return result
 
 
+HIDDEN = 576  # the target's hidden size (SmolLM2-135M)
+
+
+def data_bytes(cfg: TrainConfig) -> int:
+    """Bytes of the target features held in memory for training (tokens int64, features bfloat16,
+    top-k ids int32 and probabilities float32 per position), twice: the chunks and their concatenation."""
+    per_pos = 8 + HIDDEN * (len(cfg.feature_layers) + 1) * 2 + cfg.topk * 8
+    return 2 * (cfg.train_windows + cfg.held_windows) * cfg.window * per_pos
+
+
 def cmd_train_draft(args: Any) -> int:
+    from rheo_ref.sizes import available_memory, gib
+    from rheo_ref.validate import within_limit
+
     cfg = TrainConfig.tiny(args.seed) if args.tiny else TrainConfig(seed=args.seed)
-    if args.epochs:
+    if args.epochs is not None:
         cfg = TrainConfig(**{**asdict(cfg), "epochs": args.epochs})
-    if args.windows:
+    if args.windows is not None:
         cfg = TrainConfig(**{**asdict(cfg), "train_windows": args.windows})
+    mem = available_memory()
+    if mem is not None and not getattr(args, "force", False):
+        within_limit(f"--windows {cfg.train_windows:,} of {cfg.window} tokens: bytes of the target features in memory",
+                     data_bytes(cfg), mem,
+                     override=f"{gib(mem)} of memory is available; use fewer --windows, or --force to run anyway")
     torch.set_num_threads(args.threads) if args.threads else None
     train(cfg, out=Path(args.out) if args.out else None, progress=not args.quiet)
     return 0
