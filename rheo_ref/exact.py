@@ -5,8 +5,9 @@
   extended by what the previous one emitted);
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i);
 - `tv`, `tau`, `round_lengths`, `acceptance`.
-A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`;
-the composition of rounds and everything computed from them is shared.
+A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`,
+under a variant's settings (`variant=`: the spec by default, or a static mutant); the
+composition of rounds and everything computed from them is shared.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .enumerate import METHODS, enumerate_trees, estimate_trees_per_round
 from .errors import CaseError, TooLargeError
 from .models import Case, Context
 from .static_exact import StaticRounds, estimate_static
+from .variants import SPEC, Variant
 from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
@@ -44,8 +46,9 @@ class Exact:
     """Exact computations for one case, memoising round laws by the context the models can see."""
 
     def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
-                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES) -> None:
-        self.rules = rules
+                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES,
+                 variant: Variant = SPEC) -> None:
+        self.rules, self.variant = rules, variant
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
         self.case, self.method = case, method
@@ -55,7 +58,11 @@ class Exact:
         static = case.scheme.family == "static"  # a fixed shape: its own round laws (static_exact)
         if static and rules is not SPEC_RULES:
             raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
-        self._static = StaticRounds(case, method) if static else None
+        variant.check_family(case.scheme.family)
+        if not static and variant is not SPEC:
+            raise CaseError(f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
+                            f"rheo_ref.mutants (MutantExact), not by variant=")
+        self._static = StaticRounds(case, method, variant) if static else None
         est = estimate_static(case, method) if static else estimate_trees_per_round(case, method)
         if max_trees is not None and est > max_trees:
             raise TooLargeError(
