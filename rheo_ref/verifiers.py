@@ -106,15 +106,15 @@ def traversal_reject(alpha: Fraction, Mb: Row, Ms: Row, x: int, sampling: str, *
 
     R = (α·Mb - Ms)+, S = ΣR; α <- S / (S + 1 - α) (0 when S = 0; the root's stays 1);
     Mb <- R / S when S > 0; `wor` siblings: Ms loses x and is renormalised; `iid`: Ms unchanged.
-    Settings: `traversal_rate` "one_minus_ms": α <- min(1, S / (1 - Ms(x))) (0 when S = 0 or
-    Ms(x) = 1); `ms_update` "other": the other sampling mode's Ms update.
+    Settings: `traversal_rate` "one_minus_ms": α <- min(1, S / (1 - Ms(x))) (0 when S = 0; 1 when
+    Ms(x) = 1, the limit); `ms_update` "other": the other sampling mode's Ms update.
     """
     R = positive_part([alpha * b for b in Mb], Ms)
     S = sum(R, ZERO)
     if root:
         new_alpha = ONE
     elif variant.traversal_rate == "one_minus_ms":
-        new_alpha = min(ONE, S / (1 - Ms[x])) if S and Ms[x] < 1 else ZERO
+        new_alpha = ZERO if not S else ONE if Ms[x] == 1 else min(ONE, S / (1 - Ms[x]))
     else:
         new_alpha = S / (S + 1 - alpha) if S else ZERO
     new_Mb = tuple(t / S for t in R) if S else Mb

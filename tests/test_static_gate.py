@@ -192,6 +192,43 @@ def test_fast_mutant_replays_the_reference_mutant_coin_for_coin(name, verify, sa
     assert T != 1.0 or differ > 0
 
 
+ROWS = [  # (α, Mb, Ms, x): S = 0; Ms(x) = 1 with S > 0 (the bad rate's limit, 1); a generic state
+    ("1/2", ["1/4", "3/4", "0"], ["1/2", "1/2", "0"], 0),
+    ("1/2", ["1", "0", "0"], ["0", "1", "0"], 1),
+    ("2/3", ["1/2", "1/3", "1/6"], ["1/5", "3/10", "1/2"], 2),
+]
+
+
+@pytest.mark.parametrize("name", ["spec", "traversal-bad-rate", "traversal-wrong-update"])
+def test_traversal_reject_is_one_rule_on_both_sides(name):
+    """`rheo_ref.verifiers.traversal_reject` (exact) and `rheo_fast.static.traversal_reject`
+    (float64) give the same (α, Mb, Ms) on states that reach every branch of the rate and Ms
+    updates, at the root and below it, for both sampling modes (the coupled tests' cases never
+    reach Ms(x) = 1 with S > 0)."""
+    from fractions import Fraction
+
+    from rheo_fast.static import traversal_reject as fast_reject
+    from rheo_ref.verifiers import traversal_reject as ref_reject
+
+    variant = SPEC if name == "spec" else MUTANTS[name]
+    seen = set()
+    for alpha, Mb, Ms, x in ROWS:
+        b, m = tuple(map(Fraction, Mb)), tuple(map(Fraction, Ms))
+        for sampling in SAMPLINGS:
+            for root in (False, True):
+                a = Fraction(1) if root else Fraction(alpha)  # the root's α is 1
+                ra, rb, rm = ref_reject(a, b, m, x, sampling, root=root, variant=variant)
+                fa, fb, fm = fast_reject(torch.tensor([float(a)], dtype=torch.float64),
+                                         torch.tensor([[float(t) for t in b]], dtype=torch.float64),
+                                         torch.tensor([[float(t) for t in m]], dtype=torch.float64),
+                                         torch.tensor([x]), sampling, root, variant)
+                assert abs(fa.item() - float(ra)) < 1e-12
+                assert torch.allclose(fb[0], torch.tensor([float(t) for t in rb], dtype=torch.float64), atol=1e-12)
+                assert torch.allclose(fm[0], torch.tensor([float(t) for t in rm], dtype=torch.float64), atol=1e-12)
+                seen.add(ra)
+    assert len(seen) >= 3  # the rows reach different rates
+
+
 def traversal_both_ways(case: Case, variant: Variant, coins: torch.Tensor, T: float,
                         by_leaves: Variant | None = None) -> tuple[torch.Tensor, ...]:
     """(end, bonus row) of the Euler walk running `variant` and of the by-leaf loop running
