@@ -38,9 +38,10 @@ def register(subparsers) -> None:
     sp.add_argument("--alpha", type=float, default=ALPHA, help=f"false-alarm probability of each test (default {ALPHA:g})")
     sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = --tv (default {BETA:g})")
     sp.add_argument("--tv", type=float, default=DELTA, help=f"the TV δ each test detects with power 1-β (default {DELTA:g})")
-    sp.add_argument("--case", default="auto", help=f"gate case of the mutants (default auto: per mutant, the one of "
-                                                   f"its family's mutant cases where its exact TV is largest; rheo: "
-                                                   f"{', '.join(MUTANT_CASES)}; static: {', '.join(STATIC_MUTANT_CASES)})")
+    sp.add_argument("--case", default="auto",
+                    help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
+                         f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
+                         f"{', '.join(STATIC_MUTANT_CASES)}); a case runs its own family's mutants")
     sp.add_argument("--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})")
     sp.add_argument("--only", nargs="+", metavar="MUTANT", help="only these mutants")
     sp.add_argument("--seeds", type=int, default=100, help="seeds of the false-alarm measurement (default 100; 0 skips it)")

@@ -146,8 +146,8 @@ MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. T
 #                                R = 2 adds survival bias, so proxy-const (lossless at R = 5) moves
 #                                the token law there; fills-first needs the fills R = 5 keeps
 # The static family's: wor siblings on the tables with zeros at T = 0.5 (where the exact TVs are
-# largest), one per verifier kind, and the parents shape (the only one where traversal's two
-# leaf orders differ)
+# largest), the branching shape under rrsw and under traversal, and the parents shape under
+# traversal (the only shape where its two leaf orders differ)
 STATIC_MUTANT_CASES = ("branching-wor-rrsw/T0.5/zeros", "branching-wor-traversal/T0.5/zeros",
                        "parents-wor-traversal/T0.5/zeros")
 
@@ -179,19 +179,19 @@ def _exact(gc: GateCase, mutant: str | None) -> Exact:
     (memoised for the matrix's own cases: each check of a case reuses the round laws)."""
     if gate_cases().get(gc.name) is gc:
         return _matrix_exact(gc.name, mutant)
-    if mutant is None:
-        return Exact(gc.case)
-    from rheo_ref.mutants import MutantExact
-    return MutantExact(gc.case, mutant)
+    return _new_exact(gc.case, mutant)
 
 
 @lru_cache(maxsize=64)
 def _matrix_exact(name: str, mutant: str | None) -> Exact:
-    gc = gate_cases()[name]
+    return _new_exact(gate_cases()[name].case, mutant)
+
+
+def _new_exact(case: Case, mutant: str | None) -> Exact:
     if mutant is None:
-        return Exact(gc.case)
+        return Exact(case)
     from rheo_ref.mutants import MutantExact
-    return MutantExact(gc.case, mutant)
+    return MutantExact(case, mutant)
 
 
 def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:

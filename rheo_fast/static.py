@@ -26,6 +26,7 @@ tour: `verify_traversal_by_leaves` then runs the reference's loop, one leaf per 
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,11 +75,12 @@ class Walk:
 
 
 def at(x: Tensor, c: int | Tensor) -> Tensor:
-    """x[:, c] for a node id c, or x[b, c[b]] for per-trial ids c [B]."""
-    return x[:, c] if isinstance(c, int) else gather1(x, c)  # [B, ...]
+    """x[:, c] for a node id c, or x[b, c[b]] for per-trial ids c [B]; x [B, 1+N]."""
+    return x[:, c] if isinstance(c, int) else gather1(x, c)  # [B]
 
 
-def tries(tree: StaticTree, q_rows: list, layout: StaticLayout, variant: Variant):
+def tries(tree: StaticTree, q_rows: list, layout: StaticLayout,
+          variant: Variant) -> Iterator[tuple[int, int | Tensor, Tensor | None]]:
     """(u, c, q_samp row at c or None) for every child c of every node u with children, nodes u in
     creation order, u's children in the order they are tried: draw order (c a node id), or by token
     id (`sibling_order` "token_id": c [B] per-trial node ids, undrafted children last)."""
@@ -211,7 +213,8 @@ def next_leaf(live: Tensor, x: Tensor, layout: StaticLayout, variant: Variant) -
     B, dev = live.shape[0], live.device
     if variant.leaf_order == "min_index":
         parents = index(layout.parents, dev)  # [N]
-        kids = torch.zeros(live.shape, dtype=torch.int64, device=dev).index_add_(1, parents, live[:, 1:].long())  # [B, 1+N]
+        kids = torch.zeros(live.shape, dtype=torch.int64, device=dev)  # [B, 1+N] live children per node
+        kids.index_add_(1, parents, live[:, 1:].long())  # [B, 1+N]
         leaf = live & (kids == 0)  # [B, 1+N] (the root is never live)
         return torch.where(leaf.any(1), leaf.int().argmax(1), 0)  # [B] argmax: the first maximum
     table = index(layout.kid_table, dev)  # [1+N, k]
