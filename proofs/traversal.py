@@ -1,4 +1,4 @@
-"""Claim 6 -- Traversal Verification against the token-level verifiers (docs/SCHEMES.md §2, §9).
+"""Claim 6 -- Traversal Verification against the token-level verifiers (docs/SCHEMES.md §2, §10).
 
 6.1 Depth 1: on every depth-1 tree, `traversal` emits exactly the law `specinfer` emits (iid
     siblings) and `rrsw` emits (wor siblings). PROVED UP TO SIZE V <= 3, k <= 3 children.

@@ -1,8 +1,9 @@
 """`rheo mutants`: the negative controls of the lossless gate and its false-alarm rate.
 
-For every mutant (`rheo_ref.variants.MUTANTS`) on the gate's mutant case: its exact TV per
-check (from its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path
-running that variant (N, p-values) and whether they reject. Then the correct fast path under
+For every mutant (`rheo_ref.variants.MUTANTS`, both families) on its gate case (per mutant, the
+one of its family's mutant cases where its exact TV is largest): its exact TV per check (from
+its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path running that
+variant (N, p-values) and whether they reject. Then the correct fast path under
 `--seeds` seeds: how often the gate's test rejects it, with a two-sided binomial p-value
 against α (and against 0.05, where a miscalibrated test shows at 100 seeds).
 """
@@ -20,6 +21,8 @@ columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/
 round: first round's sequence vs the spec's round law; lengths: its length law), as rationals
 in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
 A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
+--case C runs the mutants of C's scheme family (a mutant of the other family named in --only is
+refused).
 exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
 with α (binomial p >= 0.001); 1 otherwise; 2 bad input; 130 interrupted (docs/CLI.md).
 size limit: --seeds <= 100,000 (each seed runs one gate test)."""
@@ -28,7 +31,7 @@ MAX_SEEDS = 100_000
 
 
 def register(subparsers) -> None:
-    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES
+    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, STATIC_MUTANT_CASES
 
     sp = subparsers.add_parser("mutants", help="the lossless gate's negative controls and false-alarm rate",
                                description="Run the lossless gate on every deliberately broken fast path (mutant) "
@@ -38,8 +41,10 @@ def register(subparsers) -> None:
     sp.add_argument("--alpha", type=float, default=ALPHA, help=f"false-alarm probability of each test (default {ALPHA:g})")
     sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = --tv (default {BETA:g})")
     sp.add_argument("--tv", type=float, default=DELTA, help=f"the TV δ each test detects with power 1-β (default {DELTA:g})")
-    sp.add_argument("--case", default="auto", help=f"gate case of the mutants (default auto: per mutant, the one of "
-                                                   f"{', '.join(MUTANT_CASES)} where its exact TV is largest)")
+    sp.add_argument("--case", default="auto",
+                    help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
+                         f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
+                         f"{', '.join(STATIC_MUTANT_CASES)}); a case runs its own family's mutants")
     sp.add_argument("--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})")
     sp.add_argument("--only", nargs="+", metavar="MUTANT", help="only these mutants")
     sp.add_argument("--seeds", type=int, default=100, help="seeds of the false-alarm measurement (default 100; 0 skips it; "
@@ -113,6 +118,13 @@ def run_mutants(args: argparse.Namespace) -> int:
     names = [variant_named(n).name for n in args.only] if args.only else list(MUTANTS)
     if "spec" in names:
         raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")
+    if args.case != "auto":  # the case's family's mutants; one of the other family is refused
+        family = gate_cases()[args.case].case.scheme.family
+        if args.only:
+            for n in names:
+                MUTANTS[n].check_family(family)
+        else:
+            names = [n for n in names if MUTANTS[n].family == family]
     t0 = time.perf_counter()
     rows = mutant_rows(args.case, names, alpha=args.alpha, beta=args.beta, tv=args.tv)
     fa = false_alarms(args.fa_case, args.seeds, alpha=args.alpha, beta=args.beta, tv=args.tv) if args.seeds else None
@@ -131,12 +143,12 @@ def _print_table(out: dict) -> None:
     w = sys.stdout.write
     w(f"lossless gate negative controls (case: {out['case']}): α={out['alpha']:g} per test "
       f"(4 checks: ≤{out['family_alpha_per_mutant']:g} per mutant), power {1 - out['beta']:g} at TV δ={out['tv']:g}\n")
-    w(f"{'mutant':22} {'case':16} {'TV joint2':>11} {'TV joint3':>11} {'TV round':>11} {'TV lengths':>11} {'N (j2/j3/r/l)':>24} "
+    w(f"{'mutant':24} {'case':34} {'TV joint2':>11} {'TV joint3':>11} {'TV round':>11} {'TV lengths':>11} {'N (j2/j3/r/l)':>24} "
       f"{'min p':>9}  verdict\n")
     for r in out["mutants"]:
         tv = {ch: _rational(Fraction(v), 11) for ch, v in r["exact_tv"].items()}
         n = "/".join(str(x) for x in r["N"].values())
-        w(f"{r['mutant']:22} {r['case']:16} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
+        w(f"{r['mutant']:24} {r['case']:34} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
           f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n")
     fa = out["false_alarm"]
     if fa:

@@ -3,7 +3,7 @@
 For one case's tables, context and `tokens` (its own scheme only sets the default node budget),
 each *cell* is a scheme with N draft nodes; `compare` returns, per cell, the exact τ of the first
 round, the exact TV of the `tokens`-token law to the target and the seconds it took
-(docs/SCHEMES.md §8 explains the rows). The cells for a budget N (`cells_for`):
+(docs/SCHEMES.md §9 explains the rows). The cells for a budget N (`cells_for`):
 
 - family `rheo` (docs/ALGORITHM.md §2), budget R = N, K = min(3, V), W = min(2, K),
   D = ceil(N / W) (so the budget could be spent on W paths of full depth): Top-K (m = K),

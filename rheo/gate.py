@@ -5,6 +5,9 @@ case and temperature handed to the fast path: T = 0 runs the fast path's greedy 
 exact case whose q_samp and p rows are point masses on the argmax; the temperature-0.5 cases
 give q_samp as a separate table (q_rank² renormalised), as docs/ALGORITHM.md §1 says, and
 `fastT0.5` runs the fast path at T = 0.5 against exact tables q² and p² renormalised.
+Both families are in the matrix: the rheo family's schemes (`SCHEMES`) and the static family's
+(`STATIC_SCHEMES`: the five lossless pairings on a branching and a delayed shape, and a
+`parents` shape whose leaves are created out of post-order).
 
 Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`:
 - `joint2`, `joint3`: the first 2 / 3 tokens of repeated rounds against the exact target law;
@@ -12,7 +15,8 @@ Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at 
 - `lengths`: the first round's length (so τ) against its exact law.
 The round checks compare with the spec, so they also catch lossless deviations from it.
 `fast_sampler` drives the fast path (rheo_fast, imported lazily) as a sampler of a case of either
-family (rheo or static; mutants are the rheo family's).
+family, running the spec or a mutant of that family. A mutant's negative control runs on the
+case of its family where its exact TV is largest (`mutant_case`).
 """
 from __future__ import annotations
 
@@ -25,11 +29,12 @@ from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
 from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.replay import greedy_case
-from rheo_ref.variants import MUTANTS, variant_named
+from rheo_ref.static import StaticScheme
+from rheo_ref.variants import MUTANTS, READ_BY, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
-ALPHA = 1e-6   # false-alarm probability of every gate test (the family's: `family_alpha`)
+ALPHA = 4e-7   # false-alarm probability of every gate test (the family's: `family_alpha`)
 FAMILY_ALPHA_BOUND = 1e-4  # what the whole matrix may cost a correct decoder (asserted by the tests)
 BETA = 0.01    # miss probability at TV = DELTA
 DELTA = 0.025  # the TV every gate test detects with power 1 - BETA
@@ -52,6 +57,20 @@ SCHEMES = {
     "chain": Scheme(1, 0, 1, 3, 3),
 }
 
+# The static family (docs/SCHEMES.md): every lossless pairing on a branching shape (two root
+# children, one child each) and a delayed one (a trunk of 1, then two rollouts of 2), and a
+# `parents` shape where the leaf 2 is created before the deeper node 3 (root -> 1, 2; 1 -> 3):
+# there alone the traversal's post-order and creation order of leaves differ.
+STATIC_SHAPES = {"branching": (2, 1), "delayed": (2, 1, 2), "parents": (0, 0, 1)}
+STATIC_PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
+STATIC_SCHEMES = {
+    **{f"{kind}-{sampling}-{verify}": StaticScheme(kind, STATIC_SHAPES[kind], sampling, verify)
+       for kind in ("branching", "delayed") for sampling, verify in STATIC_PAIRINGS},
+    **{f"parents-{sampling}-traversal": StaticScheme("parents", STATIC_SHAPES["parents"], sampling, "traversal")
+       for sampling in ("iid", "wor")},
+}
+ALL_SCHEMES: dict[str, Scheme | StaticScheme] = {**SCHEMES, **STATIC_SCHEMES}
+
 
 def table(weights: dict, name: str, power: int = 1) -> TableModel:
     """A table from integer weights; `power` 2 gives the temperature-0.5 rows (w² renormalised)."""
@@ -71,7 +90,7 @@ class GateCase:
 def _gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") -> GateCase:
     dw, tw = (DRAFT_Z, TARGET_Z) if zeros else (DRAFT, TARGET)
     draft, target = table(dw, "draft"), table(tw, "target")
-    sch = SCHEMES[scheme]
+    sch = ALL_SCHEMES[scheme]
     if temp == "0":  # fast path in greedy mode; exact q_samp and p are the point masses
         fast = Case(draft, target, sch, (0,), 3)
         exact = greedy_case(fast)
@@ -88,7 +107,9 @@ def _gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") 
 @lru_cache(maxsize=1)
 def gate_cases() -> dict[str, GateCase]:
     """The matrix: every scheme at T = 1 and T = 0.5 (separate q_samp tables), with and without
-    zeros, plus greedy T = 0 for the tree schemes."""
+    zeros, plus greedy T = 0 for the tree schemes; every static scheme of a branching or delayed
+    shape at T = 1, T = 0.5 with zeros and greedy T = 0 (the delayed ones on the tables with zeros),
+    two at the fast path's own T = 0.5, and the parents shape's two."""
     out = {}
     for s in SCHEMES:
         out[f"{s}/T1"] = _gate_case(f"{s}/T1", s)
@@ -99,6 +120,18 @@ def gate_cases() -> dict[str, GateCase]:
     out["rrsw/fastT0.5"] = _gate_case("rrsw/fastT0.5", "rrsw", temp="fast0.5")
     out["rheo-m1/T0"] = _gate_case("rheo-m1/T0", "rheo-m1", temp="0")
     out["topk/T0/zeros"] = _gate_case("topk/T0/zeros", "topk", zeros=True, temp="0")
+    for s in STATIC_SCHEMES:
+        if s.startswith("parents"):
+            continue
+        zeros = s.startswith("delayed")
+        out[f"{s}/T1"] = _gate_case(f"{s}/T1", s)
+        out[f"{s}/T0.5/zeros"] = _gate_case(f"{s}/T0.5/zeros", s, zeros=True, temp="0.5")
+        out[f"{s}/T0" + "/zeros" * zeros] = _gate_case(f"{s}/T0" + "/zeros" * zeros, s, zeros=zeros, temp="0")
+    for name in ("branching-wor-traversal/fastT0.5", "delayed-iid-rrsw/fastT0.5"):
+        out[name] = _gate_case(name, name.split("/")[0], temp="fast0.5")
+    out["parents-wor-traversal/T0.5/zeros"] = _gate_case("parents-wor-traversal/T0.5/zeros", "parents-wor-traversal",
+                                                         zeros=True, temp="0.5")
+    out["parents-iid-traversal/T1"] = _gate_case("parents-iid-traversal/T1", "parents-iid-traversal")
     return out
 
 
@@ -112,27 +145,60 @@ MUTANT_CASES = ("rheo-m1/T0.5", "rheo-m1-R2/T0.5")
 MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. The tight budget
 #                                R = 2 adds survival bias, so proxy-const (lossless at R = 5) moves
 #                                the token law there; fills-first needs the fills R = 5 keeps
+# The static family's: wor siblings on the tables with zeros at T = 0.5 (where the exact TVs are
+# largest), the branching shape under rrsw and under traversal, and the parents shape under
+# traversal (the only shape where its two leaf orders differ)
+STATIC_MUTANT_CASES = ("branching-wor-rrsw/T0.5/zeros", "branching-wor-traversal/T0.5/zeros",
+                       "parents-wor-traversal/T0.5/zeros")
+
+
+def mutant_cases(name: str) -> tuple[str, ...]:
+    """The gate cases a mutant's negative control may run on: its family's mutant cases whose
+    verifier reads the setting it changes."""
+    if name not in MUTANTS:
+        raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
+    v = MUTANTS[name]
+    if v.family == "rheo":
+        return MUTANT_CASES
+    (setting,) = v.changed()
+    cases = gate_cases()
+    return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.static_scheme().verify in READ_BY[setting])
 
 
 @lru_cache(maxsize=None)
 def mutant_case(name: str) -> str:
-    """The gate case of a mutant's negative control: among MUTANT_CASES, the one where its exact
-    TV on the first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
-    if name not in MUTANTS:
-        raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
+    """The gate case of a mutant's negative control: among `mutant_cases` (MUTANT_CASES for the
+    rheo family, STATIC_MUTANT_CASES for the static family), the one where its exact TV on the
+    first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
     cases = gate_cases()
-    return max(MUTANT_CASES, key=lambda c: tuple(exact_tvs(cases[c], name, ("joint3", "round")).values()))
+    return max(mutant_cases(name), key=lambda c: tuple(exact_tvs(cases[c], name, ("joint3", "round")).values()))
+
+
+def _exact(gc: GateCase, mutant: str | None) -> Exact:
+    """The exact computations of a gate case: the spec's, or `mutant`'s exact counterpart's
+    (memoised for the matrix's own cases: each check of a case reuses the round laws)."""
+    if gate_cases().get(gc.name) is gc:
+        return _matrix_exact(gc.name, mutant)
+    return _new_exact(gc.case, mutant)
+
+
+@lru_cache(maxsize=64)
+def _matrix_exact(name: str, mutant: str | None) -> Exact:
+    return _new_exact(gate_cases()[name].case, mutant)
+
+
+def _new_exact(case: Case, mutant: str | None) -> Exact:
+    if mutant is None:
+        return Exact(case)
+    from rheo_ref.mutants import MutantExact
+    return MutantExact(case, mutant)
 
 
 def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:
     """The exact law a check compares with (of `mutant`'s exact counterpart if given)."""
     if check.startswith("joint") and mutant is None:
         return target_law(gc.case, int(check[5:]))
-    if mutant is None:
-        ex = Exact(gc.case)
-    else:
-        from rheo_ref.mutants import MutantExact
-        ex = MutantExact(gc.case, mutant)
+    ex = _exact(gc, mutant)
     if check.startswith("joint"):
         return ex.token_law(int(check[5:]))
     if check == "round":

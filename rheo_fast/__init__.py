@@ -3,8 +3,8 @@ coin for coin to the exact reference (`rheo_ref.replay`, docs/FAST_PATH.md).
 
 Steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
 q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `verify`
-(`verify_level`), `decode` (rounds, coins, multi-round decoding), `static` (the `static` family's
-round: a fixed shape, docs/SCHEMES.md §7), `lm` (real language models).
+(`verify_level`), `decode` (rounds, coins, multi-round decoding), `static_tree` and `static` (the
+`static` family's tree and round: a fixed shape, docs/SCHEMES.md §7), `lm` (real language models).
 The deliberately broken variants that steps can run are declared once, for both implementations,
 in `rheo_ref.variants`.
 
@@ -18,7 +18,7 @@ from typing import Any
 _EXPORTS = {
     "Decoded": "decode", "RoundResult": "decode", "decode": "decode", "round_coins": "decode", "run_round": "decode",
     "TableTreeModel": "models", "TreeModel": "models", "draft_probs": "models", "target_probs": "models",
-    "Layout": "tree", "Tree": "tree", "StaticLayout": "static", "static_round": "static",
+    "Layout": "tree", "Tree": "tree", "StaticLayout": "static_tree", "static_round": "static",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -29,7 +29,8 @@ from rheo_ref.static import StaticScheme
 from rheo_ref.variants import SPEC, Variant
 
 from .models import TreeModel, as_rows
-from .static import StaticLayout, check_static_round, static_layout, static_round
+from .static import check_static_round, static_round
+from .static_tree import StaticLayout, static_layout
 from .tree import Layout, Tree, build_tree
 from .verify import Verdict, verify
 
@@ -81,7 +82,7 @@ def play_round(model: TreeModel, state: Any, scheme: Scheme | StaticScheme, coin
                variant: Variant, layout: Layout | StaticLayout) -> Verdict:
     """One round of either family, refusals checked for the trials still decoding (todo [B])."""
     if isinstance(scheme, StaticScheme):
-        sres = static_round(model, state, scheme, coins, layout=layout)
+        sres = static_round(model, state, scheme, coins, layout=layout, variant=variant)
         check_static_round(model, state, sres, todo)
         return sres.verdict
     res = run_round(model, state, scheme, coins, variant=variant, layout=layout)
@@ -102,8 +103,7 @@ def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme |
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
     static = isinstance(scheme, StaticScheme)
-    if static and variant is not SPEC:
-        raise CaseError(f"variant {variant.name!r} is a mutant of the rheo family; the static family runs the spec only")
+    variant.check_family(scheme.family)
     layout = static_layout(scheme) if static else Layout(scheme.K, scheme.W, scheme.D)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)

@@ -6,8 +6,9 @@
   per round, so n is limited by the law's size (`rheo_ref.sizes.law_outcomes`), not the stack;
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i), the same way;
 - `tv`, `tau`, `round_lengths`, `acceptance`.
-A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`;
-the composition of rounds and everything computed from them is shared.
+A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`,
+under a variant's settings (`variant=`: the spec by default, or a static mutant); the
+composition of rounds and everything computed from them is shared.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .static import StaticScheme
 from .sizes import Size, law_outcomes, trees_per_round
 from .static_exact import StaticRounds, estimate_static
 from .validate import show, within_limit
+from .variants import SPEC, Variant
 from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
@@ -50,8 +52,9 @@ class Exact:
     """Exact computations for one case, memoising round laws by the context the models can see."""
 
     def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
-                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES) -> None:
-        self.rules = rules
+                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES,
+                 variant: Variant = SPEC) -> None:
+        self.rules, self.variant = rules, variant
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
         self.case, self.method = case, method
@@ -59,14 +62,18 @@ class Exact:
         self._rounds: dict[Context, Law] = {}
         self._progress = progress
         s = case.scheme
+        variant.check_family(s.family)
         self._static = None  # a fixed shape has its own round laws (static_exact)
         if isinstance(s, StaticScheme):
             if rules is not SPEC_RULES:
                 raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
-            self._static = StaticRounds(case, method)
+            self._static = StaticRounds(case, method, variant)
             what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
             est: int | Size = estimate_static(case, method)
         else:
+            if variant is not SPEC:
+                raise CaseError(f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
+                                f"rheo_ref.mutants (MutantExact), not by variant=")
             what = (f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
                     f"V={show(case.vocab_size)})")
             est = trees_per_round(case, method)

@@ -9,7 +9,11 @@ setting that differs from the spec (`counterpart`):
 - `nodes`: a rewrite of each grown tree before rerank and verification (e.g. the q̃ that
   verification sees);
 - `rules`: a `rheo_ref.verify.Rules` subclass (acceptance, residuals, bonus, order).
-No hook was added to the reference core. `mutant_law`/`mutant_tv` give the exact token law of
+No hook was added to the reference core. A mutant of the static family (docs/SCHEMES.md §8) needs
+no seam: the static family's exact methods read the variant's settings themselves
+(`rheo_ref.static_exact`, brute force, which models every setting), so its counterpart carries
+the variant only. A variant of one family on a case of the other is refused
+(`Variant.check_family`). `mutant_law`/`mutant_tv` give the exact token law of
 the mutant and its TV to the target law. tests/test_mutants.py checks, statistically, that each
 fast mutant's law fits its exact counterpart's. `rheo.gate.fast_sampler` drives the fast path.
 """
@@ -309,6 +313,8 @@ def counterpart(v: Variant) -> ExactMutant:
     if len(changed) != 1:
         raise CaseError(f"variant {v.name!r} changes {sorted(changed) or 'no setting'}; the exact reference "
                         f"models a variant that changes exactly one setting")
+    if v.family == "static":  # read by rheo_ref.static_exact's methods themselves
+        return ExactMutant(v)
     if v.proxy is not None:
         proxy = str(v.proxy)
         return ExactMutant(v, case=lambda c: c.with_scheme(proxy=proxy))
@@ -341,12 +347,17 @@ EXACT_MUTANTS: dict[str, ExactMutant] = {name: counterpart(v) for name, v in MUT
 
 class MutantExact(Exact):
     """`Exact` for a mutant: brute enumeration (every sampled identity separately), then the
-    mutant's tree rewrite, the spec rerank and the mutant's verification rules."""
+    mutant's tree rewrite, the spec rerank and the mutant's verification rules (rheo family);
+    the static family's brute force under the variant's settings (static family)."""
 
     def __init__(self, case: Case, mutant: str | ExactMutant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
         if isinstance(mutant, str):
             mutant = counterpart(variant_named(mutant))
         self.mutant = mutant
+        mutant.variant.check_family(case.scheme.family)
+        if case.scheme.family == "static":
+            super().__init__(case, "brute", max_trees=max_trees, variant=mutant.variant)
+            return
         super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)
 
     def _trees(self, context: Context):

@@ -17,6 +17,12 @@ averaged over the subtree's draws, computed once per context the models can tell
   returns (law emitted on an accept inside the subtree, probability that the whole subtree is
   rejected), memoised by (context, shape, α), and the recursion over siblings carries the
   parent's (α, Mb, Ms, tokens drawn so far).
+
+Both read a `rheo_ref.variants.Variant`'s settings (the spec by default), so a mutant of the
+static family gets its exact law from the same code: `brute` every setting; `classes` the ones
+that change a step inside a node (`proposal_update`, `traversal_rate`, `ms_update`,
+`traversal_bonus`) and refuses those that make the order of the tries depend on more than one
+subtree (`sibling_order`, `leaf_order`: `ORDER_SETTINGS`).
 """
 from __future__ import annotations
 
@@ -27,11 +33,12 @@ from typing import Iterator, Sequence
 from .errors import CaseError
 from .models import Case, Context, Row
 from .static import Shape, StaticScheme, children_lists, estimate_brute, estimate_subtrees, next_draw
-from .verifiers import (DraftTree, child_rate, rrsw_accept, rrsw_reject, specinfer_accept, specinfer_reject,
-                        topdown_law, traversal_law, traversal_reject)
+from .variants import SPEC, Variant
+from .verifiers import DraftTree, child_rate, topdown_accept, topdown_law, topdown_reject, traversal_law, traversal_reject
 
 Law = dict[tuple[int, ...], Fraction]
 METHODS = ("classes", "brute")
+ORDER_SETTINGS = ("sibling_order", "leaf_order")  # settings the subtree recursion cannot model (brute only)
 ZERO, ONE = Fraction(0), Fraction(1)
 
 
@@ -119,7 +126,7 @@ def _present(parents: Sequence[int], tokens: Sequence[int | None]) -> DraftTree:
     return DraftTree(tuple(ps), tuple(ts))
 
 
-def brute_round_law(case: Case, context: Context) -> tuple[Law, int]:
+def brute_round_law(case: Case, context: Context, variant: Variant = SPEC) -> tuple[Law, int]:
     """(round law, trees enumerated)."""
     sch = case.static_scheme()
     law: Law = defaultdict(Fraction)
@@ -127,9 +134,9 @@ def brute_round_law(case: Case, context: Context) -> tuple[Law, int]:
     for prob, tree in draws_of_tree(case, context):
         trees += 1
         if sch.verify == "traversal":
-            sub = traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling)
+            sub = traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling, variant)
         else:
-            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify)
+            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify, variant)
         _add(law, prob, (), sub)
     return dict(law), trees
 
@@ -139,8 +146,13 @@ def brute_round_law(case: Case, context: Context) -> tuple[Law, int]:
 class SubtreeLaws:
     """Memoised subtree laws of one static case (shared by all the rounds of a computation)."""
 
-    def __init__(self, case: Case) -> None:
+    def __init__(self, case: Case, variant: Variant = SPEC) -> None:
         self.p, self.q, self.scheme = case.target, case.q_samp_model, case.static_scheme()
+        order = [name for name in ORDER_SETTINGS if name in variant.changed()]
+        if order:
+            raise CaseError(f"variant {variant.name!r} changes {order[0]}: the subtree recursion (method 'classes') "
+                            f"cannot order tries across subtrees; use method 'brute'")
+        self.variant = variant
         self.L = context_length(case)
         self.steps = 0  # sibling draws visited (memo misses only)
         self._nodes: dict = {}
@@ -192,11 +204,11 @@ class SubtreeLaws:
             if verify == "rrsw" and s[x] == 0:  # a duplicate: skipped
                 _add(out, px, (), self.sibling_law(ctx, shape, i + 1, r, s, nxt))
                 continue
-            a = specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
+            a = topdown_accept(r, s, x, verify)
             if a:
                 _add(out, px * a, (x,), self.node_law(self.key(ctx + (x,)), shape[i]))
             if a < 1:
-                r2, s2 = (specinfer_reject(r, s), s) if verify == "specinfer" else rrsw_reject(r, s, x)
+                r2, s2 = topdown_reject(r, s, x, verify, self.variant)
                 _add(out, px * (1 - a), (), self.sibling_law(ctx, shape, i + 1, r2, s2, nxt))
         self._siblings[key] = dict(out)
         return self._siblings[key]
@@ -218,8 +230,9 @@ class SubtreeLaws:
         if key in self._siblings:
             return self._siblings[key]
         draws = self._draw(ctx, drawn) if i < len(shape) else []
-        if not draws:  # the node is now a leaf: accept its path w.p. α, bonus from Mb
-            self._siblings[key] = ({(y,): alpha * b for y, b in enumerate(Mb) if alpha * b}, 1 - alpha)
+        if not draws:  # the node is now a leaf: accept its path w.p. α, bonus from Mb (or p: `traversal_bonus`)
+            bonus = self.p.row(ctx) if self.variant.traversal_bonus == "target" else Mb
+            self._siblings[key] = ({(y,): alpha * b for y, b in enumerate(bonus) if alpha * b}, 1 - alpha)
             return self._siblings[key]
         out: Law = defaultdict(Fraction)
         rejected = ZERO
@@ -228,7 +241,7 @@ class SubtreeLaws:
             accepted_below, rej = self.traversal_node(self.key(ctx + (x,)), shape[i], child_rate(alpha, Mb, Ms, x))
             _add(out, px, (x,), accepted_below)
             if rej:
-                a2, Mb2, Ms2 = traversal_reject(alpha, Mb, Ms, x, self.scheme.sampling, root=root)
+                a2, Mb2, Ms2 = traversal_reject(alpha, Mb, Ms, x, self.scheme.sampling, root=root, variant=self.variant)
                 law, rej2 = self.traversal_siblings(ctx, shape, i + 1, a2, Mb2, Ms2, self._drawn_after(drawn, x), root)
                 _add(out, px * rej, (), law)
                 rejected += px * rej * rej2
@@ -237,19 +250,21 @@ class SubtreeLaws:
 
 
 class StaticRounds:
-    """Round laws of a static case by one method; `enumerated` counts trees (brute) or sibling
-    draws visited (classes) over every round computed."""
+    """Round laws of a static case by one method (under a variant's settings, the spec by
+    default); `enumerated` counts trees (brute) or sibling draws visited (classes) over every
+    round computed."""
 
-    def __init__(self, case: Case, method: str) -> None:
+    def __init__(self, case: Case, method: str, variant: Variant = SPEC) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-        self.case, self.method = case, method
+        variant.check_family("static")
+        self.case, self.method, self.variant = case, method, variant
         self.enumerated = 0
-        self._subtrees = SubtreeLaws(case)
+        self._subtrees = SubtreeLaws(case, variant) if method == "classes" else None
 
     def round_law(self, context: Context) -> Law:
-        if self.method == "brute":
-            law, trees = brute_round_law(self.case, tuple(context))
+        if self._subtrees is None:
+            law, trees = brute_round_law(self.case, tuple(context), self.variant)
             self.enumerated += trees
             return law
         before = self._subtrees.steps

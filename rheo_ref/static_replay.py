@@ -19,7 +19,8 @@ N being the shape's draft nodes, indexed by node id (the root is 0, nodes in cre
 
 Unused coins are skipped, never shifted. `CoinReader` also records how close each decision came
 to flipping (`margin`): a float64 implementation must agree with this one whenever the margin
-exceeds its rounding error (`comparable`).
+exceeds its rounding error (`comparable`). A variant of the static family (`variant=`, the spec
+by default) is read by the verifiers' steps (`rheo_ref.verifiers`); a mutant reads the same coins.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ from .models import Case, Context, Row
 from .replay import _coin
 from .slots import inverse_cdf
 from .static import StaticScheme, children_lists
-from .verifiers import DraftTree, TraversalState, rrsw_accept, rrsw_reject, specinfer_accept, specinfer_reject
+from .variants import SPEC, Variant
+from .verifiers import DraftTree, TraversalState, topdown_accept, topdown_reject, try_order
 
 ZERO = Fraction(0)
 TOL = 1e-9  # decisions closer than this to flipping are not compared with float64 (`comparable`)
@@ -126,40 +128,41 @@ def draw_tree(case: Case, context: Context, reader: CoinReader) -> SampledTree:
     return SampledTree(DraftTree(tuple(parents), tuple(tokens)), tuple(ids))
 
 
-def verify_topdown(st: SampledTree, case: Case, context: Context, reader: CoinReader, verify: str) -> tuple[int, ...]:
-    """`specinfer` / `rrsw` on the drawn tree: from the root, children in draw order, each with its
-    accept coin; the bonus from the final residual."""
+def verify_topdown(st: SampledTree, case: Case, context: Context, reader: CoinReader, verify: str,
+                   variant: Variant = SPEC) -> tuple[int, ...]:
+    """`specinfer` / `rrsw` on the drawn tree: from the root, children in draw order (the
+    variant's `sibling_order`), each with its accept coin; the bonus from the final residual."""
     tree, p, q = st.tree, case.target, case.q_samp_model
     kids = tree.children()
     v, ctx, out = 0, tuple(context), []
     while True:
         r, s = p.row(ctx), q.row(ctx)  # s: specinfer's fixed q, rrsw's shrinking s
-        for c in kids[v]:
+        for c in try_order(kids[v], tree.token, variant):
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped, no coin read
-            a = specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
-            if reader.accept(st.ids[c], a):
+            if reader.accept(st.ids[c], topdown_accept(r, s, x, verify)):
                 out.append(x)
                 v, ctx = c, ctx + (x,)
                 break
-            r, s = (specinfer_reject(r, s), s) if verify == "specinfer" else rrsw_reject(r, s, x)
+            r, s = topdown_reject(r, s, x, verify, variant)
         else:
             out.append(reader.bonus(r))
             return tuple(out)
 
 
 def verify_traversal(st: SampledTree, case: Case, context: Context, reader: CoinReader,
-                     sampling: str) -> tuple[int, ...]:
+                     sampling: str, variant: Variant = SPEC) -> tuple[int, ...]:
     """Traversal Verification on the drawn tree: the first leaf in post-order is accepted iff its
     accept coin is below α; `sampling` chooses the Ms update (the tree's own sampling: lossless)."""
-    state = TraversalState(st.tree, case.target, case.q_samp_model, sampling=sampling, context=context)
+    state = TraversalState(st.tree, case.target, case.q_samp_model, sampling=sampling, context=context,
+                           variant=variant)
     while True:
         v = state.first_leaf()
         if v == 0:
-            return (reader.bonus(state.Mb[0]),)
+            return (reader.bonus(state.bonus_row(0)),)
         if reader.accept(st.ids[v], state.alpha[v]):
-            return st.tree.path(v) + (reader.bonus(state.Mb[v]),)
+            return st.tree.path(v) + (reader.bonus(state.bonus_row(v)),)
         state.reject(v)
 
 
@@ -174,26 +177,28 @@ class StaticReplayRound:
         return self.margin > tol
 
 
-def replay_static_round(case: Case, context: Context, coins: Sequence[float]) -> StaticReplayRound:
+def replay_static_round(case: Case, context: Context, coins: Sequence[float],
+                        variant: Variant = SPEC) -> StaticReplayRound:
     """One round of a static case from `context`, every random decision read from `coins`."""
     sch = case.static_scheme()
+    variant.check_family("static")
     reader = CoinReader(coins, sch.nodes)
     drawn = draw_tree(case, context, reader)
     if sch.verify == "traversal":
-        emitted = verify_traversal(drawn, case, context, reader, sch.sampling)
+        emitted = verify_traversal(drawn, case, context, reader, sch.sampling, variant)
     else:
-        emitted = verify_topdown(drawn, case, context, reader, sch.verify)
+        emitted = verify_topdown(drawn, case, context, reader, sch.verify, variant)
     return StaticReplayRound(emitted, drawn, reader.margin)
 
 
 def replay_static_decode(case: Case, coins: Callable[[int], Sequence[float]],
-                         n: int | None = None) -> list[StaticReplayRound]:
+                         n: int | None = None, variant: Variant = SPEC) -> list[StaticReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     n = case.tokens if n is None else n
     ctx, total = tuple(case.context), 0
     rounds: list[StaticReplayRound] = []
     while total < n:
-        rd = replay_static_round(case, ctx, coins(len(rounds)))
+        rd = replay_static_round(case, ctx, coins(len(rounds)), variant)
         rounds.append(rd)
         ctx += rd.emitted
         total += len(rd.emitted)

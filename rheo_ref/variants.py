@@ -2,12 +2,15 @@
 gate must reject (its negative controls).
 
 A `Variant` is one frozen, typed description of how a round runs: a set of named settings, each
-one step of the algorithm (docs/ALGORITHM.md §3 and §5 say what the right step is). `SPEC` has
-every setting at its correct value; each mutant in `MUTANTS` changes exactly one. Both
-implementations read the settings, never a name: the fast path (`rheo_fast`) takes a `Variant`
-argument wherever a step has a setting, and the exact reference builds each mutant's exact
-counterpart from its settings (`rheo_ref.mutants`). Names exist only at the edges (the CLI, the
-gate), where `variant_named` turns a name into a variant or refuses it.
+one step of the algorithm (docs/ALGORITHM.md §3 and §5 say what the right step is for the rheo
+family, docs/SCHEMES.md §2 for the static family's verifiers). `SPEC` has every setting at its
+correct value; each mutant in `MUTANTS` changes exactly one. Every setting belongs to one family
+(`FAMILY_OF`), so a mutant belongs to the family of the setting it changes, and a case of the
+other family refuses it (`Variant.check_family`). Both implementations read the settings, never a
+name: the fast path (`rheo_fast`) takes a `Variant` argument wherever a step has a setting, and
+the exact reference builds each mutant's exact counterpart from its settings (`rheo_ref.mutants`;
+the static family's exact methods read them directly). Names exist only at the edges (the CLI,
+the gate), where `variant_named` turns a name into a variant or refuses it.
 """
 from __future__ import annotations
 
@@ -22,6 +25,12 @@ VerifyRow = Literal["tail", "q_samp", "q_rank_tail"]
 Rounding = Literal["float64", "float16"]
 TryOrder = Literal["sampled_first", "fills_first"]
 BonusRow = Literal["residual", "target", "stale"]
+SiblingOrder = Literal["draw", "token_id"]
+ProposalUpdate = Literal["verifier", "fixed"]
+TraversalRate = Literal["residual", "one_minus_ms"]
+LeafOrder = Literal["post_order", "min_index"]
+MsUpdate = Literal["own", "other"]
+TraversalBonus = Literal["mb", "target"]
 
 
 @dataclass(frozen=True)
@@ -42,15 +51,47 @@ class Variant:
     rounding: Rounding = "float64"      # precision of coins and residuals during verification
     try_order: TryOrder = "sampled_first"  # fills_first: top-m, fills, then y, whatever the verify order
     bonus_row: BonusRow = "residual"    # the row the bonus token is drawn from at the end
+    # the static family's verifiers (docs/SCHEMES.md §2)
+    sibling_order: SiblingOrder = "draw"       # children tried in draw order, or sorted by token id (ties: draw order)
+    proposal_update: ProposalUpdate = "verifier"  # specinfer/rrsw: each one's own proposal row after a rejection;
+    #                                            fixed: the row never changes (rrsw then verifies as specinfer)
+    traversal_rate: TraversalRate = "residual"  # α[u] after a removal: S/(S + 1 - α[u]), or min(1, S/(1 - Ms[u][x]))
+    leaf_order: LeafOrder = "post_order"       # traversal's next leaf: first in post-order, or the live leaf created first
+    ms_update: MsUpdate = "own"                # traversal's Ms update: the tree's own sampling mode's, or the other's
+    traversal_bonus: TraversalBonus = "mb"     # traversal's bonus row: Mb at the accepted node, or p there
     note: str = ""                      # what the gate can and cannot see of it
 
     def changed(self) -> dict[str, object]:
         """The settings that differ from the spec's, by name."""
         return {name: getattr(self, name) for name in SETTINGS if getattr(self, name) != getattr(SPEC, name)}
 
+    @property
+    def family(self) -> str | None:
+        """The family whose steps the changed settings belong to; None for the spec (every family)."""
+        families = sorted({FAMILY_OF[name] for name in self.changed()})
+        if len(families) > 1:
+            raise CaseError(f"variant {self.name!r} changes settings of families {families}; "
+                            f"a variant changes the steps of one family")
+        return families[0] if families else None
 
-SETTINGS = ("proxy", "sample_from", "verify_row", "sampled_as_point", "normalise_residual", "accept_on_equal",
-            "rounding", "try_order", "bonus_row")
+    def check_family(self, family: str) -> None:
+        """Refuse this variant on a case of `family` when it changes the other family's steps."""
+        mine = self.family
+        if mine is not None and mine != family:
+            own = ", ".join(n for n, v in MUTANTS.items() if v.family == family)
+            raise CaseError(f"mutant {self.name!r} belongs to the {mine} family; a case of family {family!r} "
+                            f"runs the spec or its own family's mutants ({own})")
+
+
+RHEO_SETTINGS = ("proxy", "sample_from", "verify_row", "sampled_as_point", "normalise_residual", "accept_on_equal",
+                 "rounding", "try_order", "bonus_row")
+STATIC_SETTINGS = ("sibling_order", "proposal_update", "traversal_rate", "leaf_order", "ms_update", "traversal_bonus")
+SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS
+FAMILY_OF = {**{name: "rheo" for name in RHEO_SETTINGS}, **{name: "static" for name in STATIC_SETTINGS}}
+# The static verifiers that read each static setting (a setting read by none leaves the round unchanged)
+READ_BY = {"sibling_order": ("specinfer", "rrsw", "traversal"), "proposal_update": ("rrsw",),
+           "traversal_rate": ("traversal",), "leaf_order": ("traversal",), "ms_update": ("traversal",),
+           "traversal_bonus": ("traversal",)}
 
 SPEC = Variant("spec", "the algorithm as pinned in docs/ALGORITHM.md")
 
@@ -77,6 +118,20 @@ MUTANTS: dict[str, Variant] = {v.name: v for v in [
             "in verification)", verify_row="q_rank_tail"),
     Variant("fills-first", "fills tried before the sampled token, q̃ not conditioned on their rejection",
             try_order="fills_first"),
+    # the static family (docs/SCHEMES.md §8)
+    Variant("traversal-bad-rate", "traversal: after a removal α[u] <- min(1, S/(1 - Ms[u][x])) instead of "
+            "S/(S + 1 - α[u]) (a published third-party rule)", traversal_rate="one_minus_ms"),
+    Variant("traversal-min-index-leaf", "traversal: the next leaf is the live leaf created first, not the first "
+            "in post-order", leaf_order="min_index",
+            note="the two orders differ only where a leaf is created before a deeper node (a parents shape)"),
+    Variant("traversal-stale-bonus", "traversal: the bonus drawn from the original p at the accepted node, not Mb",
+            traversal_bonus="target"),
+    Variant("specinfer-on-wor", "wor siblings verified by specinfer: rrsw's proposal row kept fixed after a "
+            "rejection (q not conditioned on the drawn tokens)", proposal_update="fixed"),
+    Variant("traversal-wrong-update", "traversal: the Ms update of the other sampling mode (wor: Ms unchanged; "
+            "iid: the rejected token removed)", ms_update="other"),
+    Variant("sorted-siblings", "children verified in token-id order (ties in draw order) instead of draw order",
+            sibling_order="token_id"),
 ]}
 
 

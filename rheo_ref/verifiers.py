@@ -12,6 +12,11 @@ drawn from what is left of the target there. Children are tried in draw order.
   its whole path w.p. α[v] (then the bonus comes from Mb[v]), else it is removed and its parent
   updated (`traversal_reject`).
 Laws are computed in closed form: no coin is enumerated.
+
+Every step reads the settings of a `rheo_ref.variants.Variant` (`variant=`, the spec by default):
+the order children are tried in (`sibling_order`), the top-down proposal row after a rejection
+(`proposal_update`), traversal's rate after a removal (`traversal_rate`), next leaf (`leaf_order`),
+Ms update (`ms_update`) and bonus row (`traversal_bonus`); the mutants change one each.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from typing import Sequence
 from .errors import CaseError
 from .models import Context, Row, TableModel
 from .static import children_lists
+from .variants import SPEC, Variant
 
 Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
@@ -65,6 +71,25 @@ def rrsw_reject(r: Row, s: Row, x: int) -> tuple[Row, Row]:
     return normalise(rest), normalise([ZERO if t == x else st for t, st in enumerate(s)])
 
 
+def topdown_accept(r: Row, s: Row, x: int, verify: str) -> Fraction:
+    return specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
+
+
+def topdown_reject(r: Row, s: Row, x: int, verify: str, variant: Variant = SPEC) -> tuple[Row, Row]:
+    """(r, s) once child x is rejected: specinfer's rule, or rrsw's; `proposal_update` "fixed"
+    keeps s (rrsw's residual is then specinfer's)."""
+    if verify == "specinfer" or variant.proposal_update == "fixed":
+        return specinfer_reject(r, s), s
+    return rrsw_reject(r, s, x)
+
+
+def try_order(kids: Sequence[int], token_of, variant: Variant = SPEC) -> list[int]:
+    """The order a node's children are tried in: draw (= index) order, or by token id (`sibling_order`)."""
+    if variant.sibling_order == "token_id":
+        return sorted(kids, key=lambda c: (token_of(c), c))
+    return list(kids)
+
+
 # --- traversal ---------------------------------------------------------------------------------
 
 def child_rate(alpha: Fraction, Mb: Row, Ms: Row, x: int) -> Fraction:
@@ -72,21 +97,29 @@ def child_rate(alpha: Fraction, Mb: Row, Ms: Row, x: int) -> Fraction:
     return min(ONE, alpha * Mb[x] / Ms[x]) if Ms[x] else ZERO
 
 
+OTHER_SAMPLING = {"iid": "wor", "wor": "iid"}
+
+
 def traversal_reject(alpha: Fraction, Mb: Row, Ms: Row, x: int, sampling: str, *,
-                     root: bool = False) -> tuple[Fraction, Row, Row]:
+                     root: bool = False, variant: Variant = SPEC) -> tuple[Fraction, Row, Row]:
     """A node's (α, Mb, Ms) once its child with token x is removed (rejected with its subtree).
 
     R = (α·Mb - Ms)+, S = ΣR; α <- S / (S + 1 - α) (0 when S = 0; the root's stays 1);
     Mb <- R / S when S > 0; `wor` siblings: Ms loses x and is renormalised; `iid`: Ms unchanged.
+    Settings: `traversal_rate` "one_minus_ms": α <- min(1, S / (1 - Ms(x))) (0 when S = 0; 1 when
+    Ms(x) = 1, the limit); `ms_update` "other": the other sampling mode's Ms update.
     """
     R = positive_part([alpha * b for b in Mb], Ms)
     S = sum(R, ZERO)
     if root:
         new_alpha = ONE
+    elif variant.traversal_rate == "one_minus_ms":
+        new_alpha = ZERO if not S else ONE if Ms[x] == 1 else min(ONE, S / (1 - Ms[x]))
     else:
         new_alpha = S / (S + 1 - alpha) if S else ZERO
     new_Mb = tuple(t / S for t in R) if S else Mb
-    new_Ms = normalise([ZERO if t == x else m for t, m in enumerate(Ms)]) if sampling == "wor" else Ms
+    mode = sampling if variant.ms_update == "own" else OTHER_SAMPLING[sampling]
+    new_Ms = normalise([ZERO if t == x else m for t, m in enumerate(Ms)]) if mode == "wor" else Ms
     return new_alpha, new_Mb, new_Ms
 
 
@@ -141,7 +174,8 @@ def check_drawable(tree: DraftTree, q: TableModel, context: Context, sampling: s
             raise CaseError(f"draft tree: node {u}'s children {toks} repeat a token; wor siblings are distinct")
 
 
-def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str) -> Law:
+def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str,
+                variant: Variant = SPEC) -> Law:
     """Law of the emitted sequence under `specinfer` or `rrsw` (top-down, token level)."""
     kids = tree.children()
 
@@ -149,18 +183,18 @@ def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context,
         r, s = p.row(ctx), q.row(ctx)  # s: specinfer's fixed q, rrsw's shrinking s
         out: Law = defaultdict(Fraction)
         stay = ONE  # probability that every child tried so far was rejected
-        for c in kids[v]:
+        for c in try_order(kids[v], tree.token, variant):
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped
-            a = specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
+            a = topdown_accept(r, s, x, verify)
             if a:
                 for seq, pr in level(c, ctx + (x,)).items():
                     out[(x,) + seq] += stay * a * pr
             stay *= 1 - a
             if not stay:
                 return dict(out)
-            r, s = (specinfer_reject(r, s), s) if verify == "specinfer" else rrsw_reject(r, s, x)
+            r, s = topdown_reject(r, s, x, verify, variant)
         for y, ry in enumerate(r):
             if ry:
                 out[(y,)] += stay * ry
@@ -171,13 +205,17 @@ def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context,
 
 class TraversalState:
     """Traversal Verification's state on one tree: α, Mb, Ms per node and the remaining children.
-    `first_leaf` and `reject` are the two steps of the loop; `traversal_law` runs it exactly."""
+    `first_leaf` and `reject` are the two steps of the loop, `bonus_row` the row of the bonus at
+    the accepted node; `traversal_law` runs it exactly."""
 
-    def __init__(self, tree: DraftTree, p: TableModel, q: TableModel, *, sampling: str, context: Context = ()) -> None:
-        self.tree, self.sampling = tree, sampling
+    def __init__(self, tree: DraftTree, p: TableModel, q: TableModel, *, sampling: str, context: Context = (),
+                 variant: Variant = SPEC) -> None:
+        self.tree, self.sampling, self.variant = tree, sampling, variant
         self.kids = tree.children()
+        self.live = set(range(1, len(tree.parents) + 1))  # the non-root nodes not removed yet
         ctxs = [tuple(context) + tree.path(v) for v in range(len(tree.parents) + 1)]
-        self.Mb: dict[int, Row] = {v: p.row(c) for v, c in enumerate(ctxs)}
+        self.p: dict[int, Row] = {v: p.row(c) for v, c in enumerate(ctxs)}
+        self.Mb: dict[int, Row] = dict(self.p)
         self.Ms: dict[int, Row] = {v: q.row(c) for v, c in enumerate(ctxs)}
         self.alpha: dict[int, Fraction] = {0: ONE}
         self._rates_below(0)
@@ -189,26 +227,38 @@ class TraversalState:
             self._rates_below(c)
 
     def first_leaf(self) -> int:
-        """The first leaf in post-order: from the root, always the first remaining child."""
+        """The first leaf in post-order: from the root, always the first remaining child (in the
+        `sibling_order`). `leaf_order` "min_index": the live leaf created first. The root when
+        nothing is left."""
+        if self.variant.leaf_order == "min_index":
+            return min((v for v in self.live if not self.kids[v]), default=0)
         v = 0
         while self.kids[v]:
-            v = self.kids[v][0]
+            v = try_order(self.kids[v], self.tree.token, self.variant)[0]
         return v
+
+    def bonus_row(self, v: int) -> Row:
+        """The row of the bonus once node v is accepted (v = 0: nothing was): Mb[v], or the
+        original p at v (`traversal_bonus` "target")."""
+        return self.p[v] if self.variant.traversal_bonus == "target" else self.Mb[v]
 
     def reject(self, v: int) -> None:
         """Remove leaf v and update its parent (and the rates below the parent)."""
         assert v != 0 and not self.kids[v], f"node {v} is not a non-root leaf"
         u = self.tree.parent(v)
         self.kids[u].remove(v)
+        self.live.remove(v)
         self.alpha[u], self.Mb[u], self.Ms[u] = traversal_reject(
-            self.alpha[u], self.Mb[u], self.Ms[u], self.tree.token(v), self.sampling, root=u == 0)
+            self.alpha[u], self.Mb[u], self.Ms[u], self.tree.token(v), self.sampling, root=u == 0,
+            variant=self.variant)
         self._rates_below(u)
 
 
-def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str) -> Law:
+def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str,
+                  variant: Variant = SPEC) -> Law:
     """Law of the emitted sequence under `traversal`: one pass over the leaves it visits, since
     an accept ends the round (the state after each rejection is deterministic)."""
-    st = TraversalState(tree, p, q, sampling=sampling, context=context)
+    st = TraversalState(tree, p, q, sampling=sampling, context=context, variant=variant)
     out: Law = defaultdict(Fraction)
     stay = ONE
     while True:
@@ -216,7 +266,7 @@ def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Contex
         a = st.alpha[v]  # the root's is 1: the bonus
         if a:
             path = tree.path(v)
-            for y, by in enumerate(st.Mb[v]):
+            for y, by in enumerate(st.bonus_row(v)):
                 if by:
                     out[path + (y,)] += stay * a * by
         stay *= 1 - a
@@ -226,12 +276,13 @@ def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Contex
 
 
 def verify_tree_law(tree: DraftTree, p: TableModel, q: TableModel, *, verify: str, sampling: str,
-                    context: Context = ()) -> Law:
+                    context: Context = (), variant: Variant = SPEC) -> Law:
     """Exact law of what `verify` emits on the given tree (p: target, q: q_samp; `sampling`
     only matters to traversal's Ms update and to the check that the tree could be drawn)."""
     check_drawable(tree, q, context, sampling)
+    variant.check_family("static")
     if verify == "traversal":
-        return traversal_law(tree, p, q, tuple(context), sampling)
+        return traversal_law(tree, p, q, tuple(context), sampling, variant)
     if verify in ("specinfer", "rrsw"):
-        return topdown_law(tree, p, q, tuple(context), verify)
+        return topdown_law(tree, p, q, tuple(context), verify, variant)
     raise CaseError(f"unknown static verifier {verify!r}; allowed: specinfer, rrsw, traversal")

@@ -1,6 +1,7 @@
 """The mutants (rheo_ref.variants.MUTANTS) on the fast path: each must change what the fast path emits (coupled, same
-coins) on a case built to exercise its step, the spec must not (it is the reference coin for
-coin, tests/test_replay.py), and unknown names are refused."""
+coins) on a case of its family built to exercise its step, the spec must not (it is the reference coin for
+coin, tests/test_replay.py and tests/test_static_fast.py), and unknown names are refused. Every setting
+belongs to one family, and a mutant changes exactly one setting."""
 from __future__ import annotations
 
 import random
@@ -8,13 +9,16 @@ import random
 import pytest
 import torch
 
-from rheo_fast.decode import decode, run_round, round_coins
+from rheo_fast.decode import decode, run_round
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.static import VERIFIERS, StaticScheme
+from rheo_ref.static_replay import static_layout as static_coins
 from rheo_ref.strategies import distinct_weights
-from rheo_ref.variants import MUTANTS, SETTINGS, SPEC, Variant, variant_named
+from rheo_ref.variants import (FAMILY_OF, MUTANTS, READ_BY, RHEO_SETTINGS, SETTINGS, SPEC, STATIC_SETTINGS, Variant,
+                               variant_named)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -31,14 +35,32 @@ def mutant_case(V: int = 6, seed: int = 3) -> Case:
     return Case(table("draft", 0), table("target", 2), Scheme(3, 1, 2, 3, 6), (0,), 4, table("draft_sample", 0))
 
 
+def static_mutant_case(sampling: str, verify: str, V: int = 6, seed: int = 3) -> Case:
+    """The static family's: zeros in every row, a separate q_samp, and the shape root -> 1, 2;
+    1 -> 3, 5; 2 -> 4, so nodes have two children and leaves are created out of post-order."""
+    base = mutant_case(V, seed)
+    return Case(base.draft, base.target, StaticScheme("parents", (0, 0, 1, 2, 1), sampling, verify), (0,), 4,
+                base.draft_sample)
+
+
+def case_for(variant: Variant) -> Case:
+    """A case of the variant's family on which its step runs: for a static setting, wor siblings
+    and the last verifier that reads it (traversal, or rrsw for the proposal update)."""
+    if variant.family != "static":
+        return mutant_case()
+    (setting,) = variant.changed()
+    return static_mutant_case("wor", READ_BY[setting][-1])
+
+
 def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    layout = Layout(case.scheme.K, case.scheme.W, case.scheme.D)
+    n_coins = (static_coins(case.scheme)[1] if isinstance(case.scheme, StaticScheme)
+               else Layout(case.scheme.K, case.scheme.W, case.scheme.D).n_coins)
     blocks: list[torch.Tensor] = []
 
     def coins(i: int) -> torch.Tensor:
         while len(blocks) <= i:
-            c = round_coins(g, B, layout)  # [B, C]
+            c = torch.rand((B, n_coins), generator=g, dtype=torch.float64)  # [B, C]
             blocks.append(torch.where(torch.rand(c.shape, generator=g, dtype=torch.float64) < zeros, 0.0, c))
         return blocks[i]
     return decode(TableTreeModel(case), [case.context] * B, case.scheme, case.tokens, coins=coins, variant=variant).tokens
@@ -46,12 +68,25 @@ def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: floa
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_mutant_changes_outputs_under_the_same_coins(mutant):
-    case = mutant_case()
+    case = case_for(MUTANTS[mutant])
     B = 3000 if mutant == "float16" else 600
     spec = coupled_outputs(case, SPEC, B, 11, 0.2)
     bad = coupled_outputs(case, MUTANTS[mutant], B, 11, 0.2)
     differ = (spec != bad).any(-1).float().mean().item()
     assert differ > 0, f"mutant {mutant!r} emitted exactly what the spec emits on {B} coupled trials"
+
+
+@pytest.mark.parametrize("mutant", sorted(n for n, v in MUTANTS.items() if v.family == "static"))
+def test_a_static_setting_changes_only_the_verifiers_that_read_it(mutant):
+    """On the verifiers that do not read its setting (READ_BY), a static mutant emits exactly
+    what the spec emits under the same coins: READ_BY, which chooses the gate cases of its
+    negative control (rheo.gate.mutant_cases), is what the fast path does."""
+    (setting,) = MUTANTS[mutant].changed()
+    for verify in VERIFIERS:
+        case = static_mutant_case("wor", verify)
+        spec, bad = (coupled_outputs(case, v, 400, 7, 0.1) for v in (SPEC, MUTANTS[mutant]))
+        same = torch.equal(spec, bad)
+        assert same == (verify not in READ_BY[setting]), (mutant, verify)
 
 
 def test_spec_is_deterministic_under_the_same_coins():
@@ -63,16 +98,27 @@ def test_required_mutants_are_registered_with_descriptions():
     required = {"proxy-true", "proxy-const", "verify-q-not-qtilde", "sample-whole-q", "residual-unnormalised",
                 "stale-bonus", "one-hot-sampled", "bonus-full-p", "leq-coin", "float16", "temp-sample-only",
                 "fills-first"}
-    assert required <= set(MUTANTS)
+    static = {"traversal-bad-rate", "traversal-min-index-leaf", "traversal-stale-bonus", "specinfer-on-wor",
+              "traversal-wrong-update", "sorted-siblings"}  # docs/SCHEMES.md §8
+    assert required <= {n for n, v in MUTANTS.items() if v.family == "rheo"}
+    assert static == {n for n, v in MUTANTS.items() if v.family == "static"}
     assert all(v.name == k and v.description and "\n" not in v.description for k, v in MUTANTS.items())
 
 
 def test_every_mutant_changes_exactly_one_setting_and_the_spec_none():
-    assert SPEC.changed() == {}
+    assert SPEC.changed() == {} and SPEC.family is None
     for name, v in MUTANTS.items():
         assert len(v.changed()) == 1, (name, v.changed())
     assert {s for v in MUTANTS.values() for s in v.changed()} == set(SETTINGS)  # every setting is exercised
     assert len({tuple(v.changed().items()) for v in MUTANTS.values()}) == len(MUTANTS)  # no two alike
+    # every setting belongs to one family, and the static ones name the verifiers that read them
+    assert set(FAMILY_OF) == set(SETTINGS) == set(RHEO_SETTINGS) | set(STATIC_SETTINGS)
+    assert not set(RHEO_SETTINGS) & set(STATIC_SETTINGS) and set(READ_BY) == set(STATIC_SETTINGS)
+    assert all(set(vs) <= set(VERIFIERS) for vs in READ_BY.values())
+    for v in MUTANTS.values():
+        assert v.family == FAMILY_OF[next(iter(v.changed()))]
+    with pytest.raises(CaseError, match="one family"):
+        Variant("both", "", try_order="fills_first", leaf_order="min_index").family
 
 
 def test_unknown_mutant_is_refused_by_name():

@@ -1,11 +1,11 @@
-"""Negative controls of the lossless gate: deliberately broken fast paths.
+"""Negative controls of the lossless gate: deliberately broken fast paths, of both families.
 
 - Every mutant of `rheo_ref.variants.MUTANTS` has an exact counterpart built from its settings (rheo_ref.mutants),
   and the seams those counterparts use reproduce the spec exactly when they change nothing.
-- On its gate case (rheo.gate.mutant_case) every mutant but the float-level ones (leq-coin,
-  float16) moves the law of the first 3 tokens by an exact TV ≥ DELTA — except one-hot-sampled,
-  which is lossless and moves only the round and length laws; the two float-level ones are
-  below DELTA and reported so.
+- On its gate case (rheo.gate.mutant_case: MUTANT_CASES for the rheo family, STATIC_MUTANT_CASES
+  for the static one) every mutant but the float-level ones (leq-coin, float16) moves the law of
+  the first 3 tokens by an exact TV ≥ DELTA — except one-hot-sampled, which is lossless and moves
+  only the round and length laws; the two float-level ones are below DELTA and reported so.
 - (lossless) The gate's tests reject every fast mutant whose exact TV is ≥ DELTA, on each
   check where it is (power ≥ 0.99 each), and each fast mutant's first-round law fits its exact
   counterpart's (α = 1e-6, δ = 0.05), so the exact TVs in `rheo mutants` describe what runs.
@@ -21,7 +21,8 @@ from hypothesis import given
 from rheo_ref.enumerate import BruteChooser
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact
-from rheo.gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, gate_cases, mutant_case, run_check
+from rheo.gate import (ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, gate_cases, mutant_case,
+                       mutant_cases, run_check)
 from rheo_ref.mutants import (EXACT_MUTANTS, ExactMutant, MutantExact, OrderByTreeKind, StaleBonus, _all_as_sampled,
                               counterpart, half_coin_below)
 from rheo_ref.strategies import cases
@@ -40,7 +41,7 @@ def tvs() -> dict[str, dict[str, Fraction]]:
 
 
 def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
-    assert set(EXACT_MUTANTS) == set(MUTANTS) and len(MUTANTS) >= 12
+    assert set(EXACT_MUTANTS) == set(MUTANTS) and len(MUTANTS) >= 18
     assert all(EXACT_MUTANTS[n].variant is v for n, v in MUTANTS.items())
     with pytest.raises(CaseError, match="exactly one setting"):
         counterpart(SPEC)
@@ -49,10 +50,15 @@ def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
 
 
 def test_mutants_are_never_the_default():
+    from rheo_fast import static as fast_static
     from rheo_fast.decode import decode, run_round
+    from rheo_ref import exact, static_exact, static_replay, verifiers
 
-    for fn in (decode, run_round):
-        assert inspect.signature(fn).parameters["variant"].default is SPEC
+    for fn in (decode, run_round, fast_static.static_round, fast_static.verify_topdown, fast_static.verify_traversal,
+               fast_static.traversal_reject, exact.Exact, static_exact.StaticRounds, static_exact.brute_round_law,
+               static_replay.replay_static_round, static_replay.replay_static_decode, verifiers.verify_tree_law,
+               verifiers.traversal_reject, verifiers.TraversalState, verifiers.topdown_law, verifiers.traversal_law):
+        assert inspect.signature(fn).parameters["variant"].default is SPEC, fn
     with pytest.raises(CaseError, match="unknown mutant"):
         MutantExact(GC.case, "no-such-mutant")
 
@@ -107,14 +113,34 @@ def test_gate_rejects_the_mutant(name, tvs):
         assert res.rejected, f"{res.summary()}; exact TV {float(tvs[name][ch]):.4f} >= δ {DELTA}"
 
 
+# Where each family's fast mutants are compared with their exact counterparts: the mutant cases,
+# and one more whose verifier tries children differently (rheo: rrsw, where the sampled child is
+# not tried first; static: iid siblings, where the Ms update, the proposal update and the leaf
+# order act differently from wor's)
+FIT_CASES = {"rheo": (*MUTANT_CASES, "rrsw/T1"), "static": ("parents-iid-traversal/T1", "delayed-iid-rrsw/T1")}
+
+
+def fit_cases(name: str) -> tuple[str, ...]:
+    """The cases of `test_fast_mutant_matches_its_exact_counterpart`: the mutant's gate cases
+    (`mutant_cases`: for a static mutant, those whose verifier reads its setting) and its family's
+    FIT_CASES whose verifier reads it."""
+    v = MUTANTS[name]
+    if v.family == "rheo":
+        return FIT_CASES["rheo"]
+    from rheo_ref.variants import READ_BY
+    (setting,) = v.changed()
+    extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.static_scheme().verify in READ_BY[setting]]
+    return (*mutant_cases(name), *extra)
+
+
 @pytest.mark.lossless
 @pytest.mark.parametrize("name", sorted(EXACT_MUTANTS))
 def test_fast_mutant_matches_its_exact_counterpart(name):
-    """α = 1e-6, detects TV ≥ 0.05 with power 0.99, on the first round's law (rrsw case too,
-    where the sampled child is not tried first). This test found two divergences, both fixed in
-    rheo_fast: stale-bonus kept a residual with every tried point of the run zeroed, and
-    sample-whole-q's scatter with duplicate token ids could undo a rejection's zeroing."""
-    for case in (*MUTANT_CASES, "rrsw/T1"):
+    """α = 1e-6, detects TV ≥ 0.05 with power 0.99, on the first round's law (`fit_cases`). This
+    test found two divergences, both fixed in rheo_fast: stale-bonus kept a residual with every
+    tried point of the run zeroed, and sample-whole-q's scatter with duplicate token ids could
+    undo a rejection's zeroing."""
+    for case in fit_cases(name):
         gc = gate_cases()[case]
         law = MutantExact(gc.case, name).round_law()
         res = run_check(gc, "round", mutant=name, law=law, alpha=1e-6, beta=0.01, tv=0.05)

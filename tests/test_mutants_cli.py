@@ -28,14 +28,15 @@ def test_one_mutant_json_and_bad_input():
 @pytest.mark.lossless
 @pytest.mark.slow
 def test_every_mutant_is_caught_and_false_alarms_are_consistent_with_alpha():
-    """The whole table at δ = 0.05 (α = 1e-6 per test, power 0.99): every mutant with an exact
-    TV ≥ δ rejected, leq-coin and float16 reported below δ, and the correct fast path under 100
-    seeds rejected at a rate consistent with α and with 0.05 (binomial p ≥ 0.001)."""
+    """The whole table, both families, at δ = 0.05 (α = rheo.gate.ALPHA = 4e-7 per test, power
+    0.99): every mutant with an exact TV ≥ δ rejected, leq-coin and float16 reported below δ, and
+    the correct fast path under 100 seeds rejected at a rate consistent with α and with 0.05
+    (binomial p ≥ 0.001)."""
     r = run_rheo("mutants", "--json", "--tv", "0.05", "--seeds", "100", timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     out = json.loads(r.stdout)
     verdicts = {m["mutant"]: m["verdict"] for m in out["mutants"]}
-    assert len(verdicts) >= 12
+    assert len(verdicts) >= 18 and {m["case"] for m in out["mutants"]} & {"parents-wor-traversal/T0.5/zeros"}
     assert {n for n, v in verdicts.items() if v == "below δ"} == {"leq-coin", "float16"}
     assert all(v == "caught" for n, v in verdicts.items() if n not in ("leq-coin", "float16"))
     fa = out["false_alarm"]

@@ -304,7 +304,7 @@ def test_fast_verdict_drives_the_static_fast_path():
 def test_decode_refuses_a_mutant_of_the_rheo_family():
     from rheo_ref.variants import MUTANTS
 
-    with pytest.raises(CaseError, match="static family runs the spec only"):
+    with pytest.raises(CaseError, match="'fills-first' belongs to the rheo family; a case of family 'static'"):
         decode(TableTreeModel(STATIC), [STATIC.context], STATIC.scheme, 2, generator=torch.Generator(),
                variant=MUTANTS["fills-first"])
 
@@ -316,7 +316,7 @@ def _without_target_row(key: str) -> dict:
 
 
 @pytest.mark.parametrize("obj,args,needle", [
-    (load_json("static.json"), ("--mutant", "fills-first"), "scheme family 'static' runs the spec only"),
+    (load_json("static.json"), ("--mutant", "fills-first"), "mutant 'fills-first' belongs to the rheo family"),
     (_without_target_row("2"), (), "has no row"),
     ({**load_json("static.json"), "scheme": {"family": "static", "delayed": [2, 1], "sampling": "wor",
                                              "verify": "rrsw"}}, (), "must be [K, L1, L2]"),
