@@ -129,7 +129,7 @@ def brute_round_law(case: Case, context: Context) -> tuple[Law, int]:
         if sch.verify == "traversal":
             sub = traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling)
         else:
-            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify)
+            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify, sch.weight)
         _add(law, prob, (), sub)
     return dict(law), trees
 
@@ -192,7 +192,7 @@ class SubtreeLaws:
             if verify == "rrsw" and s[x] == 0:  # a duplicate: skipped
                 _add(out, px, (), self.sibling_law(ctx, shape, i + 1, r, s, nxt))
                 continue
-            a = specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
+            a = specinfer_accept(r, s, x, self.scheme.weight) if verify == "specinfer" else rrsw_accept(r, s, x)
             if a:
                 _add(out, px * a, (x,), self.node_law(self.key(ctx + (x,)), shape[i]))
             if a < 1:

@@ -3,7 +3,9 @@
 Every verifier starts at a node with context c from r = p(.|c) and ends with one bonus token
 drawn from what is left of the target there. Children are tried in draw order.
 - `specinfer` (recursive rejection with replacement): accept child x w.p. min(1, r(x)/q(x)),
-  q = q_samp(.|c) fixed; on reject r <- norm((r - q)+).
+  q = q_samp(.|c) fixed; on reject r <- norm((r - q)+). With an ensemble weight w (static
+  ensemble verification, transformers' `assistant_ensemble_weight`; lossy for w < 1) the
+  acceptance is min(1, 1 - w + w·r(x)/q(x)) and the residual the same.
 - `rrsw` (recursive rejection without replacement): s = q_samp(.|c); a child whose token has
   s(x) = 0 (a duplicate) is skipped; accept w.p. min(1, r(x)/s(x)); on reject
   r <- norm((r - s)+), then s(x) <- 0, s <- norm(s).
@@ -40,8 +42,9 @@ def positive_part(a: Sequence[Fraction], b: Sequence[Fraction]) -> list[Fraction
 
 # --- specinfer ---------------------------------------------------------------------------------
 
-def specinfer_accept(r: Row, q: Row, x: int) -> Fraction:
-    return min(ONE, r[x] / q[x])
+def specinfer_accept(r: Row, q: Row, x: int, weight: Fraction = ONE) -> Fraction:
+    """min(1, 1 - w + w·r(x)/q(x)); w = 1: min(1, r(x)/q(x))."""
+    return min(ONE, 1 - weight + weight * r[x] / q[x])
 
 
 def specinfer_reject(r: Row, q: Row) -> Row:
@@ -141,8 +144,9 @@ def check_drawable(tree: DraftTree, q: TableModel, context: Context, sampling: s
             raise CaseError(f"draft tree: node {u}'s children {toks} repeat a token; wor siblings are distinct")
 
 
-def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str) -> Law:
-    """Law of the emitted sequence under `specinfer` or `rrsw` (top-down, token level)."""
+def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str,
+                weight: Fraction = ONE) -> Law:
+    """Law of the emitted sequence under `specinfer` (ensemble weight `weight`) or `rrsw` (top-down, token level)."""
     kids = tree.children()
 
     def level(v: int, ctx: Context) -> Law:
@@ -153,7 +157,7 @@ def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context,
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped
-            a = specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
+            a = specinfer_accept(r, s, x, weight) if verify == "specinfer" else rrsw_accept(r, s, x)
             if a:
                 for seq, pr in level(c, ctx + (x,)).items():
                     out[(x,) + seq] += stay * a * pr
