@@ -47,7 +47,8 @@ def parse_weight(value: Any) -> Fraction:
         try:
             w = Fraction(value)
         except (ValueError, ZeroDivisionError):
-            raise CaseError(f"ensemble_weight {value!r} is not a number; allowed: a rational in (0, 1] such as \"1/2\"") from None
+            raise CaseError(f"ensemble_weight {value!r} is not a number; "
+                            f"allowed: a rational in (0, 1] such as \"1/2\"") from None
     else:
         raise CaseError(f"ensemble_weight {value!r} must be a string such as \"1/2\" (floats are not exact)")
     if not 0 < w <= 1:
