@@ -70,7 +70,13 @@ def parse_gen(items: list[str]) -> dict[str, Any]:
 
 
 def run_gate_hf(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
+
+    if importlib.util.find_spec("transformers") is None:
+        raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
 
     from .hf import HFDecoder, gate_hf
     from .stats import StatsError

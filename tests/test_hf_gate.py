@@ -74,7 +74,9 @@ def assert_passes(res: dict, tv_: float) -> None:
 @pytest.mark.parametrize("row", QUICK_ROWS)
 def test_decoder_passes_the_gate(row, rheo_seed):
     """α = 1e-3, detects TV ≥ 0.25 with power 0.99 on the first 2 tokens (N ≈ 200-240, 1-4 s each)."""
-    assert_passes(run_row(row, rheo_seed, **QUICK), QUICK["tv"])
+    res = run_row(row, rheo_seed, **QUICK)
+    print(json.dumps(res))
+    assert_passes(res, QUICK["tv"])
 
 
 @pytest.mark.slow
@@ -110,8 +112,31 @@ def test_ensemble_is_rejected_with_its_exact_tv(rheo_seed):
     """assistant_ensemble_weight = 1/2, two drafts: exact TV 4735/18032 ≈ 0.263 on the first 2
     tokens; the row (α = 1e-3, detects TV ≥ 0.25, N ≈ 240) must reject."""
     res = gate_hf(CASE, HFDecoder.parse(*ENSEMBLE), seed=rheo_seed, **QUICK)
+    print(json.dumps(res))
     assert res["exact_tv"] == "4735/18032" and res["detectable_tv"] <= res["exact_tv_float"]
     assert res["verdict"] == "REJECT", res
+
+
+@pytest.mark.slow
+@pytest.mark.lossless
+def test_ensemble_near_one_is_rejected_slow(rheo_seed):
+    """assistant_ensemble_weight = 9/10, three drafts: exact TV ≈ 0.0739 on the first 3 tokens; the slow
+    row (α = 1e-4, detects TV ≥ 0.05, N ≈ 10,600; wall time in docs/THIRD_PARTY.md) must reject."""
+    dec = HFDecoder.parse("ensemble:9/10", {"num_assistant_tokens": 3, **EXACT_THR})
+    res = gate_hf(CASE, dec, seed=rheo_seed, **SLOW)
+    print(json.dumps(res))
+    assert 0.0738 < res["exact_tv_float"] < 0.074 and res["detectable_tv"] <= SLOW["tv"]
+    assert res["verdict"] == "REJECT", res
+
+
+@pytest.mark.slow
+def test_samples_split_over_worker_processes():
+    """--workers: chunks in fresh processes, each with its own seed, results in chunk order (~30 s)."""
+    dec = HFDecoder.parse(*ROWS["prompt-lookup"])
+    c = Case(CASE.draft, CASE.target, CASE.scheme, CASE.context, 2)
+    a = dec.sampler(CASE, workers=2)(c, 7, 11)
+    assert len(a) == 11 and all(len(s) == 2 for s in a)
+    assert a == dec.sampler(CASE, workers=2)(c, 7, 11)
 
 
 # --- the q-processing question: what transformers hands its verifier ----------------------------
@@ -184,6 +209,7 @@ def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(
     delta = float(exact_tv) - 0.001
     monkeypatch.setattr(AssistedCandidateGenerator, "_generate_candidates", raw_q_candidates)
     res = gate_hf(CASE, dec, alpha=1e-3, tv=delta, tokens=n, seed=rheo_seed)
+    print(json.dumps(res))
     assert res["verdict"] == "REJECT", res
     own = decode_batch(CASE.to_json(), dec, list(CASE.context), n, seed_for(f"{rheo_seed}|own"),
                        samples_for(law, 0.3, 1e-3, 0.01))
@@ -209,6 +235,7 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
     assert tv(law, target_law(CASE, 2)) > Fraction(3, 4)
     monkeypatch.setattr(PromptLookupCandidateGenerator, "get_candidates", soft_q)
     res = gate_hf(CASE, HFDecoder.parse(*ROWS["prompt-lookup"]), seed=rheo_seed, **QUICK)
+    print(json.dumps(res))
     assert res["verdict"] == "REJECT", res
 
 
@@ -232,8 +259,9 @@ def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
         return [generate_tree(lm, list(case.context), CASE.rheo_scheme(), max_new=n, generator=g,
                               variant=MUTANTS["verify-q-not-qtilde"]).tokens[:n] for _ in range(num)]
 
-    with pytest.raises(LosslessError):
+    with pytest.raises(LosslessError) as err:
         assert_lossless(broken, CASE, alpha=1e-3, tv=QUICK["tv"], tokens=n, seed=rheo_seed)
+    print(err.value.result.summary())
 
 
 # --- transformers' behaviour that the rows depend on (findings) ---------------------------------
@@ -348,6 +376,18 @@ def test_ensemble_weight_in_the_case_format():
             StaticScheme.from_json({**obj, "ensemble_weight": bad})
     with pytest.raises(CaseError, match="needs verify 'specinfer'"):
         StaticScheme.from_json({**obj, "verify": "rrsw"})
+
+
+def test_rheo_exact_states_the_ensemble_s_tv(tmp_path, capsys):
+    """`rheo exact` on the case file with transformers' chain (two drafts) and ensemble weight 1/2."""
+    obj = CASE.to_json()
+    obj["tokens"] = 2
+    obj["scheme"] = {"family": "static", "branching": [1, 1], "sampling": "iid", "verify": "specinfer",
+                     "ensemble_weight": "1/2"}
+    path = tmp_path / "ensemble.json"
+    path.write_text(json.dumps(obj))
+    code, out, _ = run_cli(capsys, "exact", str(path))
+    assert code == 0 and json.loads(out)["tv"] == "4735/18032"
 
 
 # --- rheo gate-hf -------------------------------------------------------------------------------
