@@ -131,7 +131,8 @@ def test_ensemble_near_one_is_rejected_slow(rheo_seed):
 
 @pytest.mark.slow
 def test_samples_split_over_worker_processes():
-    """--workers: chunks in fresh processes, each with its own seed, results in chunk order (~30 s)."""
+    """--workers: chunks in fresh processes, each with its own seed, results in chunk order (~1 min:
+    two pools of two fresh interpreters, each loading transformers)."""
     dec = HFDecoder.parse(*ROWS["prompt-lookup"])
     c = Case(CASE.draft, CASE.target, CASE.scheme, CASE.context, 2)
     a = dec.sampler(CASE, workers=2)(c, 7, 11)
