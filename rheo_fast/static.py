@@ -300,6 +300,9 @@ class StaticResult:
 def static_round(model: TreeModel, state: Any, scheme: StaticScheme, coins: Tensor, *,
                  layout: StaticLayout | None = None, variant: Variant = SPEC) -> StaticResult:
     """Draw and verify one tree per trial; coins [B, n_coins] (layout in the module docstring)."""
+    if scheme.ensemble_weight is not None:
+        raise CaseError(f"ensemble_weight {scheme.ensemble_weight}: the fast path runs plain specinfer only; "
+                        f"`rheo exact` computes the ensemble's exact law, `rheo gate-hf --decoder ensemble:W` gates it")
     layout = layout or static_layout(scheme)
     draw_c, accept_c, bonus_c = layout.split(coins)  # [B, 1+N], [B, 1+N], [B]
     tree, q_rows, missing_q = draw_tree(model, state, layout, draw_c)  # q_rows: [B, V] per node with children

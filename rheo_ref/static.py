@@ -30,13 +30,30 @@ VERIFIERS = ("specinfer", "rrsw", "traversal")
 LOSSLESS_PAIRINGS = frozenset({("iid", "specinfer"), ("iid", "rrsw"), ("wor", "rrsw"),
                                ("iid", "traversal"), ("wor", "traversal")})
 MAX_NODES = 256  # draft nodes per round; larger shapes are refused as bad input
-ZERO = Fraction(0)
+ZERO, ONE = Fraction(0), Fraction(1)
 
 
 def _int_list(value: Any, kind: str) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)) or not all(is_int(v) for v in value):
         raise CaseError(f"static shape {kind} {value!r} must be a list of integers")
     return tuple(value)
+
+
+def parse_weight(value: Any) -> Fraction:
+    """An ensemble weight w in (0, 1], read exactly ("1/2", "0.25", 1); floats are refused (not exact)."""
+    if isinstance(value, Fraction):
+        w = value
+    elif isinstance(value, str) or is_int(value):
+        try:
+            w = Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            raise CaseError(f"ensemble_weight {value!r} is not a number; "
+                            f"allowed: a rational in (0, 1] such as \"1/2\"") from None
+    else:
+        raise CaseError(f"ensemble_weight {value!r} must be a string such as \"1/2\" (floats are not exact)")
+    if not 0 < w <= 1:
+        raise CaseError(f"ensemble_weight {value!r} must be in (0, 1] (1: plain specinfer)")
+    return w
 
 
 def branching_parents(ks: Sequence[int]) -> tuple[int, ...]:
@@ -130,6 +147,7 @@ class StaticScheme:
     verify: str
     parents: tuple[int, ...] = field(init=False)
     family: ClassVar[str] = "static"
+    ensemble_weight: Fraction | None = None  # specinfer with static ensemble verification (docs/SCHEMES.md §2)
 
     def __post_init__(self) -> None:
         sizes = _int_list(self.sizes, self.kind)
@@ -147,19 +165,27 @@ class StaticScheme:
             raise CaseError(f"unknown sibling sampling {self.sampling!r}; allowed: {', '.join(SAMPLINGS)}")
         if self.verify not in VERIFIERS:
             raise CaseError(f"unknown static verifier {self.verify!r}; allowed: {', '.join(VERIFIERS)}")
+        if self.ensemble_weight is not None:
+            object.__setattr__(self, "ensemble_weight", parse_weight(self.ensemble_weight))
+            if self.verify != "specinfer":
+                raise CaseError(f"ensemble_weight needs verify 'specinfer', not {self.verify!r}")
 
     @classmethod
     def from_json(cls, obj: Any) -> "StaticScheme":
-        check_fields(obj, "static scheme", ("family", "sampling", "verify"), SHAPE_KINDS)
+        check_fields(obj, "static scheme", ("family", "sampling", "verify"), SHAPE_KINDS + ("ensemble_weight",))
         given = [k for k in SHAPE_KINDS if k in obj]
         if len(given) != 1:
             raise CaseError(f"static scheme gives {len(given)} shapes {given}; give exactly one of {', '.join(SHAPE_KINDS)}")
         if obj["family"] != "static":
             raise CaseError(f"static scheme has family {obj['family']!r}, must be 'static'")
-        return cls(given[0], obj[given[0]], obj["sampling"], obj["verify"])
+        w = obj.get("ensemble_weight")
+        return cls(given[0], obj[given[0]], obj["sampling"], obj["verify"], None if w is None else parse_weight(w))
 
     def to_json(self) -> dict:
-        return {"family": "static", self.kind: list(self.sizes), "sampling": self.sampling, "verify": self.verify}
+        out = {"family": "static", self.kind: list(self.sizes), "sampling": self.sampling, "verify": self.verify}
+        if self.ensemble_weight is not None:
+            out["ensemble_weight"] = str(self.ensemble_weight)
+        return out
 
     def check_vocab(self, vocab_size: int) -> None:
         """Any shape fits any vocabulary (`wor` caps a node's children at its support)."""
@@ -179,8 +205,13 @@ class StaticScheme:
         return shape_of(self.parents)
 
     @property
+    def weight(self) -> Fraction:
+        """The ensemble weight w of specinfer's acceptance min(1, 1 - w + w·r/q); 1 when not given."""
+        return ONE if self.ensemble_weight is None else self.ensemble_weight
+
+    @property
     def lossless(self) -> bool:
-        return (self.sampling, self.verify) in LOSSLESS_PAIRINGS
+        return (self.sampling, self.verify) in LOSSLESS_PAIRINGS and self.weight == 1
 
 
 def next_draw(q: Row, drawn: Sequence[int], sampling: str) -> list[tuple[int, Fraction]]:

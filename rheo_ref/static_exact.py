@@ -136,7 +136,7 @@ def brute_round_law(case: Case, context: Context, variant: Variant = SPEC) -> tu
         if sch.verify == "traversal":
             sub = traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling, variant)
         else:
-            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify, variant)
+            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify, variant, sch.weight)
         _add(law, prob, (), sub)
     return dict(law), trees
 
@@ -204,7 +204,7 @@ class SubtreeLaws:
             if verify == "rrsw" and s[x] == 0:  # a duplicate: skipped
                 _add(out, px, (), self.sibling_law(ctx, shape, i + 1, r, s, nxt))
                 continue
-            a = topdown_accept(r, s, x, verify)
+            a = topdown_accept(r, s, x, verify, self.scheme.weight)
             if a:
                 _add(out, px * a, (x,), self.node_law(self.key(ctx + (x,)), shape[i]))
             if a < 1:

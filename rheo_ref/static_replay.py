@@ -141,7 +141,7 @@ def verify_topdown(st: SampledTree, case: Case, context: Context, reader: CoinRe
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped, no coin read
-            if reader.accept(st.ids[c], topdown_accept(r, s, x, verify)):
+            if reader.accept(st.ids[c], topdown_accept(r, s, x, verify, case.static_scheme().weight)):
                 out.append(x)
                 v, ctx = c, ctx + (x,)
                 break

@@ -3,7 +3,9 @@
 Every verifier starts at a node with context c from r = p(.|c) and ends with one bonus token
 drawn from what is left of the target there. Children are tried in draw order.
 - `specinfer` (recursive rejection with replacement): accept child x w.p. min(1, r(x)/q(x)),
-  q = q_samp(.|c) fixed; on reject r <- norm((r - q)+).
+  q = q_samp(.|c) fixed; on reject r <- norm((r - q)+). With an ensemble weight w (static
+  ensemble verification, transformers' `assistant_ensemble_weight`; lossy for w < 1) the
+  acceptance is min(1, 1 - w + w·r(x)/q(x)) and the residual the same.
 - `rrsw` (recursive rejection without replacement): s = q_samp(.|c); a child whose token has
   s(x) = 0 (a duplicate) is skipped; accept w.p. min(1, r(x)/s(x)); on reject
   r <- norm((r - s)+), then s(x) <- 0, s <- norm(s).
@@ -46,8 +48,9 @@ def positive_part(a: Sequence[Fraction], b: Sequence[Fraction]) -> list[Fraction
 
 # --- specinfer ---------------------------------------------------------------------------------
 
-def specinfer_accept(r: Row, q: Row, x: int) -> Fraction:
-    return min(ONE, r[x] / q[x])
+def specinfer_accept(r: Row, q: Row, x: int, weight: Fraction = ONE) -> Fraction:
+    """min(1, 1 - w + w·r(x)/q(x)); w = 1: min(1, r(x)/q(x))."""
+    return min(ONE, 1 - weight + weight * r[x] / q[x])
 
 
 def specinfer_reject(r: Row, q: Row) -> Row:
@@ -71,8 +74,9 @@ def rrsw_reject(r: Row, s: Row, x: int) -> tuple[Row, Row]:
     return normalise(rest), normalise([ZERO if t == x else st for t, st in enumerate(s)])
 
 
-def topdown_accept(r: Row, s: Row, x: int, verify: str) -> Fraction:
-    return specinfer_accept(r, s, x) if verify == "specinfer" else rrsw_accept(r, s, x)
+def topdown_accept(r: Row, s: Row, x: int, verify: str, weight: Fraction = ONE) -> Fraction:
+    """Acceptance of child x: specinfer's (with ensemble weight `weight`), or rrsw's."""
+    return specinfer_accept(r, s, x, weight) if verify == "specinfer" else rrsw_accept(r, s, x)
 
 
 def topdown_reject(r: Row, s: Row, x: int, verify: str, variant: Variant = SPEC) -> tuple[Row, Row]:
@@ -175,8 +179,8 @@ def check_drawable(tree: DraftTree, q: TableModel, context: Context, sampling: s
 
 
 def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str,
-                variant: Variant = SPEC) -> Law:
-    """Law of the emitted sequence under `specinfer` or `rrsw` (top-down, token level)."""
+                variant: Variant = SPEC, weight: Fraction = ONE) -> Law:
+    """Law of the emitted sequence under `specinfer` (ensemble weight `weight`) or `rrsw` (top-down, token level)."""
     kids = tree.children()
 
     def level(v: int, ctx: Context) -> Law:
@@ -187,7 +191,7 @@ def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context,
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped
-            a = topdown_accept(r, s, x, verify)
+            a = topdown_accept(r, s, x, verify, weight)
             if a:
                 for seq, pr in level(c, ctx + (x,)).items():
                     out[(x,) + seq] += stay * a * pr
@@ -276,7 +280,7 @@ def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Contex
 
 
 def verify_tree_law(tree: DraftTree, p: TableModel, q: TableModel, *, verify: str, sampling: str,
-                    context: Context = (), variant: Variant = SPEC) -> Law:
+                    context: Context = (), variant: Variant = SPEC, weight: Fraction = ONE) -> Law:
     """Exact law of what `verify` emits on the given tree (p: target, q: q_samp; `sampling`
     only matters to traversal's Ms update and to the check that the tree could be drawn)."""
     check_drawable(tree, q, context, sampling)
@@ -284,5 +288,5 @@ def verify_tree_law(tree: DraftTree, p: TableModel, q: TableModel, *, verify: st
     if verify == "traversal":
         return traversal_law(tree, p, q, tuple(context), sampling, variant)
     if verify in ("specinfer", "rrsw"):
-        return topdown_law(tree, p, q, tuple(context), verify, variant)
+        return topdown_law(tree, p, q, tuple(context), verify, variant, weight)
     raise CaseError(f"unknown static verifier {verify!r}; allowed: specinfer, rrsw, traversal")

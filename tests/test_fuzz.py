@@ -51,7 +51,7 @@ OUTCOMES: Counter = Counter()  # (subcommand, exit status or "reached the model 
 SMALL = load_json("small.json")
 ROOT = Path(__file__).resolve().parents[1]
 SUBCOMMANDS = ("exact", "audit", "sample", "mutants", "generate", "bench-model", "draft-ceiling", "train-draft",
-               "compare")
+               "compare", "gate-hf")
 
 
 def fuzz(n: int):
@@ -354,6 +354,40 @@ def test_compare_argument_vectors(files, path, argv):
     res = invoke(["compare", case_path(files, path), *argv, *(["--max-trees", "3000"] if "--force" not in argv else [])])
     if res.rc == 0 and target:
         assert Path(target).is_file() and Path(target).stat().st_size > 0
+
+
+# --- gate-hf -------------------------------------------------------------------------------------
+
+GATE_HF_FLAGS = {"--decoder": st.sampled_from(["assisted", "prompt-lookup", "ensemble:1/2", "ensemble:x", "ensemble:2",
+                                               "rheo-lm", "nope", ""]),
+                 "--alpha": FLOAT_TEXT, "--tv": FLOAT_TEXT, "--beta": FLOAT_TEXT, "--tokens": INT_TEXT,
+                 "--seed": INT_TEXT, "--workers": INT_TEXT,
+                 "--gen": st.sampled_from(["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1"])}
+
+
+@pytest.fixture(scope="module")
+def stub_gate_hf():
+    """The sampling itself (transformers generate, seconds to minutes) stands in: every argument
+    that reaches it passed its checks."""
+    mp = pytest.MonkeyPatch()
+    import rheo.hf
+    mp.setattr(rheo.hf, "gate_hf", _reached)
+    yield
+    mp.undo()
+
+
+@fuzz(40)
+@given(path=CASE_PATHS, argv=flags(GATE_HF_FLAGS))
+@example(path="small", argv=["--decoder", "assisted", "--workers", "0"])
+@example(path="small", argv=["--decoder", "assisted", "--tokens", str(2 ** 63)])
+def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
+    invoke(["gate-hf", case_path(files, path), *argv])
+
+
+def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
+    """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
+    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm"):
+        assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
 
 
 # --- sample --------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The layers (rheo -> rheo_fast -> rheo_ref), held by import-linter's contracts in pyproject.toml,
 and the start-up promise that follows from them: the `rheo` parser, `rheo exact` and `rheo compare`
-never import torch."""
+never import torch (nor transformers: `gate-hf --help` does not load it)."""
 from __future__ import annotations
 
 import subprocess
@@ -76,13 +76,13 @@ try:
     status = main({argv!r})
 except SystemExit as e:
     status = e.code
-print("status", status, "torch" in sys.modules, "rheo_fast.decode" in sys.modules)
+print("status", status, "torch" in sys.modules or "transformers" in sys.modules, "rheo_fast.decode" in sys.modules)
 """
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["exact", "--help"], ["sample", "--help"], ["mutants", "--help"],
-                                  ["generate", "--help"], ["exact", str(CASES / "small.json")], ["compare", "--help"],
-                                  ["compare", str(CASES / "small.json"), "--tokens", "1"]],
+                                  ["generate", "--help"], ["gate-hf", "--help"], ["exact", str(CASES / "small.json")],
+                                  ["compare", "--help"], ["compare", str(CASES / "small.json"), "--tokens", "1"]],
                          ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""))
 def test_the_parser_rheo_exact_and_rheo_compare_do_not_import_torch(argv):
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)

@@ -16,10 +16,12 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "GATE.md"
 BROKEN = ("generator=g)", 'generator=g, variant=__import__("rheo_ref.variants").variants.MUTANTS["verify-q-not-qtilde"])')
 
 
-def doc_example() -> str:
+def doc_example(marker: str = "TableTreeModel") -> str:
+    """The python example of docs/GATE.md that mentions `marker` (there is exactly one)."""
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 1, "docs/GATE.md must hold exactly one python example"
-    return blocks[0]
+    found = [b for b in blocks if marker in b]
+    assert len(found) == 1, f"docs/GATE.md must hold exactly one python example using {marker}"
+    return found[0]
 
 
 def run_pytest(tmp_path: Path, source: str) -> subprocess.CompletedProcess:

@@ -1,0 +1,102 @@
+"""`rheo gate-hf CASE.json --decoder NAME`: gate a transformers decoder on the case's table models.
+
+Builds a draft and a target `TableLM` from the case (q_samp and p), runs the decoder N times from the
+case's context (N from α, δ and β, as `rheo.assert_lossless` chooses it) and prints the verdict as
+one JSON object. See docs/THIRD_PARTY.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rheo_ref.errors import CaseError
+from rheo_ref.validate import integer
+
+EPILOG = """\
+decoders:
+  assisted       target.generate(ids, assistant_model=draft, do_sample=True)
+  ensemble:W     the same with assistant_ensemble_weight=W (a rational in (0, 1), e.g. 1/2; lossy)
+  prompt-lookup  target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True) (k = 3 unless --gen)
+  rheo-lm        rheo's real-model path (KV caches, tree masks, compaction) on the case's rheo scheme
+--gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):
+  assisted, ensemble: num_assistant_tokens, num_assistant_tokens_schedule, assistant_confidence_threshold
+                      (set on the draft's generation_config, where transformers reads them), temperature,
+                      top_k, top_p
+  prompt-lookup:      prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p
+  rheo-lm:            temperature
+  temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
+output (one JSON object):
+  decoder, transformers  the decoder and the installed transformers version
+  gen                    the generate options in effect (given, then transformers' defaults)
+  verdict                pass, or REJECT when the first `tokens` tokens do not fit the exact target law
+  N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv
+  detectable_tv          smallest TV detected with power 1-beta at this N (<= tv)
+  p_value, cells         of the chi-square test (cells after pooling)
+  exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
+                         does not know the decoder's law (the heuristic schedule)
+  seconds, ms_per_sample wall time of the sampling and the test
+exit status: 0 pass, 1 REJECT, 2 bad input."""
+
+
+def register(subparsers: Any) -> None:
+    sp = subparsers.add_parser("gate-hf", help="gate a transformers decoder on table language models",
+                               description="Run a Hugging Face transformers decoder (or rheo's LM path) on TableLMs "
+                                           "built from a case and test its output law exactly.",
+                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
+    sp.add_argument("--decoder", required=True, metavar="NAME", help="assisted | prompt-lookup | ensemble:W | rheo-lm")
+    sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
+    sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
+    sp.add_argument("--beta", type=float, default=0.01, help="miss probability at TV = --tv (default 0.01)")
+    sp.add_argument("--gen", action="append", default=[], metavar="KEY=VALUE", help="a generate option (repeatable)")
+    sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
+    sp.add_argument("--workers", type=int, default=1, help="sampling processes (default 1)")
+    sp.set_defaults(func=run_gate_hf)
+
+
+def parse_gen(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE strings -> a dict; VALUE is JSON when it parses (3, 0.5, true), else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CaseError(f"--gen {item!r} must be KEY=VALUE, e.g. num_assistant_tokens=2")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+MAX_WORKERS = 64  # sampling processes
+MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens)
+
+
+def run_gate_hf(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from rheo_ref.errors import MissingDependencyError
+    from rheo_ref.models import load_case
+
+    if importlib.util.find_spec("transformers") is None:
+        raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
+
+    from .hf import HFDecoder, gate_hf
+    from .stats import StatsError
+
+    for name in ("alpha", "tv", "beta"):
+        v = getattr(args, name)
+        if not 0 < v < 1:
+            raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
+    integer("--workers", args.workers, min=1, max=MAX_WORKERS)
+    integer("--seed", args.seed, min=0, max=2 ** 63 - 1)
+    if args.tokens is not None:
+        integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
+    case = load_case(args.case)
+    decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
+    report = gate_hf(case, decoder, alpha=args.alpha, tv=args.tv, beta=args.beta, seed=args.seed,
+                     tokens=args.tokens, workers=args.workers)
+    print(json.dumps(report))
+    return 0 if report["verdict"] == "pass" else 1
