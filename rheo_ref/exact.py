@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Mapping
 
+from .bestfirst import BestFirstRounds
 from .enumerate import METHODS, enumerate_trees, estimate_trees_per_round
 from .errors import CaseError, TooLargeError
 from .models import Case, Context
@@ -36,12 +37,13 @@ class Counter:
 
 
 def memo_key(case: Case, context: Context) -> Context:
-    L = max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
-    return tuple(context)[-L:] if L else ()
+    return case.visible(context)
 
 
 class Exact:
-    """Exact computations for one case, memoising round laws by the context the models can see."""
+    """Exact computations for one case, memoising round laws by the context the models can see
+    (a round's law is a pure function of it: the per-context round-law cache). Method `dp` also
+    keeps its expansion plans and kept-subtree laws across the rounds of one computation."""
 
     def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
                  progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES) -> None:
@@ -55,8 +57,15 @@ class Exact:
         static = case.scheme.family == "static"  # a fixed shape: its own round laws (static_exact)
         if static and rules is not SPEC_RULES:
             raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
-        self._static = StaticRounds(case, method) if static else None
-        est = estimate_static(case, method) if static else estimate_trees_per_round(case, method)
+        if method == "dp" and rules is not SPEC_RULES:
+            raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
+        # static: dp is its subtree recursion (`classes`), already a memoised dynamic program
+        self._static = StaticRounds(case, "classes" if method == "dp" else method) if static else None
+        self._dp = BestFirstRounds(case, max_outcomes=max_trees, progress=progress) if method == "dp" and not static else None
+        if self._dp is not None:  # its size is not known up front: the limit is enforced while it runs
+            est = 0
+        else:
+            est = estimate_static(case, self._static.method) if self._static else estimate_trees_per_round(case, method)
         if max_trees is not None and est > max_trees:
             raise TooLargeError(
                 f"method {method!r} would enumerate up to ~{est:,} trees per round (limit {max_trees:,}); "
@@ -72,6 +81,11 @@ class Exact:
             self.counter.rounds += 1
             if self._progress is not None:
                 self._progress(self._static.enumerated - before)
+        if key not in self._rounds and self._dp is not None:
+            before = self._dp.enumerated
+            self._rounds[key] = self._dp.round_law(ctx)
+            self.counter.enumerated += self._dp.enumerated - before
+            self.counter.rounds += 1
         if key not in self._rounds:
             law: Law = defaultdict(Fraction)
             for prob, nodes, kept in self._trees(ctx):
