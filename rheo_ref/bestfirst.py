@@ -6,12 +6,15 @@ verified by a memoised recursion over kept subtrees (docs/EXACT_AT_SCALE.md).
    its parent, popping created nodes in that order gives exactly the kept set (the first R pops)
    and the frontiers (the first W pops of each depth). Nothing ranked after the R-th pop can
    change a kept node, so the round stops there, and the rest of the tree is never built.
-2. **Lazy expansion.** Popping a frontier node does not create its children: it queues their
-   *expansion* at the best key any of them can have. Only when that entry comes first can a child
-   enter the kept set; then the node, if it holds a class of sampled tokens, is split into single
-   tokens, and its K children are created (one branch per class of its own sampled slot).
-3. **Merging.** Different branches that end with the same kept tree (as verification sees it:
-   kinds, slots, tokens) are one outcome; their probabilities add.
+2. **Lazy choices.** A random choice is made only when an entry whose key depends on it comes
+   first in the queue; until then the queue holds the best key it can give:
+   - popping a frontier node queues its *expansion*; when that comes first, the node (if it holds
+     a class of sampled tokens) is split into single tokens and its K children are created;
+   - a sampled child whose factor does not depend on y is created holding its whole support,
+     and its fills wait behind one entry; when that comes first, the class of y is chosen (as in
+     `classes`: the ids that give the same fills) and the fills are created.
+3. **Merging.** Branches that end with the same kept tree (as verification sees it: kinds,
+   slots, tokens) are one outcome; their probabilities add.
 4. **Memoised verification.** What verification emits below a node depends only on the node's
    context (as far as the models see it) and its kept subtree: `KeptLaws` computes it once.
 
@@ -35,18 +38,22 @@ from .tree import Node, Nodes, path_tokens
 from .verify import Law, level_law, verification_order
 
 ZERO, ONE = Fraction(0), Fraction(1)
-Key = tuple[Fraction, int, int, int]  # (-score, depth, parent's frontier index, slot); slot -1: an expansion
+Key = tuple[Fraction, int, int, int]  # (-score, depth, frontier index of the parent, slot)
 Shape = tuple  # a kept subtree as verification sees it: ((kind, slot, tokens, Shape of the child), ...)
 
 
 @dataclass(frozen=True, order=True)
 class Entry:
-    """An entry of the best-first queue: a created node waiting to be popped, or (node None) the
-    expansion of kept node `parent`, keyed by the best key any of its children can have."""
+    """An entry of the best-first queue, in key order. `what`:
+    - "node": a created node waiting to be popped;
+    - "expand": the children of kept node `parent`, at the best key any of them can have (slot -1);
+    - "fills": the fills of kept node `parent`'s sampled child, at the best key the first fill can
+      have over the classes of y (slot m + 1)."""
 
     key: Key
+    what: str = field(compare=False, default="node")
     node: Node | None = field(compare=False, default=None)
-    parent: int = field(compare=False, default=0)  # the kept node to expand (expansions only)
+    parent: int = field(compare=False, default=0)
 
 
 def best_factor(plan: Expansion) -> Fraction:
@@ -93,6 +100,10 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
     scheme: Scheme = case.rheo_scheme()
     context = tuple(context)
     chooser = ClassChooser()
+    m = scheme.m
+
+    def ctx_of(kept: Nodes, nid: int) -> Context:
+        return context + path_tokens(kept, nid)
 
     def expansion(kept: Nodes, node: Node, f: int) -> Entry:
         """Queue the expansion of kept node `node`, the f-th frontier node of its depth, at the best
@@ -100,32 +111,56 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
         if node.id == 0:
             best = best_factor(plans(context))
         else:
-            above = context + path_tokens(kept, node.parent)
+            above = ctx_of(kept, node.parent)
             best = max(best_factor(plans(above + (y,))) for y in node.tokens)
-        return Entry((-node.score * best, node.depth + 1, f, -1), None, node.id)
+        return Entry((-node.score * best, node.depth + 1, f, -1), "expand", None, node.id)
 
-    def children(parent: Node, f: int, ctx: Context) -> list[tuple[Fraction, list[Entry]]]:
-        """The K children of `parent` (context ctx): one alternative per class of its sampled slot."""
-        plan = plans(ctx)
+    def child(parent: Node, f: int, slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction,
+              qt: Row | None = None) -> Entry:
+        score, depth = parent.score * factor, parent.depth + 1
+        return Entry((-score, depth, f, slot), "node", Node(-1, parent.id, depth, kind, slot, tokens, score, qt))
 
-        def entry(slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction, qt: Row | None = None) -> Entry:
-            score, depth = parent.score * factor, parent.depth + 1
-            return Entry((-score, depth, f, slot), Node(-1, parent.id, depth, kind, slot, tokens, score, qt))
+    def fills(parent: Node, f: int, plan: Expansion, y: int) -> list[Entry]:
+        return [child(parent, f, m + 1 + i, (t,), "fill", q) for i, (t, q) in enumerate(plan.fills_for(y))]
 
-        dets = [entry(i, (t,), "det", q) for i, (t, q) in enumerate(plan.det)]
+    def children(parent: Node, f: int, plan: Expansion) -> list[tuple[Fraction, list[Entry]]]:
+        """The K children of `parent`, as alternatives (probability, entries)."""
+        dets = [child(parent, f, i, (t,), "det", q) for i, (t, q) in enumerate(plan.det)]
         if plan.qtilde is None:
             return [(ONE, dets)]
-        m, out = scheme.m, []
-        for w, ys in chooser.sample_groups(plan, parent):
-            sampled = entry(m, ys, "sampled", plan.factor_for(ys[0]), plan.qtilde)
-            fills = [entry(m + 1 + i, (t,), "fill", q) for i, (t, q) in enumerate(plan.fills_for(ys[0]))]
-            out.append((w, dets + [sampled] + fills))
-        return out
+        groups = chooser.sample_groups(plan, parent)
+        factors = {plan.factor_for(ys[0]) for _, ys in groups}
+        if len(groups) > 1 and len(factors) == 1:  # y moves only the fills: choose its class later
+            sampled = child(parent, f, m, tuple(plan.support()), "sampled", factors.pop(), plan.qtilde)
+            first_fill = max(plan.fills_for(ys[0])[0][1] for _, ys in groups)
+            later = Entry((-parent.score * first_fill, parent.depth + 1, f, m + 1), "fills", None, parent.id)
+            return [(ONE, dets + [sampled, later])]
+        return [(w, dets + [child(parent, f, m, ys, "sampled", plan.factor_for(ys[0]), plan.qtilde)]
+                 + fills(parent, f, plan, ys[0])) for w, ys in groups]
+
+    def sampled_child(queue: list[Entry], kept: Nodes, pid: int) -> Node:
+        """The sampled child of kept node `pid`, kept already or still queued."""
+        found = [n for n in kept[1:] if n.parent == pid and n.slot == m]
+        found += [e.node for e in queue if e.node is not None and e.node.parent == pid and e.node.slot == m]
+        return found[0]
+
+    def with_tokens(queue: list[Entry], kept: Nodes, node: Node, ys: tuple[int, ...]) -> tuple[list[Entry], Nodes]:
+        """Queue and kept nodes once `node` (kept or queued) holds `ys`."""
+        new = replace(node, tokens=ys)
+        if node.id >= 0:
+            return queue, kept[:node.id] + (new,) + kept[node.id + 1:]
+        return [replace(e, node=new) if e.node is node else e for e in queue], kept
+
+    def identities(node: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
+        """The tokens `node` may hold, one at a time (a class splits by q̃ restricted to it)."""
+        if len(node.tokens) <= 1:
+            return [(ONE, node.tokens)]
+        return [(w, (y,)) for w, y in chooser.resolve(node)]
 
     Outcome = Iterator[tuple[Fraction, Nodes]]
 
     def grow(queue: list[Entry], kept: Nodes, pops_at: tuple[int, ...], prob: Fraction) -> Outcome:
-        """Pop in key order until R nodes are kept; branch where an expansion needs a choice."""
+        """Pop in key order until R nodes are kept; branch where an entry needs a choice."""
         while queue and len(kept) <= scheme.R:  # kept holds the root too
             head, queue = queue[0], queue[1:]
             if head.node is not None:  # pop: this node is kept
@@ -136,13 +171,23 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
                     insort(queue, expansion(kept, node, pops_at[d]))
                 pops_at = pops_at[:d] + (pops_at[d] + 1,) + pops_at[d + 1:]
                 continue
-            # an expansion comes first: split its node if it holds a class, then create its children.
-            node, f = kept[head.parent], head.key[2]
-            tokens = [(ONE, node.tokens)] if len(node.tokens) <= 1 else [(w, (y,)) for w, y in chooser.resolve(node)]
-            for w, split in ((w, replace(node, tokens=ys)) for w, ys in tokens):
-                now = kept[:split.id] + (split,) + kept[split.id + 1:]
-                for w2, kids in children(split, f, context + path_tokens(now, split.id)):
-                    yield from grow(sorted(queue + kids), now, pops_at, prob * w * w2)
+            parent, f = kept[head.parent], head.key[2]
+            if head.what == "expand":  # split the node if it holds a class, then create its children
+                for w, tokens in identities(parent):
+                    _, now = with_tokens(queue, kept, parent, tokens)
+                    for w2, kids in children(now[parent.id], f, plans(ctx_of(now, parent.id))):
+                        yield from grow(sorted(queue + kids), now, pops_at, prob * w * w2)
+                return
+            # "fills": choose the class of y among the tokens its sampled child still holds
+            plan = plans(ctx_of(kept, parent.id))
+            qt, node = plan.qtilde_row(), sampled_child(queue, kept, parent.id)
+            mass = sum((qt[y] for y in node.tokens), ZERO)
+            for _, group in chooser.sample_groups(plan, parent):
+                ys = tuple(y for y in node.tokens if y in group)
+                if ys:
+                    q2, k2 = with_tokens(queue, kept, node, ys)
+                    w = sum((qt[y] for y in ys), ZERO) / mass
+                    yield from grow(sorted(q2 + fills(parent, f, plan, ys[0])), k2, pops_at, prob * w)
             return
         yield prob, kept
 
