@@ -86,7 +86,8 @@ def test_same_kept_tree_is_one_outcome():
     """With the `true` proxy the classes of y are chosen when the sampled child is created (its
     factor depends on y); branches that end with the same kept tree merge before verification."""
     rng = random.Random(0)
-    case = Case(random_table(rng, 6, "draft"), random_table(rng, 6, "target"), Scheme(3, 1, 2, 3, 5, Proxy("true")), (0,))
+    q, p = random_table(rng, 6, "draft"), random_table(rng, 6, "target")
+    case = Case(q, p, Scheme(3, 1, 2, 3, 5, Proxy("true")), (0,))
     rounds = BestFirstRounds(case)
     law = rounds.round_law(case.context)
     shapes = [shape_of(kept) for _, kept in kept_trees(case, case.context, rounds.plans)]
