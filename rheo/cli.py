@@ -29,7 +29,7 @@ token ids; zero entries are omitted):
 exit status: 0 ok, 2 bad input or an enumeration refused as too large (see --force)."""
 
 # Subcommands living in other modules: each exposes register(subparsers).
-PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm")
+PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm", "rheo.cli_sweep")
 
 
 def _cmd_exact(args: argparse.Namespace) -> int:

@@ -81,10 +81,22 @@ print("status", status, "torch" in sys.modules, "rheo_fast.decode" in sys.module
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["exact", "--help"], ["sample", "--help"], ["mutants", "--help"],
-                                  ["generate", "--help"], ["exact", str(CASES / "small.json")]],
+                                  ["generate", "--help"], ["sweep", "--help"], ["exact", str(CASES / "small.json")]],
                          ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""))
 def test_the_parser_and_rheo_exact_do_not_import_torch(argv):
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]
+
+
+HEAVY = ("dask", "distributed", "pyarrow", "matplotlib")
+
+
+def test_rheo_sweep_help_imports_no_engine():
+    """`rheo sweep --help` imports neither Dask nor pyarrow nor matplotlib (they load where used)."""
+    probe = PROBE.replace('"rheo_fast.decode" in sys.modules', f"any(m in sys.modules for m in {HEAVY!r})")
+    r = subprocess.run([sys.executable, "-c", probe.format(argv=["sweep", "--help"])], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]
 
