@@ -30,9 +30,8 @@ import matplotlib
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rheo_ref.exact import Exact  # noqa: E402
-from rheo_ref.models import Case, Proxy, Scheme, TableModel  # noqa: E402
-from rheo_ref.slots import ranked  # noqa: E402
+from rheo.sweep import run  # noqa: E402
+from rheo_ref.grid import grid_cells  # noqa: E402
 from proofs.gen import random_pair  # noqa: E402
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
@@ -43,40 +42,22 @@ rng = random.Random(7)
 TABLES = [random_pair(rng, V, 1, style=s) for s in ("zipf", "close")]
 TEMPS = [Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1), Fraction(3, 2), Fraction(2)]
 
-
-def temper_row(row, T):
-    """softmax(log row / T) over the row's support, exactly where possible; T = 0: argmax."""
-    if T == 0:
-        top = ranked(row)[0]
-        return tuple(Fraction(int(i == top)) for i in range(len(row)))
-    if (1 / T).denominator == 1:
-        w = [x ** int(1 / T) for x in row]
-    else:
-        w = [Fraction(float(x) ** float(1 / T)).limit_denominator(10**4) if x else Fraction(0) for x in row]
-    z = sum(w)
-    return tuple(x / z for x in w)
-
-
-def temper(model: TableModel, T, name):
-    return TableModel(model.vocab_size, model.context_length, {k: temper_row(r, T) for k, r in model.probs.items()}, name)
-
-
-def tau(i, m, T, verify="rheo"):
-    q, p = TABLES[i]
-    case = Case(q, temper(p, T, "target"), Scheme(K, m, W, D, R, Proxy.parse("rheo"), verify), (0,), 1,
-                temper(q, T, "draft_sample"))
-    return Exact(case, "classes").tau()
-
-
 # %% [markdown]
 # ## τ vs m at T = 1, and τ vs T for each m (K = 3, W = 2, D = 3, R = 6)
+#
+# One `rheo sweep` grid (the tables given explicitly × the K + 1 values of m × the temperatures),
+# run by its function on local processes; `rheo_ref.generate.temper` applies T to q_samp and p.
 
 # %%
-RES = {}
-for i in range(len(TABLES)):
-    for m in range(K + 1):
-        RES[(i, m)] = [tau(i, m, T) for T in TEMPS]
-        print(f"table {i} m={m}:", "  ".join(f"T={float(T):.2f}: {float(t):.4f}" for T, t in zip(TEMPS, RES[(i, m)])))
+GRID = {"tables": [{"generator": "given", "name": f"table {i}", "draft": q.to_json(), "target": p.to_json()}
+                   for i, (q, p) in enumerate(TABLES)],
+        "schemes": [{"K": K, "m": m, "W": W, "D": D, "R": R} for m in range(K + 1)],
+        "temperatures": [str(T) for T in TEMPS], "context": [0], "tokens": 1}
+TAU = {(r["table"], json.loads(r["scheme"])["m"], Fraction(r["temperature"])): Fraction(r["tau"])
+       for r in run(grid_cells(GRID))}
+RES = {(i, m): [TAU[(f"table {i}", m, T)] for T in TEMPS] for i in range(len(TABLES)) for m in range(K + 1)}
+for (i, m), taus in RES.items():
+    print(f"table {i} m={m}:", "  ".join(f"T={float(T):.2f}: {float(t):.4f}" for T, t in zip(TEMPS, taus)))
 
 # %%
 fig, axes = plt.subplots(1, 1 + len(TABLES), figsize=(5 * (1 + len(TABLES)), 3.8))

@@ -185,15 +185,16 @@ class SweepResult:
 
 def run(cells: list[Cell], *, scheduler: str | None = None, workers: int | None = None,
         progress: bool = False) -> list[dict]:
-    """The rows of `cells` in their order, computed on an engine (no files): what notebooks call."""
+    """The rows of `cells`, one per cell in their order, computed on an engine (no files): what
+    the notebooks call. A case that appears twice is computed once."""
     from tqdm import tqdm
 
-    index = {c.key: i for i, c in enumerate(cells)}
-    rows: list[dict | None] = [None] * len(cells)
+    unique = list({c.key: c for c in cells}.values())
+    rows: dict[tuple[str, str], dict] = {}
     with engine(scheduler, workers) as runner:
-        for row in tqdm(runner(cells), total=len(cells), disable=not progress, file=sys.stderr, unit="cell"):
-            rows[index[(row["case_hash"], row["method"])]] = row
-    return [r for r in rows if r is not None]
+        for row in tqdm(runner(unique), total=len(unique), disable=not progress, file=sys.stderr, unit="cell"):
+            rows[(row["case_hash"], row["method"])] = row
+    return [rows[c.key] for c in cells]
 
 
 def sweep(cells: list[Cell], out: Path, *, scheduler: str | None = None, workers: int | None = None,
