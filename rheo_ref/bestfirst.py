@@ -218,7 +218,7 @@ class KeptLaws:
             kids = [Node(i, 0, 0, kind, slot, tokens, ZERO, qt if kind == "sampled" else None)
                     for i, (kind, slot, tokens, _) in enumerate(shape)]
 
-            def below(ch: Node, y: int, r) -> Law:
+            def below(ch: Node, y: int, r: Row) -> Law:  # r: the residual at the accept (the spec ignores it)
                 return self.law(ctx + (y,), shape[ch.id][3])
 
             order = verification_order(kids, self.case.rheo_scheme().verify)
