@@ -63,8 +63,11 @@ def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator
     if workers == 1:
         yield lambda cells: (run_cell(c) for c in cells)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
         yield lambda cells: (f.result() for f in as_completed([pool.submit(run_cell, c) for c in cells]))
+    finally:  # on an interruption, cells not started yet are dropped, not waited for
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextmanager
