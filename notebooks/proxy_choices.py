@@ -30,8 +30,9 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rheo_ref.atomic import savefig_atomic, write_text_atomic  # noqa: E402
+from rheo.sweep import run  # noqa: E402
 from rheo_ref.errors import CaseError  # noqa: E402
-from rheo_ref.exact import Exact, target_law, tv  # noqa: E402
+from rheo_ref.grid import Cell  # noqa: E402
 from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
 from rheo_ref.slots import expand  # noqa: E402
 from proofs.gen import random_pair  # noqa: E402
@@ -52,9 +53,11 @@ def case_for(i, proxy="rheo", verify="rheo", **changes):
     return Case(q, p, Scheme(s["K"], s["m"], s["W"], s["D"], s["R"], Proxy.parse(proxy), verify), (0,), N_TOKENS)
 
 
-def exact_tv_tau(case):
-    ex = Exact(case, "classes")
-    return tv(ex.token_law(N_TOKENS), target_law(case, N_TOKENS)), ex.tau()
+def sweep_tv_tau(cases):
+    """(exact TV of the case's token law to the target, exact τ) per case, by `rheo sweep`'s runner
+    on local processes; (None, None) where the case is refused (scaled:s with s × rheo > 1)."""
+    rows = run([Cell(case) for case in cases])
+    return [(None, None) if r["error"] else (Fraction(r["tv"]), Fraction(r["tau"])) for r in rows]
 
 
 def survival_bias(case):
@@ -76,25 +79,20 @@ CONSTS = [Fraction(1, 16), Fraction(1, 8), Fraction(1, 4), Fraction(3, 8), Fract
 SCALES = [Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2)]
 ORDERS = ("rheo", "rrsw")
 
+PROXIES = ["rheo", "true"] + [f"const:{a}" for a in CONSTS] + [f"scaled:{s}" for s in SCALES]
+GRID = [(i, order, proxy) for i in range(len(TABLES)) for order in ORDERS for proxy in PROXIES]
 rows = []
-for i in range(len(TABLES)):
-    for order in ORDERS:
-        for proxy in ["rheo", "true"] + [f"const:{a}" for a in CONSTS] + [f"scaled:{s}" for s in SCALES]:
-            try:
-                d, t = exact_tv_tau(case_for(i, proxy, order))
-            except CaseError:  # scaled:s with s * rheo > 1 is not a valid factor
-                rows.append({"table": i, "order": order, "proxy": proxy, "tv": None, "tau": None})
-                continue
-            rows.append({"table": i, "order": order, "proxy": proxy, "tv": d, "tau": t})
-            print(f"table {i} {order:4}  {proxy:12}  TV {str(d):>18} = {float(d):.4f}   tau {float(t):.4f}")
+for (i, order, proxy), (d, t) in zip(GRID, sweep_tv_tau([case_for(i, proxy, order) for i, order, proxy in GRID])):
+    rows.append({"table": i, "order": order, "proxy": proxy, "tv": d, "tau": t})
+    if d is not None:  # None: scaled:s with s * rheo > 1 is not a valid factor
+        print(f"table {i} {order:4}  {proxy:12}  TV {str(d):>18} = {float(d):.4f}   tau {float(t):.4f}")
 
 
 # Claim 3.rrsw's case (proofs.survival): where a proxy above q(x_m) breaks RRSw.
-CE = Case.from_json(CE_RRSW_LARGE_PROXY)
-CE_ROWS = {}
+CE = Case.from_json(CE_RRSW_LARGE_PROXY)  # one token
+CE_GRID = [(order, a) for order in ORDERS for a in CONSTS]
+CE_ROWS = {k: d for k, (d, _) in zip(CE_GRID, sweep_tv_tau([CE.with_scheme(proxy=f"const:{a}", verify=o) for o, a in CE_GRID]))}
 for order in ORDERS:
-    for a in CONSTS:
-        CE_ROWS[(order, a)] = tv(Exact(CE.with_scheme(proxy=f"const:{a}", verify=order)).token_law(1), target_law(CE, 1))
     print(f"claim 3.rrsw case, {order:4}: TV by const:a", {str(a): str(d) for (o, a), d in CE_ROWS.items() if o == order})
 
 
@@ -129,9 +127,10 @@ savefig_atomic(fig, REPORTS / "proxy_tv_vs_scale.png", dpi=110)
 # ## τ vs m (rheo proxy, the same trees), and the survival bias per proxy
 
 # %%
-TAU_M = {}
+M_VALUES = range(BASE["K"] + 1)
+by_m = iter(sweep_tv_tau([case_for(i, "rheo", m=m) for i in range(len(TABLES)) for m in M_VALUES]))
+TAU_M = {i: [next(by_m) for _ in M_VALUES] for i in range(len(TABLES))}
 for i in range(len(TABLES)):
-    TAU_M[i] = [exact_tv_tau(case_for(i, "rheo", m=m)) for m in range(BASE["K"] + 1)]
     print(f"table {i}: tau vs m =", [f"{float(t):.4f}" for _, t in TAU_M[i]], " TV:", [str(d) for d, _ in TAU_M[i]])
 
 fig, ax = plt.subplots(figsize=(5, 3.6))

@@ -31,9 +31,9 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rheo_ref.atomic import savefig_atomic, write_text_atomic  # noqa: E402
-from rheo_ref.exact import Exact  # noqa: E402
-from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
-from proofs.gen import random_pair, tempered  # noqa: E402
+from rheo.sweep import run  # noqa: E402
+from rheo_ref.grid import grid_cells  # noqa: E402
+from proofs.gen import random_pair  # noqa: E402
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)
@@ -43,23 +43,22 @@ rng = random.Random(7)
 TABLES = [random_pair(rng, V, 1, style=s) for s in ("zipf", "close")]
 TEMPS = [Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1), Fraction(3, 2), Fraction(2)]
 
-
-def tau(i, m, T, verify="rheo"):
-    q, p = TABLES[i]
-    case = Case(q, tempered(p, T, "target"), Scheme(K, m, W, D, R, Proxy.parse("rheo"), verify), (0,), 1,
-                tempered(q, T, "draft_sample"))
-    return Exact(case, "classes").tau()
-
-
 # %% [markdown]
 # ## τ vs m at T = 1, and τ vs T for each m (K = 3, W = 2, D = 3, R = 6)
+#
+# One `rheo sweep` grid (the tables given explicitly × the K + 1 values of m × the temperatures),
+# run by its function on local processes; `rheo_ref.generate.temper` applies T to q_samp and p.
 
 # %%
-RES = {}
-for i in range(len(TABLES)):
-    for m in range(K + 1):
-        RES[(i, m)] = [tau(i, m, T) for T in TEMPS]
-        print(f"table {i} m={m}:", "  ".join(f"T={float(T):.2f}: {float(t):.4f}" for T, t in zip(TEMPS, RES[(i, m)])))
+GRID = {"tables": [{"generator": "given", "name": f"table {i}", "draft": q.to_json(), "target": p.to_json()}
+                   for i, (q, p) in enumerate(TABLES)],
+        "schemes": [{"K": K, "m": m, "W": W, "D": D, "R": R} for m in range(K + 1)],
+        "temperatures": [str(T) for T in TEMPS], "context": [0], "tokens": 1}
+TAU = {(r["table"], json.loads(r["scheme"])["m"], Fraction(r["temperature"])): Fraction(r["tau"])
+       for r in run(grid_cells(GRID))}
+RES = {(i, m): [TAU[(f"table {i}", m, T)] for T in TEMPS] for i in range(len(TABLES)) for m in range(K + 1)}
+for (i, m), taus in RES.items():
+    print(f"table {i} m={m}:", "  ".join(f"T={float(T):.2f}: {float(t):.4f}" for T, t in zip(TEMPS, taus)))
 
 # %%
 fig, axes = plt.subplots(1, 1 + len(TABLES), figsize=(5 * (1 + len(TABLES)), 3.8))

@@ -74,6 +74,7 @@ import z3
 
 from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.exact import Exact
+from rheo_ref.grid import Cell, run_cells
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.slots import ranked
 
@@ -114,13 +115,20 @@ def exact_acceptance(case: Case) -> Fraction:
     return Exact(case, "classes").acceptance()
 
 
+def both_of(cases: list[Case], what: str) -> list[tuple[Fraction, Fraction]]:
+    """(OT value, RRSw value) of `tau` or `acceptance` for each case, exactly: one sweep of the
+    cases x the two orders by the grid runner that `rheo sweep` wraps (rheo_ref.grid)."""
+    cells = [Cell(case.with_scheme(verify=v)) for case in cases for v in ("rheo", "rrsw")]
+    vals = []
+    for row in run_cells(cells):
+        require(not row["error"], f"exact computation failed: {row['error']}")
+        vals.append(Fraction(row[what]))
+    return list(zip(vals[0::2], vals[1::2]))
+
+
 def both(case: Case, what: str) -> tuple[Fraction, Fraction]:
     """(OT value, RRSw value) of `tau` or `acceptance`, exactly."""
-    vals = []
-    for v in ("rheo", "rrsw"):
-        ex = Exact(case.with_scheme(verify=v), "classes")
-        vals.append(ex.tau() if what == "tau" else ex.acceptance())
-    return vals[0], vals[1]
+    return both_of([case], what)[0]
 
 
 def z3_dominance_lemmas() -> bool:
@@ -162,14 +170,15 @@ def check_41() -> Outcome:
     require(z3_dominance_lemmas(), "z3 could not prove the pointwise lemmas")
     n = closed_forms_match_reference()
     rng = random.Random(12)
-    gaps = []
+    drawn = []
     for _ in range(120):
         V = rng.randint(2, 6)
         q, p = random_row(rng, V), random_row(rng, V)
         m = rng.randint(0, V - 1)
-        if sum((q[t] for t in ranked(q)[m:]), ZERO) == 0:
-            continue
-        a, b = both(depth1_case(p, q, m, 0, "rheo"), "acceptance")
+        if sum((q[t] for t in ranked(q)[m:]), ZERO) != 0:
+            drawn.append((p, q, m))
+    gaps = []
+    for (p, q, m), (a, b) in zip(drawn, both_of([depth1_case(p, q, m, 0, "rheo") for p, q, m in drawn], "acceptance")):
         require(a >= b, f"4.1 violated: p={p} q={q} m={m}: {a} < {b}")
         gaps.append(a - b)
     return Outcome(PROVED, f"z3 pointwise lemma + closed forms (== rheo_ref on {n} cases x 2 orders, k>=0); "
@@ -307,8 +316,7 @@ def check_43() -> Outcome:
     require(z3_dominance_lemmas(), "z3 could not prove min(a, b) >= min(a, M b)")
     cases = generated_tree_cases(40, 21, prune=False)
     worst = None
-    for case in cases:
-        a, b = both(case, "tau")
+    for case, (a, b) in zip(cases, both_of(cases, "tau")):
         require(a >= b, f"4.3 violated: {case.to_json()}: tau OT {a} < RRSw {b}")
         worst = a - b if worst is None else min(worst, a - b)
     return Outcome(PROVED, f"induction on depth + z3 lemma; rheo_ref on {len(cases)} unpruned no-fill trees (D<=3): "
@@ -338,8 +346,7 @@ def check_44() -> Outcome:
 
 def check_45() -> Outcome:
     cases = generated_tree_cases(40, 23, prune=True)
-    for case in cases:
-        a, b = both(case, "acceptance")
+    for case, (a, b) in zip(cases, both_of(cases, "acceptance")):
         require(a >= b, f"4.5 violated: {case.to_json()}: acceptance OT {a} < RRSw {b}")
     return Outcome(PROVED, f"corollary of 4.1 (kept root children = y-free prefix); rheo_ref on {len(cases)} pruned "
                            f"no-fill trees (D<=3): root acceptance OT >= RRSw", numbers={"cases": len(cases)})

@@ -47,11 +47,12 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from fractions import Fraction
+from itertools import tee
 
 from rheo_ref.enumerate import enumerate_trees, estimate_trees_per_round
-from rheo_ref.errors import RheoError
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.grid import Cell, run_cells
 from rheo_ref.tree import path_tokens, rerank_key
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
@@ -222,26 +223,33 @@ N_OT_CASES = 60
 
 
 def check_ot_large_proxy() -> Outcome:
-    """OT order with y-free proxies >= q(x_{m+1}): const:1 and scaled:2 (when it is a valid factor)."""
+    """OT order with y-free proxies >= q(x_{m+1}): const:1 and scaled:2 (when it is a valid factor).
+    A sweep by the grid runner `rheo sweep` wraps (rheo_ref.grid), with method `classes`, which
+    refuses scaled:2 only at the expansions it makes (dp would refuse it at any draft row)."""
     rng = random.Random(8)
+
+    def candidates():
+        while True:
+            V = rng.randint(3, 4)
+            q, p = random_pair(rng, V, 1, style=rng.choice(["uniform", "close"]))
+            D, K = rng.randint(1, 3), rng.randint(2, V)
+            m, W = rng.randint(0, K - 1), rng.randint(1, K)
+            R = rng.randint(1, K * (1 + W * (D - 1)))
+            proxy = rng.choice(["const:1", "scaled:2"])
+            case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), "rheo"), (rng.randrange(V),), 2)
+            if estimate_trees_per_round(case, "classes") <= MAX_TREES:
+                yield Cell(case, method="classes")
+
     n = skipped = 0
-    while n < N_OT_CASES:
-        V = rng.randint(3, 4)
-        q, p = random_pair(rng, V, 1, style=rng.choice(["uniform", "close"]))
-        D, K = rng.randint(1, 3), rng.randint(2, V)
-        m, W = rng.randint(0, K - 1), rng.randint(1, K)
-        R = rng.randint(1, K * (1 + W * (D - 1)))
-        proxy = rng.choice(["const:1", "scaled:2"])
-        case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), "rheo"), (rng.randrange(V),), 2)
-        if estimate_trees_per_round(case, "classes") > MAX_TREES:
-            continue
-        try:
-            d = decoded_tv(case)
-        except RheoError:  # scaled:2 gave a factor > 1 somewhere: not a valid proxy there
+    cells, todo = tee(candidates())
+    for cell, row in zip(cells, run_cells(todo)):  # lazily: stops once N_OT_CASES are valid
+        if row["error"]:  # scaled:2 gave a factor > 1 somewhere: not a valid proxy there
             skipped += 1
             continue
-        require(d == 0, f"OT order with {proxy} is lossy: {case.to_json()}: TV {d}")
+        require(row["tv"] == "0", f"OT order with {cell.case.scheme.proxy} is lossy: {cell.case.to_json()}: TV {row['tv']}")
         n += 1
+        if n == N_OT_CASES:
+            break
     return Outcome(proved_up_to(f"{N_OT_CASES} generated cases, V<=4, D<=3"),
                    f"const:1 / scaled:2 with the OT order: TV 0 on {n} cases x 2 tokens ({skipped} invalid scaled:2 skipped)")
 

@@ -25,17 +25,19 @@ token ids; zero entries are omitted):
   tau            expected tokens emitted by the first round (from the case's context)
   round_lengths  law of the number of tokens the first round emits (1..D+1)
   acceptance     one-level acceptance rate: P(some child of the root is accepted)
-  method         the enumerator used (classes or brute; both are exact and must agree)
+  method         the enumerator used (dp, classes or brute; all are exact and must agree)
   enumerated     how many trees (outcomes) the enumerator visited over all rounds it needed
-                 (family static: brute counts joint draws of the tree, classes the sibling
-                 draws its subtree recursion visited; docs/SCHEMES.md)
+                 (dp: the kept trees its best-first construction branched into, before
+                 merging, docs/EXACT_AT_SCALE.md; family static: brute counts joint draws of
+                 the tree, classes and dp the sibling draws its subtree recursion visited,
+                 docs/SCHEMES.md)
   seconds        wall time of the computation
 size limits: refused up front, before any work, with the estimate: --max-trees (trees per round)
 and --max-law-size (tokens in all the sequences of the N-token law, b^N x N); --force overrides both.
 exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
 # Subcommands living in other modules: each exposes register(subparsers).
-PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm", "rheo.cli_compare", "rheo.cli_hf")
+PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm", "rheo.cli_compare", "rheo.cli_hf", "rheo.cli_sweep")
 
 
 def _cmd_exact(args: argparse.Namespace) -> int:
@@ -75,11 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Compute exactly (Fractions) what a scheme emits on a table-model case.",
                         epilog=EXACT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ex.add_argument("case", help="case file in the section-10 JSON format")
-    ex.add_argument("--method", choices=("classes", "brute"), default="classes",
-                    help="classes: enumerate equivalence classes of trees (family static: the subtree recursion; fast); "
-                         "brute: every sampled identity (static: every joint draw)")
+    ex.add_argument("--method", choices=("dp", "classes", "brute"), default="dp",
+                    help="dp (default): kept trees built best-first and lazily, verified by a memoised recursion "
+                         "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
+                         "into classes; brute: every sampled identity (static: every joint draw)")
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
-    ex.add_argument("--max-trees", type=int, default=2_000_000, help="refuse when the estimated trees per round exceed this")
+    ex.add_argument("--max-trees", type=int, default=2_000_000,
+                    help="refuse when the estimated trees per round exceed this (dp: stop when one round passes it)")
     ex.add_argument("--max-law-size", type=int, default=10_000_000, metavar="N",
                     help="refuse when the N-token law's estimated size (b^N sequences x N tokens) exceeds this")
     ex.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")

@@ -2,7 +2,9 @@
 
 Modules, one idea each (the § are sections of docs/ALGORITHM.md): `models` (tables, cases, §10),
 `slots` (§3), `tree` (§4), `verify` (§5), `enumerate` (brute and class enumerators, §7),
-`exact` (laws, TV, tau, §6-§7), `variants` (the spec and the mutants, as settings), `replay`
+`bestfirst` (the `dp` method: kept trees best-first and lazily, docs/EXACT_AT_SCALE.md),
+`exact` (laws, TV, tau, §6-§7), `generate` (seeded tables, temperature), `grid` (sweep grids,
+the pure part of `rheo sweep`), `variants` (the spec and the mutants, as settings), `replay`
 (the coupled replay), `mutants` (exact counterparts of the broken variants), `strategies`
 (hypothesis strategies). The `static` family (a fixed shape, docs/SCHEMES.md): `static` (shapes,
 sibling sampling), `verifiers` (specinfer, rrsw, traversal on a given tree), `static_exact`

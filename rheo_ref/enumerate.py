@@ -18,7 +18,7 @@ from .models import Case, Context, Scheme
 from .slots import Expansion
 from .tree import Node, Nodes, build_tree, rerank
 
-METHODS = ("classes", "brute")
+METHODS = ("dp", "classes", "brute")  # dp: rheo_ref.bestfirst (built on the classes below)
 ZERO = Fraction(0)
 
 
@@ -55,7 +55,7 @@ def chooser_for(method: str):
         return BruteChooser()
     if method == "classes":
         return ClassChooser()
-    raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    raise CaseError(f"unknown tree enumerator {method!r}; allowed: classes, brute (dp builds no whole trees)")
 
 
 def enumerate_trees(case: Case, context: Context, method: str = "classes") -> Iterator[tuple[Fraction, Nodes, frozenset[int]]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Mapping, Optional
 
+from .bestfirst import BestFirstRounds
 from .enumerate import METHODS, enumerate_trees
 from .errors import CaseError
 from .models import Case, Context
@@ -44,12 +45,13 @@ class Counter:
 
 
 def memo_key(case: Case, context: Context) -> Context:
-    L = max(case.draft.context_length, case.q_samp_model.context_length, case.target.context_length)
-    return tuple(context)[-L:] if L else ()
+    return case.visible(context)
 
 
 class Exact:
-    """Exact computations for one case, memoising round laws by the context the models can see."""
+    """Exact computations for one case, memoising round laws by the context the models can see
+    (a round's law is a pure function of it: the per-context round-law cache). Method `dp` also
+    keeps its expansion plans and kept-subtree laws across the rounds of one computation."""
 
     def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
                  progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES,
@@ -63,20 +65,26 @@ class Exact:
         self._progress = progress
         s = case.scheme
         variant.check_family(s.family)
+        if method == "dp" and rules is not SPEC_RULES:
+            raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
         self._static = None  # a fixed shape has its own round laws (static_exact)
+        self._dp = None
         if isinstance(s, StaticScheme):
             if rules is not SPEC_RULES:
                 raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
-            self._static = StaticRounds(case, method, variant)
+            # dp is the static family's subtree recursion (`classes`), already a memoised dynamic program
+            self._static = StaticRounds(case, "classes" if method == "dp" else method, variant)
             what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
-            est: int | Size = estimate_static(case, method)
+            est: int | Size = estimate_static(case, self._static.method)
         else:
             if variant is not SPEC:
                 raise CaseError(f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
                                 f"rheo_ref.mutants (MutantExact), not by variant=")
+            if method == "dp":  # its size is not known up front: the limit is enforced while it runs
+                self._dp = BestFirstRounds(case, max_outcomes=max_trees, progress=progress)
             what = (f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
                     f"V={show(case.vocab_size)})")
-            est = trees_per_round(case, method)
+            est = 0 if self._dp is not None else trees_per_round(case, method)
         within_limit(what, est, max_trees,
                      override=f"use {'--method classes, ' if method == 'brute' else ''}a smaller scheme, a larger "
                               f"--max-trees, or --force to run anyway")
@@ -91,6 +99,11 @@ class Exact:
             self.counter.rounds += 1
             if self._progress is not None:
                 self._progress(self._static.enumerated - before)
+        if key not in self._rounds and self._dp is not None:
+            before = self._dp.enumerated
+            self._rounds[key] = self._dp.round_law(ctx)
+            self.counter.enumerated += self._dp.enumerated - before
+            self.counter.rounds += 1
         if key not in self._rounds:
             law: Law = defaultdict(Fraction)
             for prob, nodes, kept in self._trees(ctx):

@@ -299,6 +299,12 @@ class Case:
             raise CaseError(f"this needs a scheme of family static; the case's is family {self.scheme.family!r}")
         return self.scheme
 
+    def visible(self, context: Context) -> Context:
+        """The last tokens of a context that any of the case's models can see: round laws and
+        everything below a tree node depend on the context only through them."""
+        L = max(self.draft.context_length, self.q_samp_model.context_length, self.target.context_length)
+        return tuple(context)[-L:] if L else ()
+
     @property
     def q_samp_model(self) -> TableModel:
         return self.draft_sample if self.draft_sample is not None else self.draft

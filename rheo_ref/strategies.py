@@ -13,6 +13,7 @@ from itertools import product
 from hypothesis import assume, strategies as st
 
 from .enumerate import estimate_trees_per_round
+from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' tables)
 from .models import Case, Proxy, Scheme, TableModel
 from .static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from .static_exact import estimate_static
@@ -130,10 +131,3 @@ def static_cases(draw, *, min_vocab: int = 2, max_vocab: int = 4, max_nodes: int
     case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
     assume(estimate_static(case, method) <= max_trees)
     return case
-
-
-def random_table(rng: random.Random, V: int, name: str, *, max_weight: int = 20) -> TableModel:
-    """A first-order table with random positive rational rows (benchmarks: no hypothesis)."""
-    keys = [()] + [(i,) for i in range(V)]
-    return TableModel.from_weights({k: [rng.randint(1, max_weight) for _ in range(V)] for k in keys},
-                                   context_length=1, name=name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .models import Context, Row, TableModel
 from .tree import Node, children
@@ -73,45 +73,62 @@ class Rules:
 SPEC_RULES = Rules()  # the spec's verification rules (a mutant overrides one method)
 
 
+Law = dict[tuple[int, ...], Fraction]
+
+
+def level_law(r: Row, tried: Sequence[Node], below: Callable[[Node, int, Row], Law],
+              rules: Rules = SPEC_RULES) -> Law:
+    """What verification emits from one node: its kept children `tried` in the rule's order meet
+    the residual r (p at the node on arrival). `below(child, y, r)` is the law emitted once
+    `child`, holding y, is accepted with residual r. A child holding a class of tokens (never
+    expanded) is summed out: given the class its identity has law q̃ restricted to the class, and
+    the residual after a rejection does not depend on it."""
+    p = r
+    out: Law = defaultdict(Fraction)
+    stay = ONE  # probability that every child tried so far was rejected
+    for ch in tried:
+        if ch.kind == "sampled":
+            qt = ch.qtilde_row()
+            z_class = sum((qt[y] for y in ch.tokens), ZERO)
+            accepted = ZERO
+            for y in ch.tokens:
+                a = qt[y] / z_class * rules.accept_sampled(r, qt, y)
+                if a:
+                    accepted += a
+                    w = stay * a
+                    for s, pr in below(ch, y, r).items():
+                        out[(y,) + s] += w * pr
+            reject = ONE - accepted
+            if reject:
+                r = rules.residual_sampled(r, qt)
+        else:
+            t = ch.token
+            a = r[t]
+            if a:
+                w = stay * a
+                for s, pr in below(ch, t, r).items():
+                    out[(t,) + s] += w * pr
+            reject = ONE - a
+            if reject:
+                r = rules.residual_point(r, t)
+        stay *= reject
+        if not stay:
+            break
+    if stay:
+        for v, pv in enumerate(rules.bonus(r, p)):
+            if pv:
+                out[(v,)] += stay * pv
+    return out
+
+
 def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, context: Context,
-               verify: str, rules: Rules = SPEC_RULES) -> dict[tuple[int, ...], Fraction]:
+               verify: str, rules: Rules = SPEC_RULES) -> Law:
     """Exact law of the emitted token sequence for one fixed (kept) tree."""
     kids = children(nodes, kept)
 
-    def level(nid: int, ctx: Context, r: Row) -> dict[tuple[int, ...], Fraction]:
-        p = r
-        out: dict[tuple[int, ...], Fraction] = defaultdict(Fraction)
-        stay = ONE  # probability that every child tried so far was rejected
-        for ch in rules.verification_order(kids[nid], verify):
-            if ch.kind == "sampled":
-                qt = ch.qtilde_row()
-                z_class = sum((qt[y] for y in ch.tokens), ZERO)
-                accepted = ZERO
-                for y in ch.tokens:
-                    a = qt[y] / z_class * rules.accept_sampled(r, qt, y)
-                    if a:
-                        accepted += a
-                        for s, pr in level(ch.id, ctx + (y,), rules.next_row(r, target.row(ctx + (y,)))).items():
-                            out[(y,) + s] += stay * a * pr
-                reject = ONE - accepted
-                if reject:
-                    r = rules.residual_sampled(r, qt)
-            else:
-                t = ch.token
-                a = r[t]
-                if a:
-                    for s, pr in level(ch.id, ctx + (t,), rules.next_row(r, target.row(ctx + (t,)))).items():
-                        out[(t,) + s] += stay * a * pr
-                reject = ONE - a
-                if reject:
-                    r = rules.residual_point(r, t)
-            stay *= reject
-            if not stay:
-                break
-        if stay:
-            for v, pv in enumerate(rules.bonus(r, p)):
-                if pv:
-                    out[(v,)] += stay * pv
-        return out
+    def level(nid: int, ctx: Context, r: Row) -> Law:
+        def below(ch: Node, y: int, r_now: Row) -> Law:
+            return level(ch.id, ctx + (y,), rules.next_row(r_now, target.row(ctx + (y,))))
+        return level_law(r, rules.verification_order(kids[nid], verify), below, rules)
 
     return dict(level(0, tuple(context), target.row(tuple(context))))

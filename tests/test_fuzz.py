@@ -51,7 +51,7 @@ OUTCOMES: Counter = Counter()  # (subcommand, exit status or "reached the model 
 SMALL = load_json("small.json")
 ROOT = Path(__file__).resolve().parents[1]
 SUBCOMMANDS = ("exact", "audit", "sample", "mutants", "generate", "bench-model", "draft-ceiling", "train-draft",
-               "compare", "gate-hf")
+               "compare", "gate-hf", "sweep")
 
 
 def fuzz(n: int):
@@ -388,6 +388,56 @@ def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
     for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm"):
         assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
+
+
+# --- sweep ---------------------------------------------------------------------------------------
+
+GRID = {"tables": [{"generator": "random", "vocab_size": 3, "seeds": [0]}],
+        "schemes": [{"K": 2, "m": 1, "W": 1, "D": 2, "R": 2},
+                    {"family": "static", "branching": [2], "sampling": "wor", "verify": "rrsw"}],
+        "temperatures": ["1", 0], "context": [0], "tokens": 1}
+
+
+@st.composite
+def hostile_grid_text(draw) -> str:
+    """A small valid grid with one field replaced by a hostile value (or the whole text hostile)."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from(["", "{", "[]", "null", "[" * 100_000 + "]" * 100_000, '{"tables": 1}']))
+    grid = json.loads(json.dumps(GRID))
+    where = draw(st.sampled_from(["tables", "schemes", "temperatures", "context", "tokens", "vocab_size", "seeds",
+                                  "K", "extra", "method", "max_trees"]))
+    value = draw(HOSTILE)
+    if where in ("vocab_size", "seeds"):
+        grid["tables"][0][where] = value
+    elif where == "K":
+        grid["schemes"][0]["K"] = value
+    else:
+        grid[where] = value
+    return _dumps(grid)
+
+
+SWEEP_FLAGS = {"--out": OUT_PATHS, "--workers": st.one_of(st.just("1"), INT_TEXT),
+               "--scheduler": st.sampled_from(["nope", "", "tcp://", "http://x:1", "tcp://host:port"]),
+               "--no-progress": None, "--no-plot": None}
+
+
+@fuzz(40)
+@given(text=hostile_grid_text(), argv=flags(SWEEP_FLAGS))
+@example(text=_dumps(GRID), argv=["--workers", "1", "--no-plot"])
+def test_sweep_on_hostile_grids_and_arguments(files, text, argv):
+    grid = files / "grid.json"
+    grid.write_text(text)
+    if "--workers" in argv:  # a process pool per example would take seconds: one process, or refused
+        i = argv.index("--workers")
+        argv[i + 1] = argv[i + 1] if not _small_int(argv[i + 1], 10 ** 6) else "1"
+    if "--out" in argv:
+        i = argv.index("--out")
+        argv[i + 1] = out_path(files, argv[i + 1], "sweep")
+    else:
+        argv += ["--out", str(files / "sweep-out")]
+    if "--scheduler" not in argv and "--workers" not in argv:
+        argv += ["--workers", "1"]
+    invoke(["sweep", str(grid), *argv])
 
 
 # --- sample --------------------------------------------------------------------------------------

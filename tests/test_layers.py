@@ -81,11 +81,24 @@ print("status", status, "torch" in sys.modules or "transformers" in sys.modules,
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["exact", "--help"], ["sample", "--help"], ["mutants", "--help"],
-                                  ["generate", "--help"], ["gate-hf", "--help"], ["exact", str(CASES / "small.json")],
+                                  ["generate", "--help"], ["gate-hf", "--help"], ["sweep", "--help"],
+                                  ["exact", str(CASES / "small.json")],
                                   ["compare", "--help"], ["compare", str(CASES / "small.json"), "--tokens", "1"]],
                          ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""))
 def test_the_parser_rheo_exact_and_rheo_compare_do_not_import_torch(argv):
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]
+
+
+HEAVY = ("dask", "distributed", "pyarrow", "matplotlib")
+
+
+def test_rheo_sweep_help_imports_no_engine():
+    """`rheo sweep --help` imports neither Dask nor pyarrow nor matplotlib (they load where used)."""
+    probe = PROBE.replace('"rheo_fast.decode" in sys.modules', f"any(m in sys.modules for m in {HEAVY!r})")
+    r = subprocess.run([sys.executable, "-c", probe.format(argv=["sweep", "--help"])], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]
 

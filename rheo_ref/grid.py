@@ -1,0 +1,194 @@
+"""Sweep grids, the pure part (docs/EXACT_AT_SCALE.md §5): a grid of table generators × schemes ×
+temperatures becomes a list of cells; `run_cell` computes one cell's row of the tidy table
+(case hash, scheme, exact τ, exact TV, seconds, ...). `run_cells` runs them with any map: the
+builtin one (the proofs), or an engine's in `rheo.sweep` (local processes, Dask).
+
+A grid is a JSON object:
+
+    {"tables": [{"generator": "random", "vocab_size": 8, "seeds": [0, 1]},
+                {"generator": "zipf", "vocab_size": 6, "context_length": 1, "seeds": [0]},
+                {"generator": "given", "name": "mine", "draft": {...}, "target": {...}}],
+     "schemes": [{"K": 3, "m": 1, "W": 2, "D": 3, "R": 8}, {"family": "static", ...}],
+     "temperatures": ["1", "1/2", 0],
+     "context": [0], "tokens": 1, "method": "dp", "max_trees": 2000000}
+
+Generators: `random` (first-order, positive integer weights up to `max_weight`, default 20: the
+benchmarks' `random_table`, draft then target from Random(seed)); `uniform`, `close`, `zipf`
+(`rheo_ref.generate.random_pair`'s styles, any `context_length`, default 1); `given` (the tables
+themselves, section-10 JSON, optional `draft_sample`). A temperature T applies to the sampling
+rows, q_samp (the draft's, or `draft_sample`'s) and p, never to q_rank (docs/ALGORITHM.md §1).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Iterator
+
+from .errors import CaseError, RheoError
+from .exact import DEFAULT_MAX_TREES, Exact, target_law, tv
+from .validate import check_fields, is_int
+from .generate import STYLES, random_pair, random_table, temper
+from .models import Case, TableModel, scheme_from_json
+
+GENERATORS = ("random", *STYLES, "given")
+METHODS = ("dp", "classes", "brute")
+
+# The tidy table: one row per cell, these columns in this order (name, type).
+COLUMNS: list[tuple[str, type]] = [
+    ("case_hash", str), ("table", str), ("generator", str), ("vocab_size", int), ("seed", int),
+    ("family", str), ("scheme", str), ("temperature", str), ("tokens", int), ("method", str),
+    ("tau", str), ("tau_float", float), ("tv", str), ("tv_float", float), ("acceptance", str),
+    ("enumerated", int), ("seconds", float), ("error", str),
+]
+COLUMN_NAMES = [name for name, _ in COLUMNS]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: the case, how to compute it, and the labels its row carries."""
+
+    case: Case
+    labels: dict = field(default_factory=dict)  # table, generator, vocab_size, seed, temperature
+    method: str = "dp"
+    max_trees: int | None = DEFAULT_MAX_TREES
+
+    @property
+    def case_hash(self) -> str:
+        return case_hash(self.case)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies a finished cell in a table: (case hash, method)."""
+        return self.case_hash, self.method
+
+
+def case_hash(case: Case) -> str:
+    """16 hex digits of the SHA-256 of the case's canonical JSON (tables, scheme, context, tokens)."""
+    text = json.dumps(case.to_json(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def parse_temperature(value: Any) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise CaseError(f"temperature {value!r} must be a string such as \"1/2\" or an integer")
+    try:
+        T = Fraction(value)
+    except (ValueError, ZeroDivisionError):
+        raise CaseError(f"temperature {value!r} is not a number; allowed: rationals >= 0 such as \"1/2\"") from None
+    if T < 0:
+        raise CaseError(f"temperature {value!r} must be >= 0")
+    return T
+
+
+Tables = list[tuple[dict, TableModel, TableModel, TableModel | None]]
+
+
+def _tables(spec: Any, where: str) -> Tables:
+    """(labels, draft, target, draft_sample) for each seed of one `tables` entry."""
+    gen = spec.get("generator") if isinstance(spec, dict) else None
+    if gen not in GENERATORS:
+        raise CaseError(f"{where}: generator {gen!r} unknown; allowed: {', '.join(GENERATORS)}")
+    if gen == "given":
+        check_fields(spec, where, ("generator", "draft", "target"), ("name", "draft_sample"))
+        ds = spec.get("draft_sample")
+        draft = TableModel.from_json(spec["draft"], "draft")
+        labels = {"table": str(spec.get("name", "given")), "generator": gen, "vocab_size": draft.vocab_size,
+                  "seed": None}
+        return [(labels, draft, TableModel.from_json(spec["target"], "target"),
+                 None if ds is None else TableModel.from_json(ds, "draft_sample"))]
+    check_fields(spec, where, ("generator", "vocab_size"), ("seeds", "context_length", "max_weight"))
+    V, seeds = spec["vocab_size"], spec.get("seeds", [0])
+    if not is_int(V) or V < 1:
+        raise CaseError(f"{where}: vocab_size {V!r} must be an integer >= 1")
+    if not isinstance(seeds, list) or not seeds or not all(is_int(s) for s in seeds):
+        raise CaseError(f"{where}: seeds {seeds!r} must be a non-empty list of integers")
+    L = spec.get("context_length", 1)
+    if gen == "random" and L != 1:
+        raise CaseError(f"{where}: generator random makes first-order tables; context_length {L!r} must be 1")
+    if not is_int(L) or L < 0:
+        raise CaseError(f"{where}: context_length {L!r} must be an integer >= 0")
+    w = spec.get("max_weight", 20 if gen == "random" else 6)
+    if not is_int(w) or w < 1:
+        raise CaseError(f"{where}: max_weight {w!r} must be an integer >= 1")
+    out: Tables = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        if gen == "random":
+            draft, target = random_table(rng, V, "draft", max_weight=w), random_table(rng, V, "target", max_weight=w)
+        else:
+            draft, target = random_pair(rng, V, L, style=gen, max_weight=w)
+        out.append(({"table": f"{gen} V={V} seed={seed}", "generator": gen, "vocab_size": V, "seed": seed},
+                    draft, target, None))
+    return out
+
+
+def grid_cells(grid: Any) -> list[Cell]:
+    """The cells of a grid (module docstring), in grid order: tables × schemes × temperatures."""
+    check_fields(grid, "grid", ("tables", "schemes"), ("temperatures", "context", "tokens", "method", "max_trees"))
+    for name in ("tables", "schemes"):
+        if not isinstance(grid[name], list) or not grid[name]:
+            raise CaseError(f"grid: {name} must be a non-empty list")
+    temps = grid.get("temperatures", ["1"])
+    if not isinstance(temps, list) or not temps:
+        raise CaseError(f"grid: temperatures {temps!r} must be a non-empty list such as [\"1\", \"1/2\"]")
+    method = grid.get("method", "dp")
+    if method not in METHODS:
+        raise CaseError(f"grid: method {method!r} unknown; allowed: {', '.join(METHODS)}")
+    max_trees = grid.get("max_trees", DEFAULT_MAX_TREES)
+    if max_trees is not None and (not is_int(max_trees) or max_trees < 1):
+        raise CaseError(f"grid: max_trees {max_trees!r} must be an integer >= 1 or null (no limit)")
+    context, tokens = grid.get("context", []), grid.get("tokens", 1)
+    if not isinstance(context, list):
+        raise CaseError(f"grid: context {context!r} must be a list of token ids")
+    schemes = [scheme_from_json(s) for s in grid["schemes"]]
+    tables = [t for i, spec in enumerate(grid["tables"]) for t in _tables(spec, f"grid tables[{i}]")]
+    cells = []
+    for labels, draft, target, sample in tables:
+        for scheme in schemes:
+            for value in temps:
+                T = parse_temperature(value)
+                hot = T != 1
+                case = Case(draft, temper(target, T, "target") if hot else target, scheme, tuple(context), tokens,
+                            temper(sample or draft, T, "draft_sample") if hot else sample)
+                cells.append(Cell(case, {**labels, "temperature": str(T)}, method, max_trees))
+    return cells
+
+
+def scheme_label(case: Case) -> str:
+    """The scheme as compact JSON (its `family` included when static)."""
+    return json.dumps(case.scheme.to_json(), separators=(",", ":"))
+
+
+def run_cell(cell: Cell) -> dict:
+    """One row of the tidy table. A bad cell (a refused enumeration, a scaled proxy above 1, a
+    missing row) gives a row with `error` set and no numbers, so a sweep never stops on it."""
+    case = cell.case
+    row: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
+    row.update(cell.labels)
+    row.update(case_hash=cell.case_hash, family=case.scheme.family, scheme=scheme_label(case),
+               tokens=case.tokens, method=cell.method, error="")
+    t0 = time.perf_counter()
+    try:
+        ex = Exact(case, cell.method, max_trees=cell.max_trees)
+        d = tv(ex.token_law(case.tokens), target_law(case, case.tokens))
+        tau = ex.tau()
+        row.update(tau=str(tau), tau_float=float(tau), tv=str(d), tv_float=float(d),
+                   acceptance=str(ex.acceptance()), enumerated=ex.counter.enumerated)
+    except RheoError as e:
+        row["error"] = str(e)
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def run_cells(cells: Iterable[Cell], mapper: Callable[..., Iterable[dict]] = map) -> Iterator[dict]:
+    """The rows of `cells`, in the order `mapper` yields them (the builtin map: in order)."""
+    yield from mapper(run_cell, cells)
+
+
+def same_rows(a: dict, b: dict) -> bool:
+    """Two rows of the same cell agree on everything but the time it took."""
+    return {k: v for k, v in a.items() if k != "seconds"} == {k: v for k, v in b.items() if k != "seconds"}
