@@ -27,16 +27,16 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from rheo_ref.atomic import savefig_atomic, write_text_atomic  # noqa: E402
-from rheo.sweep import run  # noqa: E402
-from rheo_ref.errors import CaseError  # noqa: E402
-from rheo_ref.grid import Cell  # noqa: E402
-from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
-from rheo_ref.slots import expand  # noqa: E402
-from proofs.gen import random_pair  # noqa: E402
-from proofs.survival import CE_RRSW_LARGE_PROXY, sampled_law_given_kept  # noqa: E402
+from proofs.gen import random_pair
+from proofs.survival import CE_RRSW_LARGE_PROXY, sampled_law_given_kept
+from rheo.sweep import run
+from rheo_ref.atomic import savefig_atomic, write_text_atomic
+from rheo_ref.errors import CaseError
+from rheo_ref.grid import Cell
+from rheo_ref.models import Case, Proxy, Scheme
+from rheo_ref.slots import expand
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)
@@ -76,7 +76,16 @@ def survival_bias(case):
 
 # %%
 CONSTS = [Fraction(1, 16), Fraction(1, 8), Fraction(1, 4), Fraction(3, 8), Fraction(1, 2), Fraction(3, 4), Fraction(1)]
-SCALES = [Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2)]
+SCALES = [
+    Fraction(1, 8),
+    Fraction(1, 4),
+    Fraction(1, 2),
+    Fraction(3, 4),
+    Fraction(1),
+    Fraction(5, 4),
+    Fraction(3, 2),
+    Fraction(2),
+]
 ORDERS = ("rheo", "rrsw")
 
 PROXIES = ["rheo", "true"] + [f"const:{a}" for a in CONSTS] + [f"scaled:{s}" for s in SCALES]
@@ -85,15 +94,19 @@ rows = []
 for (i, order, proxy), (d, t) in zip(GRID, sweep_tv_tau([case_for(i, proxy, order) for i, order, proxy in GRID])):
     rows.append({"table": i, "order": order, "proxy": proxy, "tv": d, "tau": t})
     if d is not None:  # None: scaled:s with s * rheo > 1 is not a valid factor
-        print(f"table {i} {order:4}  {proxy:12}  TV {str(d):>18} = {float(d):.4f}   tau {float(t):.4f}")
+        print(f"table {i} {order:4}  {proxy:12}  TV {d!s:>18} = {float(d):.4f}   tau {float(t):.4f}")
 
 
 # Claim 3.rrsw's case (proofs.survival): where a proxy above q(x_m) breaks RRSw.
 CE = Case.from_json(CE_RRSW_LARGE_PROXY)  # one token
 CE_GRID = [(order, a) for order in ORDERS for a in CONSTS]
-CE_ROWS = {k: d for k, (d, _) in zip(CE_GRID, sweep_tv_tau([CE.with_scheme(proxy=f"const:{a}", verify=o) for o, a in CE_GRID]))}
+CE_ROWS = {
+    k: d for k, (d, _) in zip(CE_GRID, sweep_tv_tau([CE.with_scheme(proxy=f"const:{a}", verify=o) for o, a in CE_GRID]))
+}
 for order in ORDERS:
-    print(f"claim 3.rrsw case, {order:4}: TV by const:a", {str(a): str(d) for (o, a), d in CE_ROWS.items() if o == order})
+    print(
+        f"claim 3.rrsw case, {order:4}: TV by const:a", {str(a): str(d) for (o, a), d in CE_ROWS.items() if o == order}
+    )
 
 
 def value(i, order, proxy, key):
@@ -106,13 +119,27 @@ for i in range(len(TABLES)):
     for order, style in zip(ORDERS, ("o-", "x--")):
         pts = [(float(s), value(i, order, f"scaled:{s}", "tv"), value(i, order, f"scaled:{s}", "tau")) for s in SCALES]
         pts = [pt for pt in pts if pt[1] is not None]
-        axes[0].plot([x for x, _, _ in pts], [float(d) for _, d, _ in pts], style, color=f"C{i}", label=f"table {i}, {order}")
-        axes[2].plot([x for x, _, _ in pts], [float(t) for _, _, t in pts], style, color=f"C{i}", label=f"table {i}, {order}")
-        axes[1].plot([float(a) for a in CONSTS], [float(value(i, order, f"const:{a}", "tv")) for a in CONSTS], style,
-                     color=f"C{i}", label=f"table {i}, {order}")
+        axes[0].plot(
+            [x for x, _, _ in pts], [float(d) for _, d, _ in pts], style, color=f"C{i}", label=f"table {i}, {order}"
+        )
+        axes[2].plot(
+            [x for x, _, _ in pts], [float(t) for _, _, t in pts], style, color=f"C{i}", label=f"table {i}, {order}"
+        )
+        axes[1].plot(
+            [float(a) for a in CONSTS],
+            [float(value(i, order, f"const:{a}", "tv")) for a in CONSTS],
+            style,
+            color=f"C{i}",
+            label=f"table {i}, {order}",
+        )
 for order, style in zip(ORDERS, ("o-", "x--")):
-    axes[1].plot([float(a) for a in CONSTS], [float(CE_ROWS[(order, a)]) for a in CONSTS], style, color="k",
-                 label=f"claim 3.rrsw case, {order}")
+    axes[1].plot(
+        [float(a) for a in CONSTS],
+        [float(CE_ROWS[(order, a)]) for a in CONSTS],
+        style,
+        color="k",
+        label=f"claim 3.rrsw case, {order}",
+    )
 for ax in (axes[0], axes[2]):
     ax.axvline(1, color="grey", ls=":", lw=0.8)
 axes[0].set(xlabel="s in scaled:s (s = 1 is rheo)", ylabel="exact TV to target (2 tokens)", title="TV vs proxy scale")
@@ -169,7 +196,7 @@ fig.tight_layout()
 savefig_atomic(fig, REPORTS / "proxy_survival_bias.png", dpi=110)
 
 # %%
-key = lambda r: f"{r['table']}|{r['order']}|{r['proxy']}"  # noqa: E731
+key = lambda r: f"{r['table']}|{r['order']}|{r['proxy']}"
 summary = {
     "tv": {key(r): (None if r["tv"] is None else str(r["tv"])) for r in rows},
     "tau": {key(r): (None if r["tau"] is None else str(r["tau"])) for r in rows},
@@ -185,17 +212,25 @@ def lossy(pred):
     return sum(1 for r in sel if r["tv"]), len(sel)
 
 
-big = lambda r: r["proxy"] in ("const:1/2", "const:3/4", "const:1") or r["proxy"] in ("scaled:5/4", "scaled:3/2", "scaled:2")  # noqa: E731
-small = lambda r: r["proxy"] in ("const:1/16", "const:1/8", "const:1/4", "scaled:1/8", "scaled:1/4", "scaled:1/2", "scaled:3/4")  # noqa: E731
+big = lambda r: (
+    r["proxy"] in ("const:1/2", "const:3/4", "const:1") or r["proxy"] in ("scaled:5/4", "scaled:3/2", "scaled:2")
+)
+small = lambda r: (
+    r["proxy"] in ("const:1/16", "const:1/8", "const:1/4", "scaled:1/8", "scaled:1/4", "scaled:1/2", "scaled:3/4")
+)
 FACTS = {
     "rheo lossless (both orders)": lossy(lambda r: r["proxy"] in ("rheo", "scaled:1")),
     "true": lossy(lambda r: r["proxy"] == "true"),
     "large proxies (>= 1/2 or s > 1), OT order": lossy(lambda r: big(r) and r["order"] == "rheo"),
     "large proxies (>= 1/2 or s > 1), RRSw order": lossy(lambda r: big(r) and r["order"] == "rrsw"),
-    "const:a >= 1/2 on claim 3.rrsw's case, OT": (sum(1 for (o, a), d in CE_ROWS.items() if o == "rheo" and a >= Fraction(1, 2) and d),
-                                                  sum(1 for (o, a) in CE_ROWS if o == "rheo" and a >= Fraction(1, 2))),
-    "const:a >= 1/2 on claim 3.rrsw's case, RRSw": (sum(1 for (o, a), d in CE_ROWS.items() if o == "rrsw" and a >= Fraction(1, 2) and d),
-                                                    sum(1 for (o, a) in CE_ROWS if o == "rrsw" and a >= Fraction(1, 2))),
+    "const:a >= 1/2 on claim 3.rrsw's case, OT": (
+        sum(1 for (o, a), d in CE_ROWS.items() if o == "rheo" and a >= Fraction(1, 2) and d),
+        sum(1 for (o, a) in CE_ROWS if o == "rheo" and a >= Fraction(1, 2)),
+    ),
+    "const:a >= 1/2 on claim 3.rrsw's case, RRSw": (
+        sum(1 for (o, a), d in CE_ROWS.items() if o == "rrsw" and a >= Fraction(1, 2) and d),
+        sum(1 for (o, a) in CE_ROWS if o == "rrsw" and a >= Fraction(1, 2)),
+    ),
     "small proxies, either order": lossy(small),
 }
 for k, (bad, n) in FACTS.items():

@@ -28,12 +28,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from rheo_ref.atomic import savefig_atomic, write_text_atomic  # noqa: E402
-from rheo.sweep import run  # noqa: E402
-from rheo_ref.grid import grid_cells  # noqa: E402
-from proofs.gen import random_pair  # noqa: E402
+from proofs.gen import random_pair
+from rheo.sweep import run
+from rheo_ref.atomic import savefig_atomic, write_text_atomic
+from rheo_ref.grid import grid_cells
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)
@@ -50,12 +50,20 @@ TEMPS = [Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1
 # run by its function on local processes; `rheo_ref.generate.temper` applies T to q_samp and p.
 
 # %%
-GRID = {"tables": [{"generator": "given", "name": f"table {i}", "draft": q.to_json(), "target": p.to_json()}
-                   for i, (q, p) in enumerate(TABLES)],
-        "schemes": [{"K": K, "m": m, "W": W, "D": D, "R": R} for m in range(K + 1)],
-        "temperatures": [str(T) for T in TEMPS], "context": [0], "tokens": 1}
-TAU = {(r["table"], json.loads(r["scheme"])["m"], Fraction(r["temperature"])): Fraction(r["tau"])
-       for r in run(grid_cells(GRID))}
+GRID = {
+    "tables": [
+        {"generator": "given", "name": f"table {i}", "draft": q.to_json(), "target": p.to_json()}
+        for i, (q, p) in enumerate(TABLES)
+    ],
+    "schemes": [{"K": K, "m": m, "W": W, "D": D, "R": R} for m in range(K + 1)],
+    "temperatures": [str(T) for T in TEMPS],
+    "context": [0],
+    "tokens": 1,
+}
+TAU = {
+    (r["table"], json.loads(r["scheme"])["m"], Fraction(r["temperature"])): Fraction(r["tau"])
+    for r in run(grid_cells(GRID))
+}
 RES = {(i, m): [TAU[(f"table {i}", m, T)] for T in TEMPS] for i in range(len(TABLES)) for m in range(K + 1)}
 for (i, m), taus in RES.items():
     print(f"table {i} m={m}:", "  ".join(f"T={float(T):.2f}: {float(t):.4f}" for T, t in zip(TEMPS, taus)))
@@ -77,8 +85,13 @@ fig.tight_layout()
 savefig_atomic(fig, REPORTS / "rheostat_tau.png", dpi=110)
 
 # %%
-write_text_atomic(REPORTS / "rheostat.json", json.dumps(
-    {"temps": [str(T) for T in TEMPS], "tau": {f"{i}|{m}": [str(t) for t in v] for (i, m), v in RES.items()}}, indent=1))
+write_text_atomic(
+    REPORTS / "rheostat.json",
+    json.dumps(
+        {"temps": [str(T) for T in TEMPS], "tau": {f"{i}|{m}": [str(t) for t in v] for (i, m), v in RES.items()}},
+        indent=1,
+    ),
+)
 zero = TEMPS.index(Fraction(0))
 for i in range(len(TABLES)):
     gain = [RES[(i, m)][one] - RES[(i, K)][one] for m in range(K)]
@@ -87,15 +100,17 @@ for i in range(len(TABLES)):
 
 # Facts the answer quotes; the notebook fails if they stop holding.
 quarter, half, two = (TEMPS.index(Fraction(x)) for x in ("1/4", "1/2", "2"))
-best_gain = lambda i, j: max(RES[(i, m)][j] for m in range(K)) - RES[(i, K)][j]  # noqa: E731
+best_gain = lambda i, j: max(RES[(i, m)][j] for m in range(K)) - RES[(i, K)][j]
 for i in range(len(TABLES)):
     assert all(1 <= t <= D + 1 for m in range(K + 1) for t in RES[(i, m)])
     assert len({RES[(i, m)][zero] for m in range(K + 1)}) == 1, "at T = 0 every m gives the same tau here"
     assert all(RES[(i, m)][one] > RES[(i, K)][one] for m in range(K)), "every m < K beats Top-K at T = 1"
     assert best_gain(i, two) > best_gain(i, one) > best_gain(i, half) > 0
-    print(f"table {i}: best gain over Top-K at T=1/2, 1, 2: {float(best_gain(i, half)):.3f}, "
-          f"{float(best_gain(i, one)):.3f}, {float(best_gain(i, two)):.3f}; best m at T=1: "
-          f"{max(range(K), key=lambda m: RES[(i, m)][one])}")
+    print(
+        f"table {i}: best gain over Top-K at T=1/2, 1, 2: {float(best_gain(i, half)):.3f}, "
+        f"{float(best_gain(i, one)):.3f}, {float(best_gain(i, two)):.3f}; best m at T=1: "
+        f"{max(range(K), key=lambda m: RES[(i, m)][one])}"
+    )
 assert RES[(0, 0)][quarter] < RES[(0, K)][quarter], "table 0, T = 1/4: m = 0 below Top-K"
 
 # %% [markdown]

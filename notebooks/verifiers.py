@@ -29,11 +29,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from rheo.compare import PAIRINGS, compare  # noqa: E402
-from rheo_ref.models import Case, Proxy, Scheme  # noqa: E402
-from proofs.gen import random_pair, tempered  # noqa: E402
+from proofs.gen import random_pair, tempered
+from rheo.compare import PAIRINGS, compare
+from rheo_ref.models import Case, Proxy, Scheme
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)
@@ -48,8 +48,14 @@ PAIRS = [f"{s}+{v}" for s, v in PAIRINGS]
 
 def case_at(style, T):
     q, p = TABLES[style]
-    return Case(q, tempered(p, T, "target", max_denominator=1000), Scheme(3, 1, 2, 2, N, Proxy("rheo"), "rheo"),
-                (0,), 1, tempered(q, T, "draft_sample", max_denominator=1000))
+    return Case(
+        q,
+        tempered(p, T, "target", max_denominator=1000),
+        Scheme(3, 1, 2, 2, N, Proxy("rheo"), "rheo"),
+        (0,),
+        1,
+        tempered(q, T, "draft_sample", max_denominator=1000),
+    )
 
 
 def wanted(cell):
@@ -70,8 +76,13 @@ for style in TABLES:
                 SHAPES.append(r.cell.label)
 for style in TABLES:
     for shape in SHAPES:
-        print(f"{style:5} {shape:23}", "  ".join(f"{pr}: " + " ".join(f"{float(TAU[(style, shape, pr, T)]):.3f}"
-                                                                  for T in TEMPS) for pr in PAIRS[:1] + PAIRS[3:4]))
+        print(
+            f"{style:5} {shape:23}",
+            "  ".join(
+                f"{pr}: " + " ".join(f"{float(TAU[(style, shape, pr, T)]):.3f}" for T in TEMPS)
+                for pr in PAIRS[:1] + PAIRS[3:4]
+            ),
+        )
 
 
 def tau(style, shape, pairing, T):
@@ -94,11 +105,24 @@ fig.tight_layout()
 fig.savefig(REPORTS / "verifiers_tau.png", dpi=100)
 
 # %%
-(REPORTS / "verifiers.json").write_text(json.dumps(
-    {"temps": [str(T) for T in TEMPS], "nodes": N, "shapes": SHAPES, "pairings": PAIRS,
-     "tau": {f"{s}|{sh}|{pr}": [str(TAU[(s, sh, pr, T)]) for T in TEMPS]
-             for s in TABLES for sh in SHAPES for pr in PAIRS},
-     "tv": {f"{k[0]}|{k[1]}|{k[2]}|{k[3]}": str(v) for k, v in TV.items()}}, indent=1))
+(REPORTS / "verifiers.json").write_text(
+    json.dumps(
+        {
+            "temps": [str(T) for T in TEMPS],
+            "nodes": N,
+            "shapes": SHAPES,
+            "pairings": PAIRS,
+            "tau": {
+                f"{s}|{sh}|{pr}": [str(TAU[(s, sh, pr, T)]) for T in TEMPS]
+                for s in TABLES
+                for sh in SHAPES
+                for pr in PAIRS
+            },
+            "tv": {f"{k[0]}|{k[1]}|{k[2]}|{k[3]}": str(v) for k, v in TV.items()},
+        },
+        indent=1,
+    )
+)
 
 # Facts the answer quotes; the notebook fails if they stop holding.
 CHAIN, FAN = "branching [1, 1, 1, 1]", "branching [4]"
@@ -117,16 +141,22 @@ for style in TABLES:
         for shape in SHAPES:
             assert tau(style, shape, "wor+rrsw", T) >= tau(style, shape, "iid+specinfer", T)
             assert tau(style, shape, "wor+traversal", T) >= tau(style, shape, "wor+rrsw", T)
-best = {(s, T): max(((sh, pr) for sh in SHAPES for pr in PAIRS), key=lambda k: tau(s, k[0], k[1], T))
-        for s in TABLES for T in hot}
+best = {
+    (s, T): max(((sh, pr) for sh in SHAPES for pr in PAIRS), key=lambda k: tau(s, k[0], k[1], T))
+    for s in TABLES
+    for T in hot
+}
 gain_trav = {s: max(tau(s, CHAIN, "iid+traversal", T) - tau(s, CHAIN, "iid+specinfer", T) for T in hot) for s in TABLES}
-gain_wor = {s: max(tau(s, sh, "wor+rrsw", T) - tau(s, sh, "iid+specinfer", T) for sh in SHAPES for T in hot)
-            for s in TABLES}
+gain_wor = {
+    s: max(tau(s, sh, "wor+rrsw", T) - tau(s, sh, "iid+specinfer", T) for sh in SHAPES for T in hot) for s in TABLES
+}
 for style in TABLES:
     print(f"{style}: best scheme per T:", {str(T): f"{best[(style, T)][0]} {best[(style, T)][1]}" for T in hot})
     print(f"{style}: Rheo m=1 (R=4) per T:", [f"{float(TAU[(style, 'Rheo m=1', 'OT', T)]):.3f}" for T in TEMPS])
-    print(f"{style}: largest gain of traversal on the chain {float(gain_trav[style]):.3f}, "
-          f"of wor over iid siblings {float(gain_wor[style]):.3f}")
+    print(
+        f"{style}: largest gain of traversal on the chain {float(gain_trav[style]):.3f}, "
+        f"of wor over iid siblings {float(gain_wor[style]):.3f}"
+    )
     assert all(best[(style, T)][1].endswith("traversal") for T in hot), "traversal is in the best pairing at T > 0"
     assert all(best[(style, T)][0] == CHAIN for T in hot if T >= Fraction(1, 2)), "the chain is best from T = 1/2"
     assert gain_wor[style] > gain_trav[style] > 0
@@ -137,11 +167,17 @@ for style in TABLES:
     for T in hot:
         assert tau(style, FAN, "wor+rrsw", T) == 2, "the wor fan drafts the whole vocabulary (V = N = 4)"
 dedup = [tau(s, sh, "iid+rrsw", T) - tau(s, sh, "iid+specinfer", T) for s in TABLES for sh in SHAPES for T in hot]
-print(f"iid+rrsw - iid+specinfer over every table, shape and T > 0: from {float(min(dedup)):+.4f} "
-      f"to {float(max(dedup)):+.5f}")
+print(
+    f"iid+rrsw - iid+specinfer over every table, shape and T > 0: from {float(min(dedup)):+.4f} "
+    f"to {float(max(dedup)):+.5f}"
+)
 assert min(dedup) < -0.05 and 0 < max(dedup) < 0.001
-print("zipf, T = 1/4, delayed [3, 1, 1]:", ", ".join(
-    f"{pr} {float(tau('zipf', 'delayed [3, 1, 1]', pr, hot[0])):.3f}" for pr in ("iid+specinfer", "wor+rrsw")))
+print(
+    "zipf, T = 1/4, delayed [3, 1, 1]:",
+    ", ".join(
+        f"{pr} {float(tau('zipf', 'delayed [3, 1, 1]', pr, hot[0])):.3f}" for pr in ("iid+specinfer", "wor+rrsw")
+    ),
+)
 
 # %% [markdown]
 # ## Answer

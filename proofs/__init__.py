@@ -12,6 +12,7 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
                 trees; symbolic execution of rheo_ref with `symbolic`, exact counterexamples)
 - `delayed`     claim 7: delayed tree expansion against root rollouts at equal node count
 """
+
 from __future__ import annotations
 
 import importlib

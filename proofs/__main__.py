@@ -3,6 +3,7 @@
 Exit status 0 when every verdict equals the recorded one, 1 otherwise (a proved statement that
 no longer checks, or a recorded counterexample that stopped refuting), 2 for bad arguments.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,9 @@ from ._claim import run_claim
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m proofs", description=__doc__.splitlines()[0])
-    ap.add_argument("--only", action="append", metavar="ID", help="run only claims whose id starts with ID (repeatable)")
+    ap.add_argument(
+        "--only", action="append", metavar="ID", help="run only claims whose id starts with ID (repeatable)"
+    )
     ap.add_argument("--json", metavar="PATH", help="also write every result (numbers, counterexamples) as JSON")
     ap.add_argument("--list", action="store_true", help="list the claims and their recorded verdicts, run nothing")
     args = ap.parse_args(argv)
@@ -38,20 +41,41 @@ def main(argv: list[str] | None = None) -> int:
         r = run_claim(c)
         results.append(r)
         mark = "" if r.ok else f"   <-- recorded: {c.recorded}"
-        print(f"{c.id} · {c.statement} · {c.method} · {r.outcome.verdict} · {r.seconds:.2f}s{mark}\n"
-              f"    {r.outcome.detail}", flush=True)
+        print(
+            f"{c.id} · {c.statement} · {c.method} · {r.outcome.verdict} · {r.seconds:.2f}s{mark}\n"
+            f"    {r.outcome.detail}",
+            flush=True,
+        )
         if not r.ok:
             bad.append(r)
     print(f"\n{len(results) - len(bad)}/{len(results)} verdicts as recorded, {time.perf_counter() - t0:.1f}s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open_atomic(args.json) as fh:
-            json.dump([{"id": r.claim.id, "statement": r.claim.statement, "method": r.claim.method,
-                        "recorded": r.claim.recorded, "verdict": r.outcome.verdict, "detail": r.outcome.detail,
-                        "counterexample": r.outcome.counterexample, "numbers": r.outcome.numbers,
-                        "seconds": round(r.seconds, 3)} for r in results], fh, indent=1, default=str)
+            json.dump(
+                [
+                    {
+                        "id": r.claim.id,
+                        "statement": r.claim.statement,
+                        "method": r.claim.method,
+                        "recorded": r.claim.recorded,
+                        "verdict": r.outcome.verdict,
+                        "detail": r.outcome.detail,
+                        "counterexample": r.outcome.counterexample,
+                        "numbers": r.outcome.numbers,
+                        "seconds": round(r.seconds, 3),
+                    }
+                    for r in results
+                ],
+                fh,
+                indent=1,
+                default=str,
+            )
     for r in bad:
-        print(f"DIFFERS: {r.claim.id}: {r.outcome.verdict} (recorded {r.claim.recorded}): {r.outcome.detail}", file=sys.stderr)
+        print(
+            f"DIFFERS: {r.claim.id}: {r.outcome.verdict} (recorded {r.claim.recorded}): {r.outcome.detail}",
+            file=sys.stderr,
+        )
     return 1 if bad else 0
 
 

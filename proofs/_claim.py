@@ -13,11 +13,12 @@ Verdicts are one of three words:
   symbolically; beyond it only evidence;
 - `refuted`: an exact counterexample (rational p and q) is attached and re-checked every run.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from rheo_ref.errors import ProofError
 

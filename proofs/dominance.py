@@ -65,6 +65,7 @@ The paper says verifying the sampled token first "dominates RRSw". Exactly when 
     P_RRSw - P_OT = e + (b - a) - w_RRSw b + w_OT a >= a (w_OT - w_RRSw) >= 0 (z3 for all reals).
     The 4.2 case has w_OT = 4/5 < w_RRSw = 1.
 """
+
 from __future__ import annotations
 
 import random
@@ -86,6 +87,7 @@ ZERO, ONE = Fraction(0), Fraction(1)
 
 # --- closed forms at one level --------------------------------------------------------------
 
+
 def rejection_closed_form(p, q_rank, q_samp, m: int, k: int, order: str) -> Fraction:
     """P(every child rejected) at one level: top-m, the sampled child, k fills (formula of 4.2)."""
     rank = ranked(q_rank)
@@ -103,7 +105,7 @@ def rejection_closed_form(p, q_rank, q_samp, m: int, k: int, order: str) -> Frac
         return ZERO
     k = min(k, len(tail) - 1)
     base = sum((res[t] for t in tail[k:]), ZERO)
-    return base - sum((w[t] for t in tail[:k + 1]), ZERO) / W * res[tail[k]]
+    return base - sum((w[t] for t in tail[: k + 1]), ZERO) / W * res[tail[k]]
 
 
 def depth1_case(p, q, m: int, k: int, order: str, q_samp=None) -> Case:
@@ -134,8 +136,8 @@ def both(case: Case, what: str) -> tuple[Fraction, Fraction]:
 def z3_dominance_lemmas() -> bool:
     """(a - M b)+ >= (a - b)+ and min(a, b) >= min(a, M b) for 0 <= M <= 1, b >= 0."""
     a, b, M = z3.Reals("a b M")
-    pos = lambda x: z3.If(x >= 0, x, 0)  # noqa: E731
-    mn = lambda x, y: z3.If(x <= y, x, y)  # noqa: E731
+    pos = lambda x: z3.If(x >= 0, x, 0)
+    mn = lambda x, y: z3.If(x <= y, x, y)
     s = z3.Solver()
     s.add(M >= 0, M <= 1, b >= 0)
     s.add(z3.Not(z3.And(pos(a - M * b) >= pos(a - b), mn(a, b) >= mn(a, M * b))))
@@ -166,6 +168,7 @@ def closed_forms_match_reference(n: int = 150, seed: int = 11) -> int:
 
 # --- 4.1 --------------------------------------------------------------------------------------
 
+
 def check_41() -> Outcome:
     require(z3_dominance_lemmas(), "z3 could not prove the pointwise lemmas")
     n = closed_forms_match_reference()
@@ -181,17 +184,34 @@ def check_41() -> Outcome:
     for (p, q, m), (a, b) in zip(drawn, both_of([depth1_case(p, q, m, 0, "rheo") for p, q, m in drawn], "acceptance")):
         require(a >= b, f"4.1 violated: p={p} q={q} m={m}: {a} < {b}")
         gaps.append(a - b)
-    return Outcome(PROVED, f"z3 pointwise lemma + closed forms (== rheo_ref on {n} cases x 2 orders, k>=0); "
-                           f"{len(gaps)} random depth-1 no-fill cases: gap >= 0, max {max(gaps)}",
-                   numbers={"closed_form_cases": n, "max_gap": str(max(gaps))})
+    return Outcome(
+        PROVED,
+        f"z3 pointwise lemma + closed forms (== rheo_ref on {n} cases x 2 orders, k>=0); "
+        f"{len(gaps)} random depth-1 no-fill cases: gap >= 0, max {max(gaps)}",
+        numbers={"closed_form_cases": n, "max_gap": str(max(gaps))},
+    )
 
 
 # --- 4.2 --------------------------------------------------------------------------------------
 
-CE_42 = {"q": ["1/4", "1/4", "1/4", "1/4"], "p": ["1/4", "0", "1/2", "1/4"], "K": 3, "m": 1, "D": 1,
-         "acceptance_ot": "29/30", "acceptance_rrsw": "1"}
-CE_42_TIE_FREE = {"q": ["2/5", "3/10", "1/5", "1/10"], "p": ["2/5", "0", "1/2", "1/10"], "K": 3, "m": 1, "D": 1,
-                  "acceptance_ot": "50/51", "acceptance_rrsw": "1"}
+CE_42 = {
+    "q": ["1/4", "1/4", "1/4", "1/4"],
+    "p": ["1/4", "0", "1/2", "1/4"],
+    "K": 3,
+    "m": 1,
+    "D": 1,
+    "acceptance_ot": "29/30",
+    "acceptance_rrsw": "1",
+}
+CE_42_TIE_FREE = {
+    "q": ["2/5", "3/10", "1/5", "1/10"],
+    "p": ["2/5", "0", "1/2", "1/10"],
+    "K": 3,
+    "m": 1,
+    "D": 1,
+    "acceptance_ot": "50/51",
+    "acceptance_rrsw": "1",
+}
 
 
 def _compositions(n: int, k: int):
@@ -221,21 +241,30 @@ def search_42(N: int, *, strict: bool) -> list[tuple[Fraction, tuple, tuple]]:
 
 def _recheck(ce: dict) -> tuple[Fraction, Fraction]:
     a, b = both(depth1_case(ce["p"], ce["q"], ce["m"], ce["K"] - ce["m"] - 1, "rheo"), "acceptance")
-    require((str(a), str(b)) == (ce["acceptance_ot"], ce["acceptance_rrsw"]), f"recorded counterexample moved: {ce} -> {a}, {b}")
+    require(
+        (str(a), str(b)) == (ce["acceptance_ot"], ce["acceptance_rrsw"]),
+        f"recorded counterexample moved: {ce} -> {a}, {b}",
+    )
     return a, b
 
 
 def check_42() -> Outcome:
     _recheck(CE_42)
     _recheck(CE_42_TIE_FREE)
-    smaller = [N for N in range(2, 4) if search_42(N, strict=False)] + [N for N in range(2, 10) if search_42(N, strict=True)]
+    smaller = [N for N in range(2, 4) if search_42(N, strict=False)] + [
+        N for N in range(2, 10) if search_42(N, strict=True)
+    ]
     require(not smaller, f"a counterexample with a smaller denominator exists: N={smaller}")
-    return Outcome(REFUTED, f"q={CE_42['q']} p={CE_42['p']} K=3 m=1 D=1: acceptance OT {CE_42['acceptance_ot']} < RRSw 1 "
-                            f"(smallest denominator 4; tie-free smallest: denominator 10, OT 50/51)",
-                   counterexample={"smallest": CE_42, "tie_free": CE_42_TIE_FREE})
+    return Outcome(
+        REFUTED,
+        f"q={CE_42['q']} p={CE_42['p']} K=3 m=1 D=1: acceptance OT {CE_42['acceptance_ot']} < RRSw 1 "
+        f"(smallest denominator 4; tie-free smallest: denominator 10, OT 50/51)",
+        counterexample={"smallest": CE_42, "tie_free": CE_42_TIE_FREE},
+    )
 
 
 # --- 4.6 ---------------------------------------------------------------------------------------
+
 
 def head_weights(p, q, m: int, k: int) -> tuple[Fraction, Fraction]:
     """(w_OT, w_RRSw) of the first k+1 tail tokens: the law of a rejected y, restricted to the head."""
@@ -246,7 +275,7 @@ def head_weights(p, q, m: int, k: int) -> tuple[Fraction, Fraction]:
     for M in (ONE, ONE - sum((p[t] for t in ranked(q)[:m]), ZERO)):
         w = {t: max(ZERO, M * qt[t] - p[t]) for t in tail}
         W = sum(w.values(), ZERO)
-        out.append(sum((w[t] for t in tail[:k + 1]), ZERO) / W if W else ZERO)
+        out.append(sum((w[t] for t in tail[: k + 1]), ZERO) / W if W else ZERO)
     return out[0], out[1]
 
 
@@ -279,17 +308,21 @@ def check_46() -> Outcome:
             broke_outside += 1
     w = head_weights([Fraction(x) for x in CE_42["p"]], [Fraction(x) for x in CE_42["q"]], 1, 1)
     require(w == (Fraction(4, 5), ONE), f"4.2's case head weights {w}")
-    return Outcome(PROVED, f"z3 lemma on the 4.2 closed form; {held}/{total} random cases meet the hypothesis "
-                           f"(all OT >= RRSw); outside it OT < RRSw in {broke_outside}",
-                   numbers={"held": held, "total": total, "broke_outside": broke_outside})
+    return Outcome(
+        PROVED,
+        f"z3 lemma on the 4.2 closed form; {held}/{total} random cases meet the hypothesis "
+        f"(all OT >= RRSw); outside it OT < RRSw in {broke_outside}",
+        numbers={"held": held, "total": total, "broke_outside": broke_outside},
+    )
 
 
 # --- 4.3 / 4.4 / 4.5 ------------------------------------------------------------------------------
 
+
 def full_width(K: int, D: int) -> tuple[int, int]:
     """(W, R) that prune nothing: every depth fully expanded, every node kept."""
     W = K ** max(D - 1, 0)
-    return W, sum(K ** d for d in range(1, D + 1))
+    return W, sum(K**d for d in range(1, D + 1))
 
 
 def generated_tree_cases(n: int, seed: int, *, prune: bool, max_trees: int = 400) -> list[Case]:
@@ -319,16 +352,37 @@ def check_43() -> Outcome:
     for case, (a, b) in zip(cases, both_of(cases, "tau")):
         require(a >= b, f"4.3 violated: {case.to_json()}: tau OT {a} < RRSw {b}")
         worst = a - b if worst is None else min(worst, a - b)
-    return Outcome(PROVED, f"induction on depth + z3 lemma; rheo_ref on {len(cases)} unpruned no-fill trees (D<=3): "
-                           f"tau_OT - tau_RRSw >= {worst}", numbers={"cases": len(cases), "min_gap": str(worst)})
+    return Outcome(
+        PROVED,
+        f"induction on depth + z3 lemma; rheo_ref on {len(cases)} unpruned no-fill trees (D<=3): "
+        f"tau_OT - tau_RRSw >= {worst}",
+        numbers={"cases": len(cases), "min_gap": str(worst)},
+    )
 
 
 CE_44 = {
-    "draft": {"vocab_size": 4, "context_length": 1, "probs": {
-        "0": ["0", "1/4", "1/4", "1/2"], "1": ["0", "0", "0", "1"], "2": ["0", "0", "1/2", "1/2"], "3": ["0", "0", "1/2", "1/2"]}},
-    "target": {"vocab_size": 4, "context_length": 1, "probs": {
-        "0": ["1/3", "0", "1/3", "1/3"], "1": ["0", "0", "0", "1"], "2": ["0", "0", "0", "1"], "3": ["0", "0", "0", "1"]}},
-    "context": [0], "tokens": 1,
+    "draft": {
+        "vocab_size": 4,
+        "context_length": 1,
+        "probs": {
+            "0": ["0", "1/4", "1/4", "1/2"],
+            "1": ["0", "0", "0", "1"],
+            "2": ["0", "0", "1/2", "1/2"],
+            "3": ["0", "0", "1/2", "1/2"],
+        },
+    },
+    "target": {
+        "vocab_size": 4,
+        "context_length": 1,
+        "probs": {
+            "0": ["1/3", "0", "1/3", "1/3"],
+            "1": ["0", "0", "0", "1"],
+            "2": ["0", "0", "0", "1"],
+            "3": ["0", "0", "0", "1"],
+        },
+    },
+    "context": [0],
+    "tokens": 1,
     "scheme": {"K": 2, "m": 1, "W": 2, "D": 2, "R": 4, "proxy": "rheo", "verify": "rheo"},
 }
 CE_44_TAU = ("7/4", "11/6")
@@ -340,29 +394,67 @@ def check_44() -> Outcome:
     require((str(a), str(b)) == CE_44_TAU, f"recorded counterexample moved: tau {a}, {b}")
     unpruned = both(case.with_scheme(R=full_width(2, 2)[1]), "tau")
     require(unpruned[0] >= unpruned[1], "without pruning the recorded case should satisfy 4.3")
-    return Outcome(REFUTED, f"V=4 K=2 m=1 W=2 D=2 R=4 (no fills): tau OT {a} < RRSw {b}; with R=6 (no pruning) "
-                            f"OT {unpruned[0]} >= RRSw {unpruned[1]}", counterexample=CE_44)
+    return Outcome(
+        REFUTED,
+        f"V=4 K=2 m=1 W=2 D=2 R=4 (no fills): tau OT {a} < RRSw {b}; with R=6 (no pruning) "
+        f"OT {unpruned[0]} >= RRSw {unpruned[1]}",
+        counterexample=CE_44,
+    )
 
 
 def check_45() -> Outcome:
     cases = generated_tree_cases(40, 23, prune=True)
     for case, (a, b) in zip(cases, both_of(cases, "acceptance")):
         require(a >= b, f"4.5 violated: {case.to_json()}: acceptance OT {a} < RRSw {b}")
-    return Outcome(PROVED, f"corollary of 4.1 (kept root children = y-free prefix); rheo_ref on {len(cases)} pruned "
-                           f"no-fill trees (D<=3): root acceptance OT >= RRSw", numbers={"cases": len(cases)})
+    return Outcome(
+        PROVED,
+        f"corollary of 4.1 (kept root children = y-free prefix); rheo_ref on {len(cases)} pruned "
+        f"no-fill trees (D<=3): root acceptance OT >= RRSw",
+        numbers={"cases": len(cases)},
+    )
 
 
 CLAIMS = [
-    Claim("4.1", "one level, no fill kept: acceptance (and tau at D=1) OT >= RRSw",
-          "closed forms + z3 pointwise lemma; rheo_ref cross-check", PROVED, check_41),
-    Claim("4.2", "one level with fills kept: acceptance OT >= RRSw",
-          "exact characterisation; exhaustive search by denominator", REFUTED, check_42),
-    Claim("4.3", "whole tree, no fills, no pruning: tau OT >= RRSw",
-          "induction + z3 lemma; rheo_ref on generated trees", PROVED, check_43),
-    Claim("4.4", "whole tree, no fills, with pruning: tau OT >= RRSw",
-          "hypothesis hunt with rheo_ref, shrunk", REFUTED, check_44),
-    Claim("4.5", "whole tree, no fills, any pruning: root acceptance OT >= RRSw",
-          "corollary of 4.1; rheo_ref on generated trees", PROVED, check_45),
-    Claim("4.6", "one level with fills, if w_OT(head) >= w_RRSw(head): acceptance OT >= RRSw",
-          "closed form of 4.2 + z3 lemma; random cases", PROVED, check_46),
+    Claim(
+        "4.1",
+        "one level, no fill kept: acceptance (and tau at D=1) OT >= RRSw",
+        "closed forms + z3 pointwise lemma; rheo_ref cross-check",
+        PROVED,
+        check_41,
+    ),
+    Claim(
+        "4.2",
+        "one level with fills kept: acceptance OT >= RRSw",
+        "exact characterisation; exhaustive search by denominator",
+        REFUTED,
+        check_42,
+    ),
+    Claim(
+        "4.3",
+        "whole tree, no fills, no pruning: tau OT >= RRSw",
+        "induction + z3 lemma; rheo_ref on generated trees",
+        PROVED,
+        check_43,
+    ),
+    Claim(
+        "4.4",
+        "whole tree, no fills, with pruning: tau OT >= RRSw",
+        "hypothesis hunt with rheo_ref, shrunk",
+        REFUTED,
+        check_44,
+    ),
+    Claim(
+        "4.5",
+        "whole tree, no fills, any pruning: root acceptance OT >= RRSw",
+        "corollary of 4.1; rheo_ref on generated trees",
+        PROVED,
+        check_45,
+    ),
+    Claim(
+        "4.6",
+        "one level with fills, if w_OT(head) >= w_RRSw(head): acceptance OT >= RRSw",
+        "closed form of 4.2 + z3 lemma; random cases",
+        PROVED,
+        check_46,
+    ),
 ]

@@ -35,6 +35,7 @@ both orders, the emitted law equals p; and the point-mass phase alone returns r 
 ordered list of distinct tokens and every zero pattern of r. Zero entries of p or q̃ inside the
 tail are covered by the general argument, not by this explicit check.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -52,6 +53,7 @@ MAX_V = 4
 
 # --- general identities (z3) ---------------------------------------------------------------
 
+
 def conservation_identities() -> bool:
     """z3: min(a,b) + max(a-b,0) = a and, scaled, min(rho, M b) + max(rho - M b, 0) = rho."""
     a, b, M = z3.Reals("a b M")
@@ -63,13 +65,20 @@ def conservation_identities() -> bool:
     s = z3.Solver()
     mn2 = z3.If(a <= M * b, a, M * b)
     mx2 = z3.If(a - M * b >= 0, a - M * b, 0)
-    s.add(M > 0, z3.Not(z3.And(mn2 + mx2 == a, M * z3.If(a / M <= b, a / M, b) == mn2,
-                                M * z3.If(a / M - b >= 0, a / M - b, 0) == mx2)))
+    s.add(
+        M > 0,
+        z3.Not(
+            z3.And(
+                mn2 + mx2 == a, M * z3.If(a / M <= b, a / M, b) == mn2, M * z3.If(a / M - b >= 0, a / M - b, 0) == mx2
+            )
+        ),
+    )
     ok2 = s.check() == z3.unsat
     return ok1 and ok2
 
 
 # --- explicit sizes (sympy) ----------------------------------------------------------------
+
 
 def _subsets(xs):
     return chain.from_iterable(combinations(xs, k) for k in range(len(xs) + 1))
@@ -122,11 +131,12 @@ def symbols(V: int, m: int):
     """p over V (p_{V-1} eliminated), q̃ over tail m..V-1 (last eliminated)."""
     tail = list(range(m, V))
     gens = _gens([f"p{i}" for i in range(V - 1)] + [f"u{t}" for t in tail[:-1]])
-    ps = _simplex(gens[:V - 1])
+    ps = _simplex(gens[: V - 1])
     qs = [0] * V
-    for t, u in zip(tail, _simplex(gens[V - 1:])):
+    for t, u in zip(tail, _simplex(gens[V - 1 :])):
         qs[t] = u
     return ps, qs, tail
+
 
 def feasible(V: int, m: int, order: str, S: set[int]) -> bool:
     """z3: is the sign pattern S (tail tokens with r > q̃ at the sampled stage) realisable by
@@ -152,7 +162,7 @@ def one_level_law(ps, qs, tail, m: int, k: int, order: str, S: set[int]) -> list
     out = [0] * V
     if order == "rheo":
         r, pre_stay = ps, 1
-        post = lambda y: dets + fills(y)  # noqa: E731
+        post = lambda y: dets + fills(y)
     elif order == "rrsw":
         # top-m first: they do not depend on y
         r, pre_stay = list(ps), 1
@@ -187,7 +197,9 @@ def check_literal(max_v: int = MAX_V) -> int:
                             continue
                         law = one_level_law(ps, qs, tail, m, k, order, set(S))
                         for i in range(V):
-                            require(_zero(law[i] - ps[i]), f"V={V} m={m} k={k} {order} S={S}: law[{i}] = {law[i]} != p[{i}]")
+                            require(
+                                _zero(law[i] - ps[i]), f"V={V} m={m} k={k} {order} S={S}: law[{i}] = {law[i]} != p[{i}]"
+                            )
                         branches += 1
     return branches
 
@@ -211,6 +223,7 @@ def check_point_lists(max_v: int = MAX_V) -> int:
 
 
 # --- negative control: y-dependent point masses before the sampled child -------------------
+
 
 def fills_first_law(p, qt, m: int, k: int) -> dict[int, Fraction]:
     """Exact law when the fills (first k tail tokens other than y) are tried before y."""
@@ -255,23 +268,44 @@ def check_fills_first() -> Outcome:
 
 def check_general() -> Outcome:
     require(conservation_identities(), "z3 could not prove the conservation identities")
-    return Outcome(PROVED, "stage conservation min(a,b)+(a-b)+ = a (z3, all reals) + induction on stages; "
-                           "holds for the rheo and rrsw orders and any y-dependent list after y")
+    return Outcome(
+        PROVED,
+        "stage conservation min(a,b)+(a-b)+ = a (z3, all reals) + induction on stages; "
+        "holds for the rheo and rrsw orders and any y-dependent list after y",
+    )
 
 
 def check_explicit() -> Outcome:
     n = check_literal()
     m = check_point_lists()
-    return Outcome(proved_up_to(f"V={MAX_V}"), f"{n} sign-pattern branches (V<={MAX_V}, all m, k, y, both orders) "
-                                                f"and {m} point-mass lists x zero patterns simplify to p",
-                   numbers={"branches": n, "lists": m})
+    return Outcome(
+        proved_up_to(f"V={MAX_V}"),
+        f"{n} sign-pattern branches (V<={MAX_V}, all m, k, y, both orders) "
+        f"and {m} point-mass lists x zero patterns simplify to p",
+        numbers={"branches": n, "lists": m},
+    )
 
 
 CLAIMS = [
-    Claim("2", "one level, OT and RRSw orders: sampled then any point masses then bonus emits exactly p",
-          "general: z3 stage identities + induction", PROVED, check_general),
-    Claim("2.lit", "the literal algorithm (min/max, divisions) emits p, both orders",
-          "sympy rational-function field, positive symbols, z3-feasible sign patterns", proved_up_to(f"V={MAX_V}"), check_explicit),
-    Claim("2.neg", "y-dependent point masses (fills) tried BEFORE the sampled child still emit p",
-          "exact counterexample (negative control of the hypothesis)", REFUTED, check_fills_first),
+    Claim(
+        "2",
+        "one level, OT and RRSw orders: sampled then any point masses then bonus emits exactly p",
+        "general: z3 stage identities + induction",
+        PROVED,
+        check_general,
+    ),
+    Claim(
+        "2.lit",
+        "the literal algorithm (min/max, divisions) emits p, both orders",
+        "sympy rational-function field, positive symbols, z3-feasible sign patterns",
+        proved_up_to(f"V={MAX_V}"),
+        check_explicit,
+    ),
+    Claim(
+        "2.neg",
+        "y-dependent point masses (fills) tried BEFORE the sampled child still emit p",
+        "exact counterexample (negative control of the hypothesis)",
+        REFUTED,
+        check_fills_first,
+    ),
 ]

@@ -28,6 +28,7 @@ Method.
   with every proxy rule for which the lemma is claimed (`rheo`); `scaled:s` with s < 1 and
   `const:a` are shown to break it on the seeds' Table 1 row.
 """
+
 from __future__ import annotations
 
 import random
@@ -103,7 +104,10 @@ def implementation_check(n_rows: int = 300, seed: int = 1) -> int:
         K = rng.randint(1, V)
         for m in range(K):
             ranks = sibling_rank_of_sampled(row, K, m, "rheo")
-            require(ranks <= {m}, f"rheo proxy: sampled child ranks at {ranks}, not {m}, for q={[str(x) for x in row]}, K={K}, m={m}")
+            require(
+                ranks <= {m},
+                f"rheo proxy: sampled child ranks at {ranks}, not {m}, for q={[str(x) for x in row]}, K={K}, m={m}",
+            )
             checked += 1
     return checked
 
@@ -126,10 +130,20 @@ def check() -> Outcome:
     require(ranks["rheo"] == {1}, f"Table 1 row, rheo proxy: sampled rank set {ranks['rheo']}")
     for p in ("true", "const:1/4", "scaled:1/2"):
         require(len(ranks[p]) > 1, f"Table 1 row, proxy {p}: expected a y-dependent rank, got {ranks[p]}")
-    return Outcome(PROVED, f"general m (z3, 3-real abstraction); no abstraction for V<={MAX_V}, all m; "
-                           f"rheo_ref.slots agrees on {n} (row, K, m); true/const:1/4/scaled:1/2 move the rank on Table 1's row",
-                   numbers={"slot_checks": n, "table1_ranks": {k: sorted(v) for k, v in ranks.items()}})
+    return Outcome(
+        PROVED,
+        f"general m (z3, 3-real abstraction); no abstraction for V<={MAX_V}, all m; "
+        f"rheo_ref.slots agrees on {n} (row, K, m); true/const:1/4/scaled:1/2 move the rank on Table 1's row",
+        numbers={"slot_checks": n, "table1_ranks": {k: sorted(v) for k, v in ranks.items()}},
+    )
 
 
-CLAIMS = [Claim("1", "local ranking preservation: q(x_{m+1}) <= proxy <= q(x_m), m=0 rule",
-                "z3 (general m via 3-real abstraction; explicit V<=8) + rheo_ref.slots", PROVED, check)]
+CLAIMS = [
+    Claim(
+        "1",
+        "local ranking preservation: q(x_{m+1}) <= proxy <= q(x_m), m=0 rule",
+        "z3 (general m via 3-real abstraction; explicit V<=8) + rheo_ref.slots",
+        PROVED,
+        check,
+    )
+]

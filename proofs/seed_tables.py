@@ -15,6 +15,7 @@
     5/6 (the sampled slot wastes its draw on token 3 one time in six and the fill cannot
     recover). How often the chain holds, and by how much, is reported per table family.
 """
+
 from __future__ import annotations
 
 import random
@@ -57,7 +58,7 @@ def table1_rows(proxy: str, label: str) -> list[tuple[str, ...]]:
         s = next(n for n in nodes if n.kind == "sampled")
         fill = next(n for n in nodes if n.kind == "fill")
         pool = sorted(nodes[1:], key=rerank_key)
-        name = lambda n: "Y" if n.kind == "sampled" else NAMES[n.token]  # noqa: E731
+        name = lambda n: "Y" if n.kind == "sampled" else NAMES[n.token]
         ranking = "≥".join(f"{name(n)}({_dec(n.score)})" for n in pool)
         surv = ",".join(name(n) + (f"←{NAMES[n.token]}" if n.kind == "sampled" else "") for n in pool if n.id in kept)
         rows.append((label, NAMES[s.token], _dec(s.qtilde[s.token]), NAMES[fill.token], ranking, surv))
@@ -68,14 +69,22 @@ def check_51() -> Outcome:
     ours = table1_rows("rheo", "Rheo: 0.5") + table1_rows("const:1/4", "Adhoc: 0.25")
     require(ours == PAPER_TABLE1, f"Table 1 differs:\n ours  {ours}\n paper {PAPER_TABLE1}")
     require(table1_rows("scaled:1/2", "Adhoc: 0.25") == PAPER_TABLE1[2:], "scaled:1/2 should give the ad-hoc rows")
-    return Outcome(PROVED, "4 rows x 6 columns identical to the paper (ad hoc 0.25 = const:1/4 = scaled:1/2)",
-                   numbers={"rows": [" | ".join(r) for r in ours]})
+    return Outcome(
+        PROVED,
+        "4 rows x 6 columns identical to the paper (ad hoc 0.25 = const:1/4 = scaled:1/2)",
+        numbers={"rows": [" | ".join(r) for r in ours]},
+    )
 
 
 # --- Table 4 ------------------------------------------------------------------------------------
 
-TOPK_BEATS_RHEO = {"q": ["2/5", "3/10", "1/5", "1/10"], "p": ["0", "1/2", "1/2", "0"],
-                   "topk": "1", "rheo_ot": "5/6", "rheo_rrsw": "5/6"}
+TOPK_BEATS_RHEO = {
+    "q": ["2/5", "3/10", "1/5", "1/10"],
+    "p": ["0", "1/2", "1/2", "0"],
+    "topk": "1",
+    "rheo_ot": "5/6",
+    "rheo_rrsw": "5/6",
+}
 FAMILIES = ("uniform", "close", "zipf")
 
 
@@ -106,13 +115,17 @@ def table4_stats(n: int = 150, V: int = 8, seed: int = 4) -> dict[str, dict]:
         for _ in range(n):
             p, q = family_row(rng, fam, V)
             rows.append(table4_acceptances(p, q))
-        f = lambda c: sum(1 for r in rows if c(*r)) / n  # noqa: E731
+        f = lambda c: sum(1 for r in rows if c(*r)) / n  # noqa: B023 (used at once, in this iteration)
         out[fam] = {
-            "n": n, "V": V,
-            "mean_topk": float(mean(r[0] for r in rows)), "mean_rrsw": float(mean(r[1] for r in rows)),
+            "n": n,
+            "V": V,
+            "mean_topk": float(mean(r[0] for r in rows)),
+            "mean_rrsw": float(mean(r[1] for r in rows)),
             "mean_ot": float(mean(r[2] for r in rows)),
-            "chain": f(lambda a, b, c: a < b < c), "topk<rrsw": f(lambda a, b, c: a < b),
-            "rrsw<ot": f(lambda a, b, c: b < c), "rrsw>ot": f(lambda a, b, c: b > c),
+            "chain": f(lambda a, b, c: a < b < c),
+            "topk<rrsw": f(lambda a, b, c: a < b),
+            "rrsw<ot": f(lambda a, b, c: b < c),
+            "rrsw>ot": f(lambda a, b, c: b > c),
             "median_rrsw-topk": float(median(r[1] - r[0] for r in rows)),
             "median_ot-rrsw": float(median(r[2] - r[1] for r in rows)),
             "max_rrsw-ot": float(max(r[1] - r[2] for r in rows)),
@@ -127,15 +140,28 @@ def check_52() -> Outcome:
     got42 = table4_acceptances(CE_42["p"], CE_42["q"])
     require(got42[2] < got42[1], f"claim 4.2's case no longer has OT < RRSw here: {got42}")
     stats = table4_stats()
-    summary = "; ".join(f"{fam}: chain {s['chain']:.0%}, mean {s['mean_topk']:.3f}<{s['mean_rrsw']:.3f}<{s['mean_ot']:.3f}"
-                        for fam, s in stats.items())
-    return Outcome(REFUTED, f"as a universal ordering (Top-K {c['topk']} > Rheo {c['rheo_ot']} on p={c['p']}, "
-                            f"and claim 4.2's case). On generated tables, {summary}",
-                   counterexample={"topk_beats_rheo": c, "rrsw_beats_ot": CE_42}, numbers=stats)
+    summary = "; ".join(
+        f"{fam}: chain {s['chain']:.0%}, mean {s['mean_topk']:.3f}<{s['mean_rrsw']:.3f}<{s['mean_ot']:.3f}"
+        for fam, s in stats.items()
+    )
+    return Outcome(
+        REFUTED,
+        f"as a universal ordering (Top-K {c['topk']} > Rheo {c['rheo_ot']} on p={c['p']}, "
+        f"and claim 4.2's case). On generated tables, {summary}",
+        counterexample={"topk_beats_rheo": c, "rrsw_beats_ot": CE_42},
+        numbers=stats,
+    )
 
 
 CLAIMS = [
-    Claim("5.1", "seeds' Table 1 reproduced exactly", "rheo_ref slots/tree/rerank, string comparison", PROVED, check_51),
-    Claim("5.2", "Table 4 setting: Top-K < Rheo+RRSw < Rheo+OT on every table",
-          "exact acceptance on generated tables (3 families x 150, V=8)", REFUTED, check_52),
+    Claim(
+        "5.1", "seeds' Table 1 reproduced exactly", "rheo_ref slots/tree/rerank, string comparison", PROVED, check_51
+    ),
+    Claim(
+        "5.2",
+        "Table 4 setting: Top-K < Rheo+RRSw < Rheo+OT on every table",
+        "exact acceptance on generated tables (3 families x 150, V=8)",
+        REFUTED,
+        check_52,
+    ),
 ]

@@ -42,6 +42,7 @@ conditional laws are summed exactly and compared with q̃. Cases: seeded generat
 over their whole ranges, and every context reached in the first two rounds. This is an exact
 check on the listed cases, not a proof for all inputs: the verdict says "up to" the cases.
 """
+
 from __future__ import annotations
 
 import random
@@ -50,9 +51,9 @@ from fractions import Fraction
 from itertools import tee
 
 from rheo_ref.enumerate import enumerate_trees, estimate_trees_per_round
-from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.grid import Cell, run_cells
+from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.tree import path_tokens, rerank_key
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
@@ -125,7 +126,9 @@ def generated_cases(n: int = N_CASES, seed: int = 3) -> list[Case]:
         m = rng.randint(0, K - 1)
         W = rng.randint(1, K)
         R = rng.randint(1, K * (1 + W * (D - 1)))
-        case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse("rheo"), rng.choice(["rheo", "rrsw"])), (rng.randrange(V),), 2, qs)
+        case = Case(
+            q, p, Scheme(K, m, W, D, R, Proxy.parse("rheo"), rng.choice(["rheo", "rrsw"])), (rng.randrange(V),), 2, qs
+        )
         if estimate_trees_per_round(case, "brute") <= MAX_TREES:
             out.append(case)
     return out
@@ -156,10 +159,17 @@ def check_rheo() -> Outcome:
         n2, bad2, _ = biased_classes(case, case.context, whole_shape=True)
         shape_cls += n2
         shape_bad += bad2
-    return Outcome(proved_up_to(f"{len(cases)} generated cases, V<=4, D<=3"),
-                   f"{n_cls} (sampled node, class) laws equal q̃ exactly over {len(cases)} cases (D in {sorted(depths)}); "
-                   f"conditioning on the whole kept shape instead: {shape_bad}/{shape_cls} classes differ from q̃ (expected)",
-                   numbers={"cases": len(cases), "classes": n_cls, "whole_shape_biased": shape_bad, "whole_shape_classes": shape_cls})
+    return Outcome(
+        proved_up_to(f"{len(cases)} generated cases, V<=4, D<=3"),
+        f"{n_cls} (sampled node, class) laws equal q̃ exactly over {len(cases)} cases (D in {sorted(depths)}); "
+        f"conditioning on the whole kept shape instead: {shape_bad}/{shape_cls} classes differ from q̃ (expected)",
+        numbers={
+            "cases": len(cases),
+            "classes": n_cls,
+            "whole_shape_biased": shape_bad,
+            "whole_shape_classes": shape_cls,
+        },
+    )
 
 
 TABLE1 = {"q": ["1/2", "3/10", "1/5"], "p": ["1/4", "1/4", "1/2"], "K": 3, "m": 1, "W": 3, "D": 1, "R": 2}
@@ -188,18 +198,37 @@ def check_adhoc() -> Outcome:
         law, kept = sampled_law_given_kept(case)
         d = tv(Exact(case, "brute").token_law(1), target_law(case, 1))
         rows[proxy] = {"law_given_kept": {t: str(v) for t, v in law.items()}, "P_kept": str(kept), "tv": str(d)}
-    require(rows["rheo"] == {"law_given_kept": {1: "3/5", 2: "2/5"}, "P_kept": "1", "tv": "0"}, f"rheo on Table 1: {rows['rheo']}")
+    require(
+        rows["rheo"] == {"law_given_kept": {1: "3/5", 2: "2/5"}, "P_kept": "1", "tv": "0"},
+        f"rheo on Table 1: {rows['rheo']}",
+    )
     for proxy in ("true", "const:1/4", "scaled:1/2"):
-        require(rows[proxy] == {"law_given_kept": {1: "1"}, "P_kept": "3/5", "tv": "1/5"}, f"{proxy} on Table 1: {rows[proxy]}")
-    return Outcome(REFUTED, "Table 1: with true/const:1/4/scaled:1/2, P(Y=B | Y kept) = 1 (q̃(B) = 3/5), P(Y kept) = 3/5, "
-                            "decoded law TV 1/5 from p; rheo: law (3/5, 2/5), always kept, TV 0",
-                   counterexample=dict(TABLE1, proxy="true"), numbers=rows)
+        require(
+            rows[proxy] == {"law_given_kept": {1: "1"}, "P_kept": "3/5", "tv": "1/5"},
+            f"{proxy} on Table 1: {rows[proxy]}",
+        )
+    return Outcome(
+        REFUTED,
+        "Table 1: with true/const:1/4/scaled:1/2, P(Y=B | Y kept) = 1 (q̃(B) = 3/5), P(Y kept) = 3/5, "
+        "decoded law TV 1/5 from p; rheo: law (3/5, 2/5), always kept, TV 0",
+        counterexample=dict(TABLE1, proxy="true"),
+        numbers=rows,
+    )
 
 
 CE_RRSW_LARGE_PROXY = {
-    "draft": {"vocab_size": 3, "context_length": 1, "probs": {"0": ["1/5", "2/5", "2/5"], "1": ["0", "0", "1"], "2": ["0", "1/2", "1/2"]}},
-    "target": {"vocab_size": 3, "context_length": 1, "probs": {"0": ["0", "1/2", "1/2"], "1": ["0", "0", "1"], "2": ["0", "0", "1"]}},
-    "context": [0], "tokens": 1,
+    "draft": {
+        "vocab_size": 3,
+        "context_length": 1,
+        "probs": {"0": ["1/5", "2/5", "2/5"], "1": ["0", "0", "1"], "2": ["0", "1/2", "1/2"]},
+    },
+    "target": {
+        "vocab_size": 3,
+        "context_length": 1,
+        "probs": {"0": ["0", "1/2", "1/2"], "1": ["0", "0", "1"], "2": ["0", "0", "1"]},
+    },
+    "context": [0],
+    "tokens": 1,
     "scheme": {"K": 2, "m": 1, "W": 1, "D": 2, "R": 3, "proxy": "const:1", "verify": "rrsw"},
 }
 
@@ -215,8 +244,11 @@ def check_rrsw_large_proxy() -> Outcome:
     require((d_rrsw, d_ot) == (Fraction(1, 6), 0), f"recorded case moved: TV rrsw {d_rrsw}, OT {d_ot}")
     d_rheo = decoded_tv(case.with_scheme(proxy="rheo"))
     require(d_rheo == 0, f"rheo proxy on the same case: TV {d_rheo}")
-    return Outcome(REFUTED, "const:1 (above q(x_m)) with RRSw: V=3 K=2 m=1 W=1 D=2 R=3, TV 1/6 "
-                            "(OT order: 0; rheo proxy: 0)", counterexample=CE_RRSW_LARGE_PROXY)
+    return Outcome(
+        REFUTED,
+        "const:1 (above q(x_m)) with RRSw: V=3 K=2 m=1 W=1 D=2 R=3, TV 1/6 (OT order: 0; rheo proxy: 0)",
+        counterexample=CE_RRSW_LARGE_PROXY,
+    )
 
 
 N_OT_CASES = 60
@@ -246,22 +278,45 @@ def check_ot_large_proxy() -> Outcome:
         if row["error"]:  # scaled:2 gave a factor > 1 somewhere: not a valid proxy there
             skipped += 1
             continue
-        require(row["tv"] == "0", f"OT order with {cell.case.scheme.proxy} is lossy: {cell.case.to_json()}: TV {row['tv']}")
+        require(
+            row["tv"] == "0", f"OT order with {cell.case.scheme.proxy} is lossy: {cell.case.to_json()}: TV {row['tv']}"
+        )
         n += 1
         if n == N_OT_CASES:
             break
-    return Outcome(proved_up_to(f"{N_OT_CASES} generated cases, V<=4, D<=3"),
-                   f"const:1 / scaled:2 with the OT order: TV 0 on {n} cases x 2 tokens ({skipped} invalid scaled:2 skipped)")
+    return Outcome(
+        proved_up_to(f"{N_OT_CASES} generated cases, V<=4, D<=3"),
+        f"const:1 / scaled:2 with the OT order: TV 0 on {n} cases x 2 tokens ({skipped} invalid scaled:2 skipped)",
+    )
 
 
 CLAIMS = [
-    Claim("3", "rheo proxy: sampled token | its topology class C(s) has law q̃ exactly (no survival bias)",
-          "rheo_ref brute enumeration, exact, generated cases, all reachable contexts",
-          proved_up_to(f"{N_CASES} generated cases, V<=4, D<=3"), check_rheo),
-    Claim("3.ot", "OT order: any y-free proxy >= q(x_{m+1}) (const:1, scaled:2) is lossless",
-          "rheo_ref exact TV, generated cases", proved_up_to(f"{N_OT_CASES} generated cases, V<=4, D<=3"), check_ot_large_proxy),
-    Claim("3.rrsw", "RRSw order: a y-free proxy above q(x_m) (const:1) is lossless",
-          "hypothesis hunt with rheo_ref, shrunk", REFUTED, check_rrsw_large_proxy),
-    Claim("3.adhoc", "ad-hoc proxies (true, const:1/4, scaled:1/2) are free of survival bias",
-          "exact, seeds' Table 1 case", REFUTED, check_adhoc),
+    Claim(
+        "3",
+        "rheo proxy: sampled token | its topology class C(s) has law q̃ exactly (no survival bias)",
+        "rheo_ref brute enumeration, exact, generated cases, all reachable contexts",
+        proved_up_to(f"{N_CASES} generated cases, V<=4, D<=3"),
+        check_rheo,
+    ),
+    Claim(
+        "3.ot",
+        "OT order: any y-free proxy >= q(x_{m+1}) (const:1, scaled:2) is lossless",
+        "rheo_ref exact TV, generated cases",
+        proved_up_to(f"{N_OT_CASES} generated cases, V<=4, D<=3"),
+        check_ot_large_proxy,
+    ),
+    Claim(
+        "3.rrsw",
+        "RRSw order: a y-free proxy above q(x_m) (const:1) is lossless",
+        "hypothesis hunt with rheo_ref, shrunk",
+        REFUTED,
+        check_rrsw_large_proxy,
+    ),
+    Claim(
+        "3.adhoc",
+        "ad-hoc proxies (true, const:1/4, scaled:1/2) are free of survival bias",
+        "exact, seeds' Table 1 case",
+        REFUTED,
+        check_adhoc,
+    ),
 ]

@@ -13,10 +13,11 @@ rational functions, so paths on which a comparison is an equality are explored t
 Rows are built with `Explorer.simplex(name, size, zeros)`: free symbols, the last nonzero entry
 1 minus their sum, every nonzero entry constrained > 0 and the entries listed in `zeros` 0.
 """
+
 from __future__ import annotations
 
-from fractions import Fraction
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from typing import Any
 
 import sympy as sp
@@ -120,12 +121,12 @@ class Explorer:
         self.gens = dict(zip(names, gens))
         self.z3 = {n: z3.Real(n) for n in names}
         self.constraints: list[Any] = []
-        self._known: dict[Any, int] = {}   # irreducible factors whose sign the constraints fix
+        self._known: dict[Any, int] = {}  # irreducible factors whose sign the constraints fix
         self._factors: dict[Any, tuple] = {}
         self.timeout_ms = timeout_ms
         self.solver = z3.SolverFor("QF_NRA")
         self.solver.set("timeout", timeout_ms)
-        self.decisions = 0   # new decisions z3 was asked about, over all paths
+        self.decisions = 0  # new decisions z3 was asked about, over all paths
         self._prefix: list[int] = []
         self._pos = 0
         self._memo: dict[Any, int] = {}
@@ -217,7 +218,7 @@ class Explorer:
                 sf = self._factor_sign(f)
                 if sf == 0 and is_denom:
                     raise ProofError(f"a denominator factor {f} is 0 on this path")
-                out *= sf ** k
+                out *= sf**k
         return out
 
     def _factor_sign(self, f: Any) -> int:
@@ -295,7 +296,7 @@ class SymTable:
         self.probs, self.context_length, self.vocab_size, self.name = rows, context_length, vocab_size, name
 
     def row(self, context: tuple[int, ...]) -> Row:
-        key = tuple(context)[-self.context_length:] if self.context_length else ()
+        key = tuple(context)[-self.context_length :] if self.context_length else ()
         if key not in self.probs:
             raise ProofError(f"{self.name}: no symbolic row for context {list(context)}")
         return self.probs[key]

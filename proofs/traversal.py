@@ -52,6 +52,7 @@
     token 0 traversal gains (3 against 5/2 tokens), on less likely draws. No counterexample has
     <= 3 nodes (checked: V = 2, context-free, denominators <= 4, all three pairings).
 """
+
 from __future__ import annotations
 
 import random
@@ -81,6 +82,7 @@ def tau_of(law: Law) -> Any:
 
 # --- 6.1: depth 1 -------------------------------------------------------------------------------
 
+
 def _subsets(xs) -> list[tuple[int, ...]]:
     xs = list(xs)
     return [c for k in range(len(xs) + 1) for c in combinations(xs, k)]
@@ -101,15 +103,28 @@ def depth1_instances(V: int, kmax: int) -> list[tuple[str, tuple[int, ...], tupl
                         continue
                     for zq in _subsets(t for t in range(V) if t not in toks):
                         key = (toks, zp, zq)
-                        canon = min((tuple(pi[t] for t in toks), tuple(sorted(pi[t] for t in zp)),
-                                     tuple(sorted(pi[t] for t in zq))) for pi in perms)
+                        canon = min(
+                            (
+                                tuple(pi[t] for t in toks),
+                                tuple(sorted(pi[t] for t in zp)),
+                                tuple(sorted(pi[t] for t in zq)),
+                            )
+                            for pi in perms
+                        )
                         if canon == key:
                             out.append((sampling, toks, zp, zq))
     return out
 
 
-def symbolic_depth1(V: int, sampling: str, toks: tuple[int, ...], zp: tuple[int, ...], zq: tuple[int, ...], *,
-                    traversal_update: str | None = None) -> int:
+def symbolic_depth1(
+    V: int,
+    sampling: str,
+    toks: tuple[int, ...],
+    zp: tuple[int, ...],
+    zq: tuple[int, ...],
+    *,
+    traversal_update: str | None = None,
+) -> int:
     """Every branch of traversal and the token-level verifier on one depth-1 tree: equal laws.
     Returns the number of branches. `traversal_update` (default: `sampling`) is the Ms update
     traversal uses: the other mode's is a known lossy variant, the negative control."""
@@ -125,13 +140,16 @@ def symbolic_depth1(V: int, sampling: str, toks: tuple[int, ...], zp: tuple[int,
     token_level = TOKEN_LEVEL[sampling]
     n = 0
     update = traversal_update or sampling
-    both = lambda: (traversal_law(tree, P, Q, (), update), topdown_law(tree, P, Q, (), token_level))  # noqa: E731
+    both = lambda: (traversal_law(tree, P, Q, (), update), topdown_law(tree, P, Q, (), token_level))
     for (lt, ls), path in ex.paths(both):
         n += 1
         for seq in set(lt) | set(ls):
             d = value(lt.get(seq, ZERO), ex) - value(ls.get(seq, ZERO), ex)
-            require(ex.holds(path, d, "=="), f"depth 1, V={V} {sampling} tokens {toks} zeros p{zp} q{zq}: "
-                                              f"traversal and {token_level} differ at {seq} on a branch")
+            require(
+                ex.holds(path, d, "=="),
+                f"depth 1, V={V} {sampling} tokens {toks} zeros p{zp} q{zq}: "
+                f"traversal and {token_level} differ at {seq} on a branch",
+            )
     return n
 
 
@@ -146,13 +164,17 @@ def check_61() -> Outcome:
                 continue  # zero patterns at V = 2 only (V = 3: 5 s more)
             branches += symbolic_depth1(V, sampling, toks, zp, zq)
             trees += 1
-    return Outcome(proved_up_to(f"V={MAX_V1}, k={MAX_K1}"),
-                   f"bisimulation argument; symbolic execution of rheo_ref's traversal_law and topdown_law on {trees} "
-                   f"depth-1 trees (k<={MAX_K1}, up to relabelling; V=2 with every zero pattern, V=3 positive rows): "
-                   f"equal laws on all {branches} z3-feasible branches", numbers={"trees": trees, "branches": branches})
+    return Outcome(
+        proved_up_to(f"V={MAX_V1}, k={MAX_K1}"),
+        f"bisimulation argument; symbolic execution of rheo_ref's traversal_law and topdown_law on {trees} "
+        f"depth-1 trees (k<={MAX_K1}, up to relabelling; V=2 with every zero pattern, V=3 positive rows): "
+        f"equal laws on all {branches} z3-feasible branches",
+        numbers={"trees": trees, "branches": branches},
+    )
 
 
 # --- 6.2: chain = Block Verification ---------------------------------------------------------------
+
 
 def block_verification_law(tokens: tuple[int, ...], p, q, context: tuple[int, ...] = ()) -> Law:
     """Block Verification (Sun et al. 2024, Alg. 2) on the draft block X^γ = tokens, as a law.
@@ -202,20 +224,26 @@ def symbolic_chain_equivalence(V: int, g: int) -> int:
     Q = SymTable({c: (ex.simplex(f"q{i}", V) if i < g else uniform) for i, c in enumerate(ctxs)}, g, V, "draft")
     tree = DraftTree(tuple(range(g)), (0,) * g)
     n = 0
-    both = lambda: (traversal_law(tree, P, Q, (), "iid"), block_verification_law((0,) * g, P, Q))  # noqa: E731
+    both = lambda: (traversal_law(tree, P, Q, (), "iid"), block_verification_law((0,) * g, P, Q))
     for (lt, lb), path in ex.paths(both):
         n += 1
         for seq in set(lt) | set(lb):
             d = value(lt.get(seq, ZERO), ex) - value(lb.get(seq, ZERO), ex)
-            require(ex.holds(path, d, "=="),
-                    f"chain V={V} length {g}: traversal and Block Verification differ at {seq}")
+            require(
+                ex.holds(path, d, "=="), f"chain V={V} length {g}: traversal and Block Verification differ at {seq}"
+            )
     return n
 
 
 CHAIN_SIZES = ((2, 2), (2, 3))  # V = 3, length 2: 5 s on an idle machine, z3 times out under load
 CHAIN_SIZE = "V=2, chain length 3"
-BV_EXAMPLE = {"q": ["2/3", "1/3"], "p": ["1/3", "2/3"], "chain": 2, "accepted_token_level": "10/9",
-              "accepted_block": "11/9"}
+BV_EXAMPLE = {
+    "q": ["2/3", "1/3"],
+    "p": ["1/3", "2/3"],
+    "chain": 2,
+    "accepted_token_level": "10/9",
+    "accepted_block": "11/9",
+}
 
 
 def one_row(row, name: str) -> TableModel:
@@ -242,8 +270,10 @@ def random_chains_agree(n: int = 150, seed: int = 62) -> int:
         tree = DraftTree(tuple(range(len(toks))), tuple(toks))
         lt = verify_tree_law(tree, p, q, verify="traversal", sampling="iid", context=ctx)
         lb = block_verification_law(tuple(toks), p, q, ctx)
-        require(lt == {k: v for k, v in lb.items() if v}, f"chain {toks} from {ctx}: traversal != Block Verification "
-                                                          f"on q={q.probs} p={p.probs}")
+        require(
+            lt == {k: v for k, v in lb.items() if v},
+            f"chain {toks} from {ctx}: traversal != Block Verification on q={q.probs} p={p.probs}",
+        )
         done += 1
     return done
 
@@ -254,16 +284,22 @@ def check_62() -> Outcome:
     e = BV_EXAMPLE
     q, p = one_row(e["q"], "draft"), one_row(e["p"], "target")
     got = (sampled_chain_tau(q, p, e["chain"], "specinfer") - 1, sampled_chain_tau(q, p, e["chain"], "traversal") - 1)
-    require(tuple(map(str, got)) == (e["accepted_token_level"], e["accepted_block"]),
-            f"the Block Verification paper's example gives {got}, not 10/9 and 11/9")
-    return Outcome(proved_up_to(CHAIN_SIZE),
-                   f"symbolic execution, traversal_law vs Block Verification (Alg. 2), a generic row per context: "
-                   f"equal laws on every branch ({', '.join(f'{k}: {v}' for k, v in branches.items())}); exactly equal "
-                   f"on {n} seeded first-order V<=4 tables x chains <= 4; the paper's example: accepted draft tokens "
-                   f"10/9 (token level), 11/9 (block = traversal)", numbers={"branches": branches, "random_chains": n})
+    require(
+        tuple(map(str, got)) == (e["accepted_token_level"], e["accepted_block"]),
+        f"the Block Verification paper's example gives {got}, not 10/9 and 11/9",
+    )
+    return Outcome(
+        proved_up_to(CHAIN_SIZE),
+        f"symbolic execution, traversal_law vs Block Verification (Alg. 2), a generic row per context: "
+        f"equal laws on every branch ({', '.join(f'{k}: {v}' for k, v in branches.items())}); exactly equal "
+        f"on {n} seeded first-order V<=4 tables x chains <= 4; the paper's example: accepted draft tokens "
+        f"10/9 (token level), 11/9 (block = traversal)",
+        numbers={"branches": branches, "random_chains": n},
+    )
 
 
 # --- 6.3: sampled chain, averaged -------------------------------------------------------------------
+
 
 class _SymCase:
     """What `brute_round_law` reads of a static case: the scheme, q_samp and the target."""
@@ -314,10 +350,12 @@ def check_63() -> Outcome:
             require(a >= b, f"sampled chain: traversal {a} < specinfer {b} on q={q_row} p={p_row} length {g}")
             worst = a - b if worst is None else min(worst, a - b)
             cases += 1
-    return Outcome(proved_up_to(f"V=2 symbolic, V=3 denominators {GRID_D}, chain length 3"),
-                   f"symbolic execution of brute_round_law (every context-free V=2 table, {sym}); exact on {cases} "
-                   f"context-free V=3 tables x lengths 2-3 (denominators <= {GRID_D}): min gap {worst}",
-                   numbers={"symbolic_branches": sym, "grid_cases": cases})
+    return Outcome(
+        proved_up_to(f"V=2 symbolic, V=3 denominators {GRID_D}, chain length 3"),
+        f"symbolic execution of brute_round_law (every context-free V=2 table, {sym}); exact on {cases} "
+        f"context-free V=3 tables x lengths 2-3 (denominators <= {GRID_D}): min gap {worst}",
+        numbers={"symbolic_branches": sym, "grid_cases": cases},
+    )
 
 
 # --- 6.4: one fixed chain ------------------------------------------------------------------------
@@ -347,18 +385,35 @@ def check_64() -> Outcome:
     a, b = fixed_chain_taus(CE_64["q"], CE_64["p"], CE_64["chain"])
     require((str(a), str(b)) == (CE_64["tau_traversal"], CE_64["tau_specinfer"]), f"recorded chain moved: {a}, {b}")
     require(not fixed_chain_counterexamples(2), "a fixed-chain counterexample with denominators <= 2 exists")
-    return Outcome(REFUTED, f"q={CE_64['q']} p={CE_64['p']} (context-free), chain {CE_64['chain']}: traversal {a} < "
-                            f"specinfer {b}; none with denominators <= 2; in expectation over the draws 6.3 holds",
-                   counterexample=CE_64)
+    return Outcome(
+        REFUTED,
+        f"q={CE_64['q']} p={CE_64['p']} (context-free), chain {CE_64['chain']}: traversal {a} < "
+        f"specinfer {b}; none with denominators <= 2; in expectation over the draws 6.3 holds",
+        counterexample=CE_64,
+    )
 
 
 # --- 6.5: every tree ------------------------------------------------------------------------------
 
 CE_65 = {
-    "wor": {"parents": [0, 1, 1, 3], "sampling": "wor", "token_level": "rrsw", "q": ["1/3", "2/3"],
-            "p": ["1/2", "1/2"], "tau_traversal": "74/27", "tau_token_level": "601/216"},
-    "iid": {"parents": [0, 1, 1, 3], "sampling": "iid", "token_level": "specinfer", "q": ["1/3", "2/3"],
-            "p": ["1/4", "3/4"], "tau_traversal": "923/324", "tau_token_level": "7399/2592"},
+    "wor": {
+        "parents": [0, 1, 1, 3],
+        "sampling": "wor",
+        "token_level": "rrsw",
+        "q": ["1/3", "2/3"],
+        "p": ["1/2", "1/2"],
+        "tau_traversal": "74/27",
+        "tau_token_level": "601/216",
+    },
+    "iid": {
+        "parents": [0, 1, 1, 3],
+        "sampling": "iid",
+        "token_level": "specinfer",
+        "q": ["1/3", "2/3"],
+        "p": ["1/4", "3/4"],
+        "tau_traversal": "923/324",
+        "tau_token_level": "7399/2592",
+    },
 }
 PAIRINGS = (("iid", "specinfer"), ("iid", "rrsw"), ("wor", "rrsw"))
 
@@ -373,7 +428,7 @@ def shapes_with(n: int) -> list[tuple[int, ...]]:
 
 def tree_taus(parents, sampling: str, token_level: str, q_row, p_row) -> tuple[Fraction, Fraction]:
     q, p = one_row(q_row, "draft"), one_row(p_row, "target")
-    run = lambda v: Exact(Case(q, p, StaticScheme("parents", tuple(parents), sampling, v), (), 1), "classes").tau()  # noqa: E731
+    run = lambda v: Exact(Case(q, p, StaticScheme("parents", tuple(parents), sampling, v), (), 1), "classes").tau()
     return run("traversal"), run(token_level)
 
 
@@ -392,31 +447,61 @@ def tree_counterexamples(n: int, d: int, pairings=PAIRINGS) -> list:
 def check_65() -> Outcome:
     for ce in CE_65.values():
         a, b = tree_taus(ce["parents"], ce["sampling"], ce["token_level"], ce["q"], ce["p"])
-        require((str(a), str(b)) == (ce["tau_traversal"], ce["tau_token_level"]),
-                f"recorded tree moved: {ce} -> {a}, {b}")
+        require(
+            (str(a), str(b)) == (ce["tau_traversal"], ce["tau_token_level"]), f"recorded tree moved: {ce} -> {a}, {b}"
+        )
     small = [c for n in (1, 2, 3) for c in tree_counterexamples(n, 4)]
     require(not small, f"a counterexample with <= 3 nodes exists: {small[:1]}")
     require(not tree_counterexamples(4, 2), "a 4-node counterexample with denominators <= 2 exists")
-    require(not tree_counterexamples(4, 3, (("iid", "specinfer"), ("iid", "rrsw"))),
-            "an iid 4-node counterexample with denominators <= 3 exists")
+    require(
+        not tree_counterexamples(4, 3, (("iid", "specinfer"), ("iid", "rrsw"))),
+        "an iid 4-node counterexample with denominators <= 3 exists",
+    )
     w, i = CE_65["wor"], CE_65["iid"]
-    return Outcome(REFUTED, f"parents {w['parents']} (V=2, context-free): wor q={w['q']} p={w['p']}: traversal "
-                            f"{w['tau_traversal']} < rrsw {w['tau_token_level']}; iid q={i['q']} p={i['p']}: traversal "
-                            f"{i['tau_traversal']} < specinfer {i['tau_token_level']}; none with <= 3 nodes "
-                            f"(denominators <= 4), none smaller for 4 nodes", counterexample=CE_65)
+    return Outcome(
+        REFUTED,
+        f"parents {w['parents']} (V=2, context-free): wor q={w['q']} p={w['p']}: traversal "
+        f"{w['tau_traversal']} < rrsw {w['tau_token_level']}; iid q={i['q']} p={i['p']}: traversal "
+        f"{i['tau_traversal']} < specinfer {i['tau_token_level']}; none with <= 3 nodes "
+        f"(denominators <= 4), none smaller for 4 nodes",
+        counterexample=CE_65,
+    )
 
 
 CLAIMS = [
-    Claim("6.1", "depth 1: traversal emits exactly the law of specinfer (iid) / rrsw (wor)",
-          "bisimulation + symbolic execution of rheo_ref (sympy field, z3 branches)",
-          proved_up_to(f"V={MAX_V1}, k={MAX_K1}"), check_61),
-    Claim("6.2", "chain: traversal is Block Verification (same law), the paper's 10/9 vs 11/9",
-          "symbolic execution against Alg. 2 of Sun et al.", proved_up_to(CHAIN_SIZE), check_62),
-    Claim("6.3", "sampled chain, averaged over the draws: tau traversal >= specinfer",
-          "symbolic execution (V=2) + exact grid (V=3)",
-          proved_up_to(f"V=2 symbolic, V=3 denominators {GRID_D}, chain length 3"), check_63),
-    Claim("6.4", "one fixed drawn chain: tau traversal >= specinfer", "exhaustive search by denominator", REFUTED,
-          check_64),
-    Claim("6.5", "every tree, averaged over the draws: tau traversal >= token-level verifier",
-          "exhaustive search (V=2, context-free, by denominator and node count)", REFUTED, check_65),
+    Claim(
+        "6.1",
+        "depth 1: traversal emits exactly the law of specinfer (iid) / rrsw (wor)",
+        "bisimulation + symbolic execution of rheo_ref (sympy field, z3 branches)",
+        proved_up_to(f"V={MAX_V1}, k={MAX_K1}"),
+        check_61,
+    ),
+    Claim(
+        "6.2",
+        "chain: traversal is Block Verification (same law), the paper's 10/9 vs 11/9",
+        "symbolic execution against Alg. 2 of Sun et al.",
+        proved_up_to(CHAIN_SIZE),
+        check_62,
+    ),
+    Claim(
+        "6.3",
+        "sampled chain, averaged over the draws: tau traversal >= specinfer",
+        "symbolic execution (V=2) + exact grid (V=3)",
+        proved_up_to(f"V=2 symbolic, V=3 denominators {GRID_D}, chain length 3"),
+        check_63,
+    ),
+    Claim(
+        "6.4",
+        "one fixed drawn chain: tau traversal >= specinfer",
+        "exhaustive search by denominator",
+        REFUTED,
+        check_64,
+    ),
+    Claim(
+        "6.5",
+        "every tree, averaged over the draws: tau traversal >= token-level verifier",
+        "exhaustive search (V=2, context-free, by denominator and node count)",
+        REFUTED,
+        check_65,
+    ),
 ]

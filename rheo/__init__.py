@@ -12,11 +12,33 @@ and the pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry poin
 `lossless` marker and the `rheo_seed` / `rheo_lossless` fixtures. Importing this package does
 not import torch or scipy.
 """
+
 from rheo_ref.errors import RheoError
 from rheo_ref.models import Case, load_case
 
-from .stats import LawTest, LosslessError, StatsError, assert_law, assert_lossless, check_law, min_detectable_tv, \
-    min_num_samples, seed_for
+from .stats import (
+    LawTest,
+    LosslessError,
+    StatsError,
+    assert_law,
+    assert_lossless,
+    check_law,
+    min_detectable_tv,
+    min_num_samples,
+    seed_for,
+)
 
-__all__ = ["Case", "LawTest", "LosslessError", "RheoError", "StatsError", "assert_law", "assert_lossless", "check_law",
-           "load_case", "min_detectable_tv", "min_num_samples", "seed_for"]
+__all__ = [
+    "Case",
+    "LawTest",
+    "LosslessError",
+    "RheoError",
+    "StatsError",
+    "assert_law",
+    "assert_lossless",
+    "check_law",
+    "load_case",
+    "min_detectable_tv",
+    "min_num_samples",
+    "seed_for",
+]

@@ -1,4 +1,5 @@
 """`python -m rheo ARGS` is `rheo ARGS`."""
+
 import sys
 
 from .cli import main

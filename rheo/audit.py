@@ -7,6 +7,7 @@ family's rows come first, then the static family's (docs/SCHEMES.md: a fixed sha
 draft nodes, the four lossless pairings and the lossy wor + specinfer; for them `brute trees`
 counts joint draws and `class trees` the sibling draws of the subtree recursion).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,32 +38,51 @@ MATRIX = [
 
 # The static family on the same tables: (shape kind, sizes, label) x (sampling, verify)
 STATIC_SHAPES = [("delayed", (2, 1, 2), "delayed [2,1,2]"), ("branching", (2, 1), "branching [2,1]")]
-STATIC_PAIRINGS = [("iid", "specinfer"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal"),
-                   ("wor", "specinfer")]  # the last one lossy
+STATIC_PAIRINGS = [
+    ("iid", "specinfer"),
+    ("wor", "rrsw"),
+    ("iid", "traversal"),
+    ("wor", "traversal"),
+    ("wor", "specinfer"),
+]  # the last one lossy
 
 
 def audit_models() -> tuple[TableModel, TableModel]:
     """A fixed first-order table pair over V = 5 with distinct scores (no near-ties)."""
-    q = {"": ["2/5", "1/4", "3/20", "1/10", "1/10"],
-         "0": ["1/2", "1/5", "3/20", "1/10", "1/20"], "1": ["1/10", "9/20", "1/4", "1/10", "1/10"],
-         "2": ["1/5", "1/5", "7/20", "3/20", "1/10"], "3": ["3/10", "1/20", "1/10", "9/20", "1/10"],
-         "4": ["1/4", "1/4", "1/4", "1/8", "1/8"]}
-    p = {"": ["1/4", "1/4", "1/4", "1/8", "1/8"],
-         "0": ["3/10", "3/10", "1/5", "1/10", "1/10"], "1": ["1/5", "3/10", "3/10", "0", "1/5"],
-         "2": ["1/10", "1/10", "1/2", "1/5", "1/10"], "3": ["2/5", "1/10", "1/10", "3/10", "1/10"],
-         "4": ["1/5", "1/5", "1/5", "1/5", "1/5"]}
-    return TableModel.from_rows(q, context_length=1, name="draft"), TableModel.from_rows(p, context_length=1, name="target")
+    q = {
+        "": ["2/5", "1/4", "3/20", "1/10", "1/10"],
+        "0": ["1/2", "1/5", "3/20", "1/10", "1/20"],
+        "1": ["1/10", "9/20", "1/4", "1/10", "1/10"],
+        "2": ["1/5", "1/5", "7/20", "3/20", "1/10"],
+        "3": ["3/10", "1/20", "1/10", "9/20", "1/10"],
+        "4": ["1/4", "1/4", "1/4", "1/8", "1/8"],
+    }
+    p = {
+        "": ["1/4", "1/4", "1/4", "1/8", "1/8"],
+        "0": ["3/10", "3/10", "1/5", "1/10", "1/10"],
+        "1": ["1/5", "3/10", "3/10", "0", "1/5"],
+        "2": ["1/10", "1/10", "1/2", "1/5", "1/10"],
+        "3": ["2/5", "1/10", "1/10", "3/10", "1/10"],
+        "4": ["1/5", "1/5", "1/5", "1/5", "1/5"],
+    }
+    return TableModel.from_rows(q, context_length=1, name="draft"), TableModel.from_rows(
+        p, context_length=1, name="target"
+    )
 
 
 def audit_cases() -> list[tuple[str, Case]]:
     q, p = audit_models()
-    rheo = [(label, Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,), 3))
-            for label, K, m, W, D, R, proxy, verify in MATRIX]
+    rheo = [
+        (label, Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,), 3))
+        for label, K, m, W, D, R, proxy, verify in MATRIX
+    ]
     static = []
     for kind, sizes, name in STATIC_SHAPES:
         for sampling, verify in STATIC_PAIRINGS:
             sch = StaticScheme(kind, sizes, sampling, verify)
-            static.append((f"{name} {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"), Case(q, p, sch, (0,), 3)))
+            static.append(
+                (f"{name} {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"), Case(q, p, sch, (0,), 3))
+            )
     return rheo + static
 
 
@@ -87,9 +107,17 @@ def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: i
         law_b = brute.token_law()
         t_brute = time.perf_counter() - t0
         assert law == law_b, f"{label}: brute and classes disagree"
-        row = {"scheme": label, "params": case.scheme.to_json(), "tv": str(tv(law, target_law(case))),
-               "tau": str(cls.tau()), "tau_float": float(cls.tau()), "brute": brute.counter.enumerated,
-               "classes": cls.counter.enumerated, "seconds_brute": t_brute, "seconds_classes": t_cls}
+        row = {
+            "scheme": label,
+            "params": case.scheme.to_json(),
+            "tv": str(tv(law, target_law(case))),
+            "tau": str(cls.tau()),
+            "tau_float": float(cls.tau()),
+            "brute": brute.counter.enumerated,
+            "classes": cls.counter.enumerated,
+            "seconds_brute": t_brute,
+            "seconds_classes": t_cls,
+        }
         if statistical:
             row["fast"] = _statistical(case, seed)
         rows.append(row)
@@ -108,8 +136,15 @@ def format_table(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         tvs = r["tv"] if r["tv"] == "0" else f"{r['tv']} ({float(Fraction(r['tv'])):.4f})"
-        cells = [r["scheme"], tvs, f"{r['tau_float']:.4f}", str(r["brute"]), str(r["classes"]),
-                 f"{r['seconds_brute']:.2f}", f"{r['seconds_classes']:.2f}"]
+        cells = [
+            r["scheme"],
+            tvs,
+            f"{r['tau_float']:.4f}",
+            str(r["brute"]),
+            str(r["classes"]),
+            f"{r['seconds_brute']:.2f}",
+            f"{r['seconds_classes']:.2f}",
+        ]
         if has_fast:
             f = r.get("fast", {})
             if "N" in f:
@@ -118,7 +153,7 @@ def format_table(rows: list[dict]) -> str:
                 cells.append(str(f.get("verdict", "")))
         lines.append(cells)
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
-    fmt = lambda cs: " | ".join(c.ljust(w) for c, w in zip(cs, widths))  # noqa: E731
+    fmt = lambda cs: " | ".join(c.ljust(w) for c, w in zip(cs, widths))
     out = [fmt(head), "-+-".join("-" * w for w in widths)] + [fmt(c) for c in lines]
     out.append("exact TV: of the 3-token law from context [0] to the target law; tau: tokens per round, first round.")
     return "\n".join(out)

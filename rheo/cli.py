@@ -2,6 +2,7 @@
 no input gets a traceback: bad input exits with status 2 and one line naming the value and what
 is allowed, a failure of the environment with 1 and one line, Ctrl-C with 130 (docs/CLI.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,7 @@ import importlib
 import json
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from rheo_ref.errors import RheoError
 from rheo_ref.validate import integer
@@ -47,8 +48,13 @@ def _cmd_exact(args: argparse.Namespace) -> int:
     integer("--max-trees", args.max_trees, min=1)
     integer("--max-law-size", args.max_law_size, min=1)
     case = load_case(args.case)
-    report = exact_report(case, args.method, args.tokens, max_trees=None if args.force else args.max_trees,
-                          max_law_size=None if args.force else args.max_law_size)
+    report = exact_report(
+        case,
+        args.method,
+        args.tokens,
+        max_trees=None if args.force else args.max_trees,
+        max_law_size=None if args.force else args.max_law_size,
+    )
     print(json.dumps(report.to_json()))
     return 0
 
@@ -56,7 +62,7 @@ def _cmd_exact(args: argparse.Namespace) -> int:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .audit import run_audit
 
-    integer("--seed", args.seed, min=0, max=2 ** 64 - 1)
+    integer("--seed", args.seed, min=0, max=2**64 - 1)
     return run_audit(json_path=args.json, statistical=not args.no_stats, seed=args.seed)
 
 
@@ -73,25 +79,45 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="rheo", description="RheoSampling: exact reference, fast path, proofs and lossless gate.")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ex = sub.add_parser("exact", help="exact output law, TV, tau of a case (section-10 JSON)",
-                        description="Compute exactly (Fractions) what a scheme emits on a table-model case.",
-                        epilog=EXACT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ex = sub.add_parser(
+        "exact",
+        help="exact output law, TV, tau of a case (section-10 JSON)",
+        description="Compute exactly (Fractions) what a scheme emits on a table-model case.",
+        epilog=EXACT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ex.add_argument("case", help="case file in the section-10 JSON format")
-    ex.add_argument("--method", choices=("dp", "classes", "brute"), default="dp",
-                    help="dp (default): kept trees built best-first and lazily, verified by a memoised recursion "
-                         "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
-                         "into classes; brute: every sampled identity (static: every joint draw)")
+    ex.add_argument(
+        "--method",
+        choices=("dp", "classes", "brute"),
+        default="dp",
+        help="dp (default): kept trees built best-first and lazily, verified by a memoised recursion "
+        "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
+        "into classes; brute: every sampled identity (static: every joint draw)",
+    )
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
-    ex.add_argument("--max-trees", type=int, default=2_000_000,
-                    help="refuse when the estimated trees per round exceed this (dp: stop when one round passes it)")
-    ex.add_argument("--max-law-size", type=int, default=10_000_000, metavar="N",
-                    help="refuse when the N-token law's estimated size (b^N sequences x N tokens) exceeds this")
+    ex.add_argument(
+        "--max-trees",
+        type=int,
+        default=2_000_000,
+        help="refuse when the estimated trees per round exceed this (dp: stop when one round passes it)",
+    )
+    ex.add_argument(
+        "--max-law-size",
+        type=int,
+        default=10_000_000,
+        metavar="N",
+        help="refuse when the N-token law's estimated size (b^N sequences x N tokens) exceeds this",
+    )
     ex.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
     ex.set_defaults(func=_cmd_exact)
 
-    au = sub.add_parser("audit", help="the main job: a matrix of schemes, exact TV, tau, enumeration sizes",
-                        description="Audit a built-in matrix of schemes: exact TV to the target, tau, brute vs classes "
-                                    "enumeration sizes and times, and the fast path's statistical verdict.")
+    au = sub.add_parser(
+        "audit",
+        help="the main job: a matrix of schemes, exact TV, tau, enumeration sizes",
+        description="Audit a built-in matrix of schemes: exact TV to the target, tau, brute vs classes "
+        "enumeration sizes and times, and the fast path's statistical verdict.",
+    )
     au.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
     au.add_argument("--no-stats", action="store_true", help="skip the fast path's statistical verdict column")
     au.add_argument("--seed", type=int, default=0, help="seed of the statistical column (default 0)")
@@ -134,18 +160,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (MemoryError, RecursionError) as e:
         if os.environ.get(DEBUG_ENV):
             raise
-        _say("error", f"out of {'memory' if isinstance(e, MemoryError) else 'stack'} (a size estimate missed this "
-                      f"input: please report it); smaller inputs are allowed")
+        _say(
+            "error",
+            f"out of {'memory' if isinstance(e, MemoryError) else 'stack'} (a size estimate missed this "
+            f"input: please report it); smaller inputs are allowed",
+        )
         return 1
     except OSError as e:
         if os.environ.get(DEBUG_ENV):
             raise
         _say("error", f"{e.strerror or e}{f': {e.filename}' if e.filename else ''}")
         return 1
-    except Exception as e:  # noqa: BLE001  a bug: one line, not a traceback (RHEO_DEBUG=1 shows it)
+    except Exception as e:
         if os.environ.get(DEBUG_ENV):
             raise
-        _say("internal error", f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)")
+        _say(
+            "internal error",
+            f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)",
+        )
         return 1
 
 

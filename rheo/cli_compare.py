@@ -4,6 +4,7 @@ The logic lives in `rheo.compare` (also used by notebooks/verifiers.py); this mo
 command line: arguments, the progress bar, the table or the JSON object, the plot. Exact
 reference only: it never imports torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,22 +41,43 @@ exit status: 0 ok, 2 bad input or a cell refused as too large (see --force)."""
 
 
 def register(subparsers) -> None:
-    sp = subparsers.add_parser("compare", help="every family x compatible verifier at the same node budget, exact",
-                               description="Exact tau and TV of every scheme family and compatible verifier at the "
-                                           "same number of draft nodes, on one case's tables and context.",
-                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = subparsers.add_parser(
+        "compare",
+        help="every family x compatible verifier at the same node budget, exact",
+        description="Exact tau and TV of every scheme family and compatible verifier at the "
+        "same number of draft nodes, on one case's tables and context.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sp.add_argument("case", help="case file in the section-10 JSON format (its tables, context and tokens are used)")
-    sp.add_argument("--nodes", type=int, nargs="+", action="extend", metavar="N",
-                    help="draft-node budgets (several: a line per scheme in --plot; default: the case scheme's)")
-    sp.add_argument("--tokens", type=int, default=None,
-                    help="length of the law whose TV is reported (default: the case's)")
+    sp.add_argument(
+        "--nodes",
+        type=int,
+        nargs="+",
+        action="extend",
+        metavar="N",
+        help="draft-node budgets (several: a line per scheme in --plot; default: the case scheme's)",
+    )
+    sp.add_argument(
+        "--tokens", type=int, default=None, help="length of the law whose TV is reported (default: the case's)"
+    )
     sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     sp.add_argument("--plot", metavar="FILE", help="write tau against the node budget to FILE (.png, .svg, .pdf)")
-    sp.add_argument("--max-trees", type=int, default=DEFAULT_MAX_TREES,
-                    help="refuse when a cell's estimated outcomes per round exceed this (default %(default)s)")
-    sp.add_argument("--max-law-size", type=int, default=DEFAULT_MAX_LAW_SIZE,
-                    help="refuse a --tokens law estimated above this many tokens in all (default %(default)s)")
-    sp.add_argument("--force", action="store_true", help="run even when a size estimate exceeds --max-trees or --max-law-size")
+    sp.add_argument(
+        "--max-trees",
+        type=int,
+        default=DEFAULT_MAX_TREES,
+        help="refuse when a cell's estimated outcomes per round exceed this (default %(default)s)",
+    )
+    sp.add_argument(
+        "--max-law-size",
+        type=int,
+        default=DEFAULT_MAX_LAW_SIZE,
+        help="refuse a --tokens law estimated above this many tokens in all (default %(default)s)",
+    )
+    sp.add_argument(
+        "--force", action="store_true", help="run even when a size estimate exceeds --max-trees or --max-law-size"
+    )
     sp.set_defaults(func=run_compare)
 
 
@@ -83,10 +105,18 @@ def run_compare(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
 
     def bar(cells):
-        return tqdm(cells, desc="compare", unit="cell", file=sys.stderr, leave=False, disable=None)  # hidden off a terminal
+        return tqdm(
+            cells, desc="compare", unit="cell", file=sys.stderr, leave=False, disable=None
+        )  # hidden off a terminal
 
-    rows = compare(case, nodes, tokens=tokens, max_trees=None if args.force else args.max_trees,
-                   max_law_size=None if args.force else args.max_law_size, progress=bar)
+    rows = compare(
+        case,
+        nodes,
+        tokens=tokens,
+        max_trees=None if args.force else args.max_trees,
+        max_law_size=None if args.force else args.max_law_size,
+        progress=bar,
+    )
     seconds = time.perf_counter() - t0
     if args.plot:
         plot(rows, args.plot)

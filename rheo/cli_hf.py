@@ -4,6 +4,7 @@ Builds a draft and a target `TableLM` from the case (q_samp and p), runs the dec
 case's context (N from α, δ and β, as `rheo.assert_lossless` chooses it) and prints the verdict as
 one JSON object. See docs/THIRD_PARTY.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,14 @@ exit status: 0 pass, 1 REJECT, 2 bad input."""
 
 
 def register(subparsers: Any) -> None:
-    sp = subparsers.add_parser("gate-hf", help="gate a transformers decoder on table language models",
-                               description="Run a Hugging Face transformers decoder (or rheo's LM path) on TableLMs "
-                                           "built from a case and test its output law exactly.",
-                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = subparsers.add_parser(
+        "gate-hf",
+        help="gate a transformers decoder on table language models",
+        description="Run a Hugging Face transformers decoder (or rheo's LM path) on TableLMs "
+        "built from a case and test its output law exactly.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
     sp.add_argument("--decoder", required=True, metavar="NAME", help="assisted | prompt-lookup | ensemble:W | rheo-lm")
     sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
@@ -91,12 +96,20 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         if not 0 < v < 1:
             raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
     integer("--workers", args.workers, min=1, max=MAX_WORKERS)
-    integer("--seed", args.seed, min=0, max=2 ** 63 - 1)
+    integer("--seed", args.seed, min=0, max=2**63 - 1)
     if args.tokens is not None:
         integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
     case = load_case(args.case)
     decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
-    report = gate_hf(case, decoder, alpha=args.alpha, tv=args.tv, beta=args.beta, seed=args.seed,
-                     tokens=args.tokens, workers=args.workers)
+    report = gate_hf(
+        case,
+        decoder,
+        alpha=args.alpha,
+        tv=args.tv,
+        beta=args.beta,
+        seed=args.seed,
+        tokens=args.tokens,
+        workers=args.workers,
+    )
     print(json.dumps(report))
     return 0 if report["verdict"] == "pass" else 1

@@ -4,6 +4,7 @@ Imports of torch/transformers happen inside the commands, so `rheo --help` works
 Every command checks its arguments first (values, sizes against their limits, output paths)
 and only then loads a model: a bad argument costs milliseconds, not a model load (docs/CLI.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ from rheo_ref.validate import integer, number, show, within_limit
 DEFAULT_METHOD = "rheo"
 MAX_CONTEXT = 8192  # SmolLM2-135M-Instruct's context window (max_position_embeddings)
 VOCAB = 49152  # its vocabulary V
-MAX_SEED = 2 ** 64 - 1  # torch.Generator.manual_seed takes 64 bits
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes 64 bits
 MAX_THREADS = 1024
 
 
@@ -33,13 +34,19 @@ def check_tree(args: argparse.Namespace) -> None:
     for flag in ("K", "W", "D", "R", "S"):
         integer(f"-{flag}", getattr(args, flag), min=1, max=VOCAB if flag in "KS" else MAX_CONTEXT)
     if args.draft is not None and not Path(args.draft).is_file():
-        raise CaseError(f"--draft {show(args.draft)} is not a file; allowed: a draft head written by `rheo train-draft`")
+        raise CaseError(
+            f"--draft {show(args.draft)} is not a file; allowed: a draft head written by `rheo train-draft`"
+        )
     mem = available_memory()
     if mem is not None and not getattr(args, "force", False):
         n = nodes(args.K, args.W, args.D)
-        within_limit(f"-K {args.K} -W {args.W} -D {args.D}: bytes of one round's tree rows ({n:,} nodes x V={VOCAB:,} "
-                     f"x 8 bytes)", batch_bytes(1, n, VOCAB), mem,
-                     override=f"{gib(mem)} of memory is available; use a smaller tree, or --force to run anyway")
+        within_limit(
+            f"-K {args.K} -W {args.W} -D {args.D}: bytes of one round's tree rows ({n:,} nodes x V={VOCAB:,} "
+            f"x 8 bytes)",
+            batch_bytes(1, n, VOCAB),
+            mem,
+            override=f"{gib(mem)} of memory is available; use a smaller tree, or --force to run anyway",
+        )
 
 
 def check_run(args: argparse.Namespace) -> None:
@@ -58,8 +65,10 @@ def numbers(flag: str, text: str, *, lo: float, hi: float = math.inf) -> list[fl
         try:
             x = float(item)
         except ValueError:
-            raise CaseError(f"{flag} {show(text)}: {show(item.strip())} is not a number; allowed: comma-separated "
-                            f"numbers in [{lo:g}, {hi:g}]") from None
+            raise CaseError(
+                f"{flag} {show(text)}: {show(item.strip())} is not a number; allowed: comma-separated "
+                f"numbers in [{lo:g}, {hi:g}]"
+            ) from None
         if not (math.isfinite(x) and lo <= x <= hi):
             raise CaseError(f"{flag} {show(text)}: {show(item.strip())} is outside [{lo:g}, {hi:g}]")
         out.append(x)
@@ -93,6 +102,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.raw and not args.prompt:
         raise CaseError("--prompt '' with --raw: allowed: a non-empty text (the model needs a context)")
     import torch
+
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.target import load_target
@@ -107,7 +117,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.raw:
         ids = tok(args.prompt)["input_ids"]
     else:
-        ids = tok.apply_chat_template([{"role": "user", "content": args.prompt}], tokenize=False, add_generation_prompt=True)
+        ids = tok.apply_chat_template(
+            [{"role": "user", "content": args.prompt}], tokenize=False, add_generation_prompt=True
+        )
         ids = tok(ids)["input_ids"]
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     gen = torch.Generator().manual_seed(args.seed)
@@ -117,21 +129,29 @@ def cmd_generate(args: argparse.Namespace) -> int:
     def stream(new: list[int]) -> None:
         out.extend(new)
         text = tok.decode(out, skip_special_tokens=True)
-        sys.stdout.write(text[len(shown[0]):])
+        sys.stdout.write(text[len(shown[0]) :])
         sys.stdout.flush()
         shown[0] = text
 
     sc = scheme_for(args.method, size)
     if head is None or sc is None:  # autoregressive
-        res = generate_ar(tgt.model, ids, T=args.temperature, max_new=args.max_new_tokens, generator=gen,
-                          eos=tgt.eos_ids, on_tokens=stream)
+        res = generate_ar(
+            tgt.model,
+            ids,
+            T=args.temperature,
+            max_new=args.max_new_tokens,
+            generator=gen,
+            eos=tgt.eos_ids,
+            on_tokens=stream,
+        )
     else:
         lm = LMTreeModel(tgt.model, head, T=args.temperature, S=args.S)
-        res = generate_tree(lm, ids, sc, max_new=args.max_new_tokens, generator=gen,
-                            eos=tgt.eos_ids, on_tokens=stream)
+        res = generate_tree(lm, ids, sc, max_new=args.max_new_tokens, generator=gen, eos=tgt.eos_ids, on_tokens=stream)
     shape = "" if sc is None else f" K={sc.K} m={sc.m} W={sc.W} D={sc.D} R={sc.R} S={args.S} verify={sc.verify}"
-    print(f"\n[{args.method}{shape} T={args.temperature:g}] {len(res.tokens)} tokens in {res.rounds} rounds: "
-          f"τ={res.tau:.2f}, {res.tokens_per_s:.1f} tokens/s ({res.seconds:.1f} s, prefill {res.prefill_seconds:.1f} s)")
+    print(
+        f"\n[{args.method}{shape} T={args.temperature:g}] {len(res.tokens)} tokens in {res.rounds} rounds: "
+        f"τ={res.tau:.2f}, {res.tokens_per_s:.1f} tokens/s ({res.seconds:.1f} s, prefill {res.prefill_seconds:.1f} s)"
+    )
     return 0
 
 
@@ -140,6 +160,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     numbers("--temperatures", args.temperatures, lo=0)
     methods("--methods", args.methods)
     from rheo_fast.lm.bench import run_bench
+
     return run_bench(args)
 
 
@@ -148,6 +169,7 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
     numbers("--alphas", args.alphas, lo=0, hi=1)
     methods("--methods", args.methods, tree_only=True)
     from rheo_fast.lm.ceiling import run_ceiling
+
     return run_ceiling(args)
 
 
@@ -155,10 +177,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     check_run(args)
     for flag in ("epochs", "windows"):
         if getattr(args, flag) is not None:
-            integer(f"--{flag}", getattr(args, flag), min=1, max=1000 if flag == "epochs" else 10 ** 9)
+            integer(f"--{flag}", getattr(args, flag), min=1, max=1000 if flag == "epochs" else 10**9)
     if args.out is not None:
         check_writable(args.out, parents=True)  # save_head creates the folder
     from rheo_fast.lm.train_draft import cmd_train_draft
+
     return cmd_train_draft(args)
 
 
@@ -184,11 +207,19 @@ def _tree_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    g = sub.add_parser("generate", help="decode with SmolLM2-135M (target) and the trained draft head",
-                       description="Stream text decoded by a scheme on the real models, then a one-line summary "
-                                   "(τ = tokens per round, tokens/s).")
+    g = sub.add_parser(
+        "generate",
+        help="decode with SmolLM2-135M (target) and the trained draft head",
+        description="Stream text decoded by a scheme on the real models, then a one-line summary "
+        "(τ = tokens per round, tokens/s).",
+    )
     g.add_argument("--prompt", required=True, help="user message (chat template) or raw text with --raw")
-    g.add_argument("--method", choices=_methods(), default=DEFAULT_METHOD, help="decoding scheme (default rheo: m=1, OT verification)")
+    g.add_argument(
+        "--method",
+        choices=_methods(),
+        default=DEFAULT_METHOD,
+        help="decoding scheme (default rheo: m=1, OT verification)",
+    )
     g.add_argument("--temperature", type=float, default=1.0, help="T (0 = greedy; default 1)")
     g.add_argument("--max-new-tokens", type=int, default=128)
     g.add_argument("--raw", action="store_true", help="feed the prompt as raw text (code completion), no chat template")
@@ -197,28 +228,37 @@ def register(sub: Any) -> None:
     g.add_argument("--threads", type=int, default=None)
     g.set_defaults(func=cmd_generate)
 
-    b = sub.add_parser("bench-model", help="τ, tokens/s and speedup of every scheme on HumanEval + MT-bench",
-                       description="Benchmark every scheme at T in {0, 0.6, 1} on a fixed prompt sample; writes "
-                                   "reports/bench_model.md and reports/bench_model.png.")
+    b = sub.add_parser(
+        "bench-model",
+        help="τ, tokens/s and speedup of every scheme on HumanEval + MT-bench",
+        description="Benchmark every scheme at T in {0, 0.6, 1} on a fixed prompt sample; writes "
+        "reports/bench_model.md and reports/bench_model.png.",
+    )
     b.add_argument("--temperatures", default="0,0.6,1.0")
     b.add_argument("--methods", default=",".join(_methods()))
     _report_options(b)
     b.set_defaults(func=cmd_bench)
 
-    c = sub.add_parser("draft-ceiling", help="τ and projected speedup against draft quality (oracle-mixed drafts)",
-                       description="Decode at T = 1 with drafts q_α = trunc_S((1-α) q_head + α p) mixed with the "
-                                   "target's own p, measure τ and the draft's overlap with p, and project the "
-                                   "speedup over autoregressive decoding a real draft of that overlap would give "
-                                   "(the oracle's target forwards are timed and subtracted). Writes "
-                                   "reports/draft_ceiling.md and reports/draft_ceiling.png.")
+    c = sub.add_parser(
+        "draft-ceiling",
+        help="τ and projected speedup against draft quality (oracle-mixed drafts)",
+        description="Decode at T = 1 with drafts q_α = trunc_S((1-α) q_head + α p) mixed with the "
+        "target's own p, measure τ and the draft's overlap with p, and project the "
+        "speedup over autoregressive decoding a real draft of that overlap would give "
+        "(the oracle's target forwards are timed and subtracted). Writes "
+        "reports/draft_ceiling.md and reports/draft_ceiling.png.",
+    )
     c.add_argument("--alphas", default="0,0.25,0.5,0.75,1", help="mixing weights in [0, 1] (default 0,0.25,0.5,0.75,1)")
     c.add_argument("--methods", default="chain,topk,rheo", help="tree schemes (default chain,topk,rheo)")
     _report_options(c)
     c.set_defaults(func=cmd_ceiling)
 
-    t = sub.add_parser("train-draft", help="distil the EAGLE-style draft head from the target (about 14 min on 2 quiet cores)",
-                       description="Train the draft head reproducibly from --seed on text shipped in installed "
-                                   "packages; writes draft_head.safetensors to $RHEO_CACHE (default ~/.cache/rheo).")
+    t = sub.add_parser(
+        "train-draft",
+        help="distil the EAGLE-style draft head from the target (about 14 min on 2 quiet cores)",
+        description="Train the draft head reproducibly from --seed on text shipped in installed "
+        "packages; writes draft_head.safetensors to $RHEO_CACHE (default ~/.cache/rheo).",
+    )
     t.add_argument("--tiny", action="store_true", help="a seconds-long setting for tests")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--epochs", type=int, default=None)

@@ -7,6 +7,7 @@ variant (N, p-values) and whether they reject. Then the correct fast path under
 `--seeds` seeds: how often the gate's test rejects it, with a two-sided binomial p-value
 against α (and against 0.05, where a miscalibrated test shows at 100 seeds).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,22 +34,39 @@ MAX_SEEDS = 100_000
 def register(subparsers) -> None:
     from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, STATIC_MUTANT_CASES
 
-    sp = subparsers.add_parser("mutants", help="the lossless gate's negative controls and false-alarm rate",
-                               description="Run the lossless gate on every deliberately broken fast path (mutant) "
-                                           "and on the correct one under many seeds.",
-                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = subparsers.add_parser(
+        "mutants",
+        help="the lossless gate's negative controls and false-alarm rate",
+        description="Run the lossless gate on every deliberately broken fast path (mutant) "
+        "and on the correct one under many seeds.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    sp.add_argument("--alpha", type=float, default=ALPHA, help=f"false-alarm probability of each test (default {ALPHA:g})")
+    sp.add_argument(
+        "--alpha", type=float, default=ALPHA, help=f"false-alarm probability of each test (default {ALPHA:g})"
+    )
     sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = --tv (default {BETA:g})")
-    sp.add_argument("--tv", type=float, default=DELTA, help=f"the TV δ each test detects with power 1-β (default {DELTA:g})")
-    sp.add_argument("--case", default="auto",
-                    help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
-                         f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
-                         f"{', '.join(STATIC_MUTANT_CASES)}); a case runs its own family's mutants")
-    sp.add_argument("--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})")
+    sp.add_argument(
+        "--tv", type=float, default=DELTA, help=f"the TV δ each test detects with power 1-β (default {DELTA:g})"
+    )
+    sp.add_argument(
+        "--case",
+        default="auto",
+        help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
+        f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
+        f"{', '.join(STATIC_MUTANT_CASES)}); a case runs its own family's mutants",
+    )
+    sp.add_argument(
+        "--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})"
+    )
     sp.add_argument("--only", nargs="+", metavar="MUTANT", help="only these mutants")
-    sp.add_argument("--seeds", type=int, default=100, help="seeds of the false-alarm measurement (default 100; 0 skips it; "
-                                                           f"at most {MAX_SEEDS:,})")
+    sp.add_argument(
+        "--seeds",
+        type=int,
+        default=100,
+        help=f"seeds of the false-alarm measurement (default 100; 0 skips it; at most {MAX_SEEDS:,})",
+    )
     sp.set_defaults(func=run_mutants)
 
 
@@ -70,13 +88,22 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
         rejected = any(t.rejected for t in tests)
         expected = max(tvs.values()) >= tv
         verdict = ("caught" if rejected else "MISSED") if expected else ("caught (below δ)" if rejected else "below δ")
-        rows.append({
-            "mutant": name, "case": gc.name, "description": MUTANTS[name].description,
-            "exact_tv": {ch: str(v) for ch, v in tvs.items()}, "exact_tv_float": {ch: float(v) for ch, v in tvs.items()},
-            "N": {t.label.split()[1]: t.n for t in tests}, "p_value": {t.label.split()[1]: t.p_value for t in tests},
-            "detectable_tv": {t.label.split()[1]: t.detectable_tv for t in tests},
-            "rejected": rejected, "expected": expected, "verdict": verdict, "note": MUTANTS[name].note,
-        })
+        rows.append(
+            {
+                "mutant": name,
+                "case": gc.name,
+                "description": MUTANTS[name].description,
+                "exact_tv": {ch: str(v) for ch, v in tvs.items()},
+                "exact_tv_float": {ch: float(v) for ch, v in tvs.items()},
+                "N": {t.label.split()[1]: t.n for t in tests},
+                "p_value": {t.label.split()[1]: t.p_value for t in tests},
+                "detectable_tv": {t.label.split()[1]: t.detectable_tv for t in tests},
+                "rejected": rejected,
+                "expected": expected,
+                "verdict": verdict,
+                "note": MUTANTS[name].note,
+            }
+        )
     return rows
 
 
@@ -129,9 +156,18 @@ def run_mutants(args: argparse.Namespace) -> int:
     rows = mutant_rows(args.case, names, alpha=args.alpha, beta=args.beta, tv=args.tv)
     fa = false_alarms(args.fa_case, args.seeds, alpha=args.alpha, beta=args.beta, tv=args.tv) if args.seeds else None
     ok = all(r["verdict"] != "MISSED" for r in rows) and (fa is None or fa["at_alpha"]["binomial_p"] >= 1e-3)
-    out = {"case": args.case, "fa_case": args.fa_case, "alpha": args.alpha, "beta": args.beta, "tv": args.tv,
-           "family_alpha_per_mutant": 4 * args.alpha, "mutants": rows,
-           "false_alarm": fa, "ok": ok, "seconds": round(time.perf_counter() - t0, 1)}
+    out = {
+        "case": args.case,
+        "fa_case": args.fa_case,
+        "alpha": args.alpha,
+        "beta": args.beta,
+        "tv": args.tv,
+        "family_alpha_per_mutant": 4 * args.alpha,
+        "mutants": rows,
+        "false_alarm": fa,
+        "ok": ok,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     if args.json:
         print(json.dumps(out))
     else:
@@ -141,21 +177,29 @@ def run_mutants(args: argparse.Namespace) -> int:
 
 def _print_table(out: dict) -> None:
     w = sys.stdout.write
-    w(f"lossless gate negative controls (case: {out['case']}): α={out['alpha']:g} per test "
-      f"(4 checks: ≤{out['family_alpha_per_mutant']:g} per mutant), power {1 - out['beta']:g} at TV δ={out['tv']:g}\n")
-    w(f"{'mutant':24} {'case':34} {'TV joint2':>11} {'TV joint3':>11} {'TV round':>11} {'TV lengths':>11} {'N (j2/j3/r/l)':>24} "
-      f"{'min p':>9}  verdict\n")
+    w(
+        f"lossless gate negative controls (case: {out['case']}): α={out['alpha']:g} per test "
+        f"(4 checks: ≤{out['family_alpha_per_mutant']:g} per mutant), power {1 - out['beta']:g} at TV δ={out['tv']:g}\n"
+    )
+    w(
+        f"{'mutant':24} {'case':34} {'TV joint2':>11} {'TV joint3':>11} {'TV round':>11} {'TV lengths':>11} {'N (j2/j3/r/l)':>24} "
+        f"{'min p':>9}  verdict\n"
+    )
     for r in out["mutants"]:
         tv = {ch: _rational(Fraction(v), 11) for ch, v in r["exact_tv"].items()}
         n = "/".join(str(x) for x in r["N"].values())
-        w(f"{r['mutant']:24} {r['case']:34} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
-          f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n")
+        w(
+            f"{r['mutant']:24} {r['case']:34} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
+            f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n"
+        )
     fa = out["false_alarm"]
     if fa:
         for key in ("at_alpha", "at_0.05"):
             x = fa[key]
-            w(f"false alarms, correct fast path on {out['fa_case']}, {fa['seeds']} seeds, level {x['level']:g}: {x['rejections']} rejected "
-              f"(expected {x['expected']:g}), binomial p = {x['binomial_p']:.3g}\n")
+            w(
+                f"false alarms, correct fast path on {out['fa_case']}, {fa['seeds']} seeds, level {x['level']:g}: {x['rejections']} rejected "
+                f"(expected {x['expected']:g}), binomial p = {x['binomial_p']:.3g}\n"
+            )
         w(f"p-values vs uniform (KS): p = {fa['ks_uniform_p']:.3g}\n")
     w(f"{'ok' if out['ok'] else 'FAILED'} in {out['seconds']} s\n")
 

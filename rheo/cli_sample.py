@@ -5,6 +5,7 @@ prints one JSON object: the counts of the token sequences, the law of the first 
 and its mean (tau), and the measured rounds per second. Bad input exits with status 2 and one
 line (the `rheo` entry point turns every `RheoError` into that).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,35 +38,56 @@ batches x tokens x D <= 10^6; one batch's [B, nodes, V] float64 tensors within t
 exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
 MAX_CELLS = 1 << 24  # cap on B * expansions * V floats of one batch's q̃ rows
-MAX_DRAWS = 10 ** 8  # --samples x tokens (each sequence is counted in Python)
-MAX_WORK = 10 ** 9  # --samples x tokens x nodes x V: float64 cells of the rounds' rows (~5e6 per second on one core)
-MAX_LEVELS = 10 ** 6  # batches x tokens x D: tree levels decoded in sequence (~0.1 ms each)
-MAX_SEED = 2 ** 64 - 1  # torch.Generator.manual_seed takes 64 bits
+MAX_DRAWS = 10**8  # --samples x tokens (each sequence is counted in Python)
+MAX_WORK = 10**9  # --samples x tokens x nodes x V: float64 cells of the rounds' rows (~5e6 per second on one core)
+MAX_LEVELS = 10**6  # batches x tokens x D: tree levels decoded in sequence (~0.1 ms each)
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes 64 bits
 MAX_THREADS = 1024
 
 
 def register(subparsers) -> None:
-    sp = subparsers.add_parser("sample", help="fast-path samples of a case (vectorised torch)",
-                               description="Decode N independent continuations of a table-model case with the fast path.",
-                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = subparsers.add_parser(
+        "sample",
+        help="fast-path samples of a case (vectorised torch)",
+        description="Decode N independent continuations of a table-model case with the fast path.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sp.add_argument("case", help="case file in the section-10 JSON format")
     sp.add_argument("--samples", type=int, required=True, metavar="N", help="number of independent continuations")
     sp.add_argument("--seed", type=int, required=True, metavar="S", help="seed of the torch.Generator")
     sp.add_argument("--device", default="cpu", metavar="DEV", help="cpu or cuda (default cpu)")
-    sp.add_argument("--batch", type=int, default=None, metavar="B", help="trials per vectorised batch (default: up to 65536)")
+    sp.add_argument(
+        "--batch", type=int, default=None, metavar="B", help="trials per vectorised batch (default: up to 65536)"
+    )
     sp.add_argument("--tokens", type=int, default=None, help="tokens per continuation (default: the case's `tokens`)")
-    sp.add_argument("--temperature", type=float, default=1.0, metavar="T",
-                    help="1: the tables as given; 0: greedy q_samp and p; other T: rows to the power 1/T (float)")
-    sp.add_argument("--threads", type=int, default=1, metavar="T",
-                    help="torch CPU threads (default 1: the tensors are small, extra threads only contend)")
-    sp.add_argument("--mutant", default=None, choices=sorted(MUTANTS), metavar="NAME",
-                    help="run a deliberately broken variant (a negative control of the gate) of the case's scheme "
-                         "family: " + ", ".join(sorted(MUTANTS)))
+    sp.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        metavar="T",
+        help="1: the tables as given; 0: greedy q_samp and p; other T: rows to the power 1/T (float)",
+    )
+    sp.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="T",
+        help="torch CPU threads (default 1: the tensors are small, extra threads only contend)",
+    )
+    sp.add_argument(
+        "--mutant",
+        default=None,
+        choices=sorted(MUTANTS),
+        metavar="NAME",
+        help="run a deliberately broken variant (a negative control of the gate) of the case's scheme "
+        "family: " + ", ".join(sorted(MUTANTS)),
+    )
     sp.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
     sp.set_defaults(func=run_sample)
 
 
-def check_args(args: argparse.Namespace) -> "torch.device":
+def check_args(args: argparse.Namespace) -> torch.device:
     import torch
 
     integer("--samples", args.samples, min=1)
@@ -95,9 +117,13 @@ def check_sizes(case: Case, n: int, args: argparse.Namespace) -> int:
     else:  # q̃ rows of the expansions [B, E, V]; N nodes
         E, N = expansions(s.K, s.W, s.D), nodes(s.K, s.W, s.D)
     for model in {id(m): m for m in (case.draft, case.q_samp_model, case.target)}.values():
-        if model.context_length >= 62 / math.log2(V + 1):  # rheo_fast.models._Table's context codes (no int*float overflow)
-            raise CaseError(f"{model.name}: context_length {model.context_length} with vocab_size {V} is too large "
-                            f"for 64-bit context codes; allowed: (V+1)^context_length < 2^62")
+        if model.context_length >= 62 / math.log2(
+            V + 1
+        ):  # rheo_fast.models._Table's context codes (no int*float overflow)
+            raise CaseError(
+                f"{model.name}: context_length {model.context_length} with vocab_size {V} is too large "
+                f"for 64-bit context codes; allowed: (V+1)^context_length < 2^62"
+            )
     B = args.batch or max(1, min(65536, MAX_CELLS // (E * V)))
     B = min(B, args.samples)
     if args.force:
@@ -105,17 +131,29 @@ def check_sizes(case: Case, n: int, args: argparse.Namespace) -> int:
     override = "use fewer --samples or --tokens, a smaller scheme, or --force to run anyway"
     draws = f"--samples {count(args.samples)} x {count(n)} tokens"
     within_limit(f"{draws}: token draws", args.samples * n, MAX_DRAWS, override=override)
-    within_limit(f"{draws} x {count(N)} tree nodes x V={count(V)}: cells of the rounds' rows (at most one round per token)",
-                 Size.of(args.samples * n) * Size.of(N) * Size.of(V), MAX_WORK, override=override)
+    within_limit(
+        f"{draws} x {count(N)} tree nodes x V={count(V)}: cells of the rounds' rows (at most one round per token)",
+        Size.of(args.samples * n) * Size.of(N) * Size.of(V),
+        MAX_WORK,
+        override=override,
+    )
     batches = -(-args.samples // B)
-    within_limit(f"{count(batches)} batches x {count(n)} tokens x D={count(s.D)}: tree levels decoded one after another",
-                 batches * n * s.D, MAX_LEVELS, override=override)
+    within_limit(
+        f"{count(batches)} batches x {count(n)} tokens x D={count(s.D)}: tree levels decoded one after another",
+        batches * n * s.D,
+        MAX_LEVELS,
+        override=override,
+    )
     mem = device_memory(args.device)
     if mem is not None:
         need = batch_bytes(B, N, V)
-        within_limit(f"{'--batch' if args.batch else 'the batch'} {count(B)} (x {count(N)} nodes x V={count(V)} "
-                     f"x 8 bytes): bytes of one batch's tensors", need, mem,
-                     override=f"{gib(mem)} of memory is available; use a smaller --batch or scheme, or --force to run anyway")
+        within_limit(
+            f"{'--batch' if args.batch else 'the batch'} {count(B)} (x {count(N)} nodes x V={count(V)} "
+            f"x 8 bytes): bytes of one batch's tensors",
+            need,
+            mem,
+            override=f"{gib(mem)} of memory is available; use a smaller --batch or scheme, or --force to run anyway",
+        )
     return B
 
 
@@ -124,6 +162,7 @@ def device_memory(device: str) -> int | None:
     if device == "cpu":
         return available_memory()
     import torch
+
     try:
         return torch.cuda.mem_get_info(torch.device(device))[0]
     except (RuntimeError, AssertionError):
@@ -142,7 +181,7 @@ def run_sample(args: argparse.Namespace) -> int:
         torch.set_num_threads(threads)
 
 
-def _sample(args: argparse.Namespace, device: "torch.device") -> int:
+def _sample(args: argparse.Namespace, device: torch.device) -> int:
     import torch
 
     from rheo_fast.decode import decode
@@ -173,13 +212,19 @@ def _sample(args: argparse.Namespace, device: "torch.device") -> int:
             bar.update(b)
     if bar is not None:
         bar.close()
-    print(json.dumps({
-        "counts": dict(sorted(counts.items())),
-        "first_round": {"emitted_length_counts": {str(k): v for k, v in sorted(first.items())},
-                        "tau": sum(k * v for k, v in first.items()) / args.samples},
-        "rounds_per_second": rounds / elapsed if elapsed > 0 else None,
-        **({"mutant": args.mutant} if args.mutant else {}),
-    }))
+    print(
+        json.dumps(
+            {
+                "counts": dict(sorted(counts.items())),
+                "first_round": {
+                    "emitted_length_counts": {str(k): v for k, v in sorted(first.items())},
+                    "tau": sum(k * v for k, v in first.items()) / args.samples,
+                },
+                "rounds_per_second": rounds / elapsed if elapsed > 0 else None,
+                **({"mutant": args.mutant} if args.mutant else {}),
+            }
+        )
+    )
     return 0
 
 
@@ -188,4 +233,5 @@ def progress_bar(samples: int, batch: int):
     if samples <= batch:
         return None
     from tqdm import tqdm
+
     return tqdm(total=samples, unit="seq", desc="rheo sample", disable=None, leave=False)

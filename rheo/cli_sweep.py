@@ -1,6 +1,7 @@
 """`rheo sweep GRID.json`: exact τ and TV over a grid of tables × schemes × temperatures, on local
 processes or a Dask cluster (rheo.sweep; the grid format: rheo_ref.grid, docs/EXACT_AT_SCALE.md §5).
 Building the parser imports neither torch nor Dask."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,15 +22,20 @@ exit status: 0 ok (even with failed cells), 2 bad input (the grid, the scheduler
 
 
 def register(subparsers) -> None:
-    sp = subparsers.add_parser("sweep", help="exact tau and TV over a grid of tables x schemes x temperatures",
-                               description="Sweep a grid of table generators x schemes x temperatures: one tidy table "
-                                           "of exact tau and TV (CSV, Parquet), a summary plot, resumable.",
-                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = subparsers.add_parser(
+        "sweep",
+        help="exact tau and TV over a grid of tables x schemes x temperatures",
+        description="Sweep a grid of table generators x schemes x temperatures: one tidy table "
+        "of exact tau and TV (CSV, Parquet), a summary plot, resumable.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sp.add_argument("grid", help="grid file (JSON: tables, schemes, temperatures, context, tokens, method, max_trees)")
     sp.add_argument("--out", metavar="DIR", help="output folder (default: reports/sweep-<grid file name>)")
     sp.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler, e.g. tcp://127.0.0.1:8786")
-    sp.add_argument("--workers", type=int, default=None,
-                    help="local processes (default: the number of CPUs; 1: no pool)")
+    sp.add_argument(
+        "--workers", type=int, default=None, help="local processes (default: the number of CPUs; 1: no pool)"
+    )
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--no-plot", action="store_true", help="no summary plot")
     sp.set_defaults(func=_cmd_sweep)
@@ -40,7 +46,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     cells = load_grid(args.grid)
     out = Path(args.out) if args.out else Path("reports") / f"sweep-{Path(args.grid).stem}"
-    result = sweep(cells, out, scheduler=args.scheduler, workers=args.workers, progress=not args.no_progress,
-                   summary_plot=not args.no_plot)
+    result = sweep(
+        cells,
+        out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        progress=not args.no_progress,
+        summary_plot=not args.no_plot,
+    )
     print(json.dumps(result.to_json()))
     return 0

@@ -13,6 +13,7 @@ round, the exact TV of the `tokens`-token law to the target and the seconds it t
   `branching [k]*d` (k, d >= 2, k + ... + k^d = N), and delayed `[K, L1, L2]` for every K >= 2,
   L1 >= 1, L2 >= 1 with L1 + K·L2 = N; each with the five compatible pairings.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,10 +33,12 @@ from rheo_ref.static_exact import estimate_static
 
 # The compatible (lossless) pairings of the static family, in table order (docs/SCHEMES.md §3).
 PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
-RULES = ("rheo family: R = N, K = min(3, V), W = min(2, K), D = ceil(N / W); chain K = 1, m = 0, W = 1, D = R = N. "
-         "static family: chain [1]*N, rollouts [K, 1, ...] (K | N), balanced [k]*d, delayed [K, L1, L2] "
-         "(K >= 2, L1 >= 1, L2 >= 1, L1 + K*L2 = N), each with iid+specinfer, wor+rrsw, iid+rrsw, iid+traversal, "
-         "wor+traversal.")
+RULES = (
+    "rheo family: R = N, K = min(3, V), W = min(2, K), D = ceil(N / W); chain K = 1, m = 0, W = 1, D = R = N. "
+    "static family: chain [1]*N, rollouts [K, 1, ...] (K | N), balanced [k]*d, delayed [K, L1, L2] "
+    "(K >= 2, L1 >= 1, L2 >= 1, L1 + K*L2 = N), each with iid+specinfer, wor+rrsw, iid+rrsw, iid+traversal, "
+    "wor+traversal."
+)
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,23 @@ class Row:
 
     def to_json(self) -> dict:
         c = self.cell
-        return {"nodes": c.nodes, "family": c.family, "scheme": c.label, "series": c.series, "verifier": c.pairing,
-                "params": c.scheme.to_json(), "tau": str(self.tau), "tau_float": float(self.tau), "tv": str(self.tv),
-                "seconds": round(self.seconds, 4), "enumerated": self.enumerated}
+        return {
+            "nodes": c.nodes,
+            "family": c.family,
+            "scheme": c.label,
+            "series": c.series,
+            "verifier": c.pairing,
+            "params": c.scheme.to_json(),
+            "tau": str(self.tau),
+            "tau_float": float(self.tau),
+            "tv": str(self.tv),
+            "seconds": round(self.seconds, 4),
+            "enumerated": self.enumerated,
+        }
 
 
 # --- the cells ----------------------------------------------------------------------------------
+
 
 def rheo_cells(N: int, vocab_size: int) -> list[Cell]:
     K = min(3, vocab_size)
@@ -76,10 +90,12 @@ def rheo_cells(N: int, vocab_size: int) -> list[Cell]:
     D = -(-N // W)
     tree = f"K={K} W={W} D={D} R={N}"
     rheo = lambda m, verify: Scheme(K, m, W, D, N, Proxy("rheo"), verify)
-    return [Cell(N, "rheo", f"Top-K {tree}", "Top-K", "OT", rheo(K, "rheo")),
-            Cell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1", "OT", rheo(min(1, K), "rheo")),
-            Cell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1 + RRSw", "RRSw", rheo(min(1, K), "rrsw")),
-            Cell(N, "rheo", f"chain K=1 D={N}", "chain (rheo)", "OT", Scheme(1, 0, 1, N, N, Proxy("rheo"), "rheo"))]
+    return [
+        Cell(N, "rheo", f"Top-K {tree}", "Top-K", "OT", rheo(K, "rheo")),
+        Cell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1", "OT", rheo(min(1, K), "rheo")),
+        Cell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1 + RRSw", "RRSw", rheo(min(1, K), "rrsw")),
+        Cell(N, "rheo", f"chain K=1 D={N}", "chain (rheo)", "OT", Scheme(1, 0, 1, N, N, Proxy("rheo"), "rheo")),
+    ]
 
 
 def static_shapes(N: int) -> list[tuple[str, tuple[int, ...], str]]:
@@ -94,7 +110,7 @@ def static_shapes(N: int) -> list[tuple[str, tuple[int, ...], str]]:
             if total == N:
                 out.append(("branching", (k,) * d, f"balanced k={k}"))
             d += 1
-            total += k ** d
+            total += k**d
     for K in range(2, N):
         for L2 in range(1, N):
             L1 = N - K * L2
@@ -128,9 +144,11 @@ def default_nodes(case: Case) -> int:
 
 # --- running them -------------------------------------------------------------------------------
 
+
 def case_with(case: Case, scheme: Scheme | StaticScheme, tokens: int | None = None) -> Case:
-    return Case(case.draft, case.target, scheme, case.context, case.tokens if tokens is None else tokens,
-                case.draft_sample)
+    return Case(
+        case.draft, case.target, scheme, case.context, case.tokens if tokens is None else tokens, case.draft_sample
+    )
 
 
 def estimate(case: Case) -> int:
@@ -140,9 +158,16 @@ def estimate(case: Case) -> int:
     return estimate_trees_per_round(case, "classes")
 
 
-def compare(case: Case, nodes: Sequence[int], *, tokens: int | None = None, max_trees: int | None = DEFAULT_MAX_TREES,
-            max_law_size: int | None = DEFAULT_MAX_LAW_SIZE, select: Callable[[Cell], bool] | None = None,
-            progress: Callable[[list[tuple[Cell, Case]]], Iterable[tuple[Cell, Case]]] | None = None) -> list[Row]:
+def compare(
+    case: Case,
+    nodes: Sequence[int],
+    *,
+    tokens: int | None = None,
+    max_trees: int | None = DEFAULT_MAX_TREES,
+    max_law_size: int | None = DEFAULT_MAX_LAW_SIZE,
+    select: Callable[[Cell], bool] | None = None,
+    progress: Callable[[list[tuple[Cell, Case]]], Iterable[tuple[Cell, Case]]] | None = None,
+) -> list[Row]:
     """Every cell of every budget in `nodes` (those `select` keeps) on the case's tables and context.
 
     Every cell's size estimate is checked before any is run: one above `max_trees` refuses the
@@ -159,12 +184,14 @@ def compare(case: Case, nodes: Sequence[int], *, tokens: int | None = None, max_
         for c, cs in zip(cells, cases):
             est = estimate(cs)
             if est > max_trees:
-                raise TooLargeError(f"{c.label} {c.pairing} at {c.nodes} nodes would enumerate up to ~{est:,} outcomes "
-                                    f"per round (limit {max_trees:,}); use smaller --nodes, or --force to run anyway")
+                raise TooLargeError(
+                    f"{c.label} {c.pairing} at {c.nodes} nodes would enumerate up to ~{est:,} outcomes "
+                    f"per round (limit {max_trees:,}); use smaller --nodes, or --force to run anyway"
+                )
     target = target_law(case, n)
     rows = []
     pairs = list(zip(cells, cases))
-    for c, cs in (progress(pairs) if progress is not None else pairs):
+    for c, cs in progress(pairs) if progress is not None else pairs:
         t0 = time.perf_counter()
         ex = Exact(cs, "classes", max_trees=None)
         law = ex.token_law(n)
@@ -173,6 +200,7 @@ def compare(case: Case, nodes: Sequence[int], *, tokens: int | None = None, max_
 
 
 # --- output -------------------------------------------------------------------------------------
+
 
 def _short(f: Fraction, width: int = 14) -> str:
     s = str(f)
@@ -191,8 +219,18 @@ def format_table(rows: Sequence[Row], *, tokens: int) -> str:
         c = r.cell
         tvs = "0" if r.tv == 0 else f"{_short(r.tv)} ({float(r.tv):.4f})"
         star = " *" if r.tv == 0 and r.tau == best.get(c.nodes) else ""
-        lines.append([str(c.nodes), c.family, c.label, c.pairing, f"{float(r.tau):.4f}{star}", _short(r.tau), tvs,
-                      f"{r.seconds:.3f}"])
+        lines.append(
+            [
+                str(c.nodes),
+                c.family,
+                c.label,
+                c.pairing,
+                f"{float(r.tau):.4f}{star}",
+                _short(r.tau),
+                tvs,
+                f"{r.seconds:.3f}",
+            ]
+        )
     widths = [max([len(h)] + [len(ln[i]) for ln in lines]) for i, h in enumerate(head)]
     fmt = lambda cs: " | ".join(x.ljust(w) for x, w in zip(cs, widths)).rstrip()
     out = [fmt(head), "-+-".join("-" * w for w in widths)]
@@ -200,15 +238,23 @@ def format_table(rows: Sequence[Row], *, tokens: int) -> str:
         if i and rows[i].cell.nodes != rows[i - 1].cell.nodes:
             out.append("-+-".join("-" * w for w in widths))
         out.append(fmt(ln))
-    out.append(f"tau: expected tokens of the first round; exact TV: of the {tokens}-token law to the target; "
-               f"*: best lossless tau at that budget; '...': exact value in --json.")
+    out.append(
+        f"tau: expected tokens of the first round; exact TV: of the {tokens}-token law to the target; "
+        f"*: best lossless tau at that budget; '...': exact value in --json."
+    )
     return "\n".join(out)
 
 
 def to_json(rows: Sequence[Row], *, case_path: str | None, case: Case, tokens: int, seconds: float) -> dict[str, Any]:
-    return {"case": case_path, "context": list(case.context), "tokens": tokens,
-            "nodes": list(dict.fromkeys(r.cell.nodes for r in rows)), "rules": RULES,
-            "rows": [r.to_json() for r in rows], "seconds": round(seconds, 4)}
+    return {
+        "case": case_path,
+        "context": list(case.context),
+        "tokens": tokens,
+        "nodes": list(dict.fromkeys(r.cell.nodes for r in rows)),
+        "rules": RULES,
+        "rows": [r.to_json() for r in rows],
+        "seconds": round(seconds, 4),
+    }
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -246,8 +292,9 @@ def plot(rows: Sequence[Row], path: str) -> None:
             if pn == panel:
                 pts.sort()
                 color, marker = style[series]
-                ax.plot([x for x, _ in pts], [y for _, y in pts], marker=marker, ls="-", ms=4, color=color,
-                        label=series)
+                ax.plot(
+                    [x for x, _ in pts], [y for _, y in pts], marker=marker, ls="-", ms=4, color=color, label=series
+                )
         if panel != "rheo family" and reference:
             ax.plot([x for x, _ in reference], [y for _, y in reference], "k--", lw=1, label="Rheo m=1 (reference)")
         ax.set(title=panel, xlabel="draft nodes N", ylabel="exact τ")

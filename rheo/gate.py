@@ -18,12 +18,13 @@ The round checks compare with the spec, so they also catch lossless deviations f
 family, running the spec or a mutant of that family. A mutant's negative control runs on the
 case of its family where its exact TV is largest (`mutant_case`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
-from typing import Callable
+from functools import cache, lru_cache
 
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
@@ -34,9 +35,9 @@ from rheo_ref.variants import MUTANTS, READ_BY, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
-ALPHA = 4e-7   # false-alarm probability of every gate test (the family's: `family_alpha`)
+ALPHA = 4e-7  # false-alarm probability of every gate test (the family's: `family_alpha`)
 FAMILY_ALPHA_BOUND = 1e-4  # what the whole matrix may cost a correct decoder (asserted by the tests)
-BETA = 0.01    # miss probability at TV = DELTA
+BETA = 0.01  # miss probability at TV = DELTA
 DELTA = 0.025  # the TV every gate test detects with power 1 - BETA
 CHECKS = ("joint2", "joint3", "round", "lengths")
 
@@ -64,10 +65,15 @@ SCHEMES = {
 STATIC_SHAPES = {"branching": (2, 1), "delayed": (2, 1, 2), "parents": (0, 0, 1)}
 STATIC_PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
 STATIC_SCHEMES = {
-    **{f"{kind}-{sampling}-{verify}": StaticScheme(kind, STATIC_SHAPES[kind], sampling, verify)
-       for kind in ("branching", "delayed") for sampling, verify in STATIC_PAIRINGS},
-    **{f"parents-{sampling}-traversal": StaticScheme("parents", STATIC_SHAPES["parents"], sampling, "traversal")
-       for sampling in ("iid", "wor")},
+    **{
+        f"{kind}-{sampling}-{verify}": StaticScheme(kind, STATIC_SHAPES[kind], sampling, verify)
+        for kind in ("branching", "delayed")
+        for sampling, verify in STATIC_PAIRINGS
+    },
+    **{
+        f"parents-{sampling}-traversal": StaticScheme("parents", STATIC_SHAPES["parents"], sampling, "traversal")
+        for sampling in ("iid", "wor")
+    },
 }
 ALL_SCHEMES: dict[str, Scheme | StaticScheme] = {**SCHEMES, **STATIC_SCHEMES}
 
@@ -129,8 +135,9 @@ def gate_cases() -> dict[str, GateCase]:
         out[f"{s}/T0" + "/zeros" * zeros] = _gate_case(f"{s}/T0" + "/zeros" * zeros, s, zeros=zeros, temp="0")
     for name in ("branching-wor-traversal/fastT0.5", "delayed-iid-rrsw/fastT0.5"):
         out[name] = _gate_case(name, name.split("/")[0], temp="fast0.5")
-    out["parents-wor-traversal/T0.5/zeros"] = _gate_case("parents-wor-traversal/T0.5/zeros", "parents-wor-traversal",
-                                                         zeros=True, temp="0.5")
+    out["parents-wor-traversal/T0.5/zeros"] = _gate_case(
+        "parents-wor-traversal/T0.5/zeros", "parents-wor-traversal", zeros=True, temp="0.5"
+    )
     out["parents-iid-traversal/T1"] = _gate_case("parents-iid-traversal/T1", "parents-iid-traversal")
     return out
 
@@ -148,8 +155,11 @@ MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. T
 # The static family's: wor siblings on the tables with zeros at T = 0.5 (where the exact TVs are
 # largest), the branching shape under rrsw and under traversal, and the parents shape under
 # traversal (the only shape where its two leaf orders differ)
-STATIC_MUTANT_CASES = ("branching-wor-rrsw/T0.5/zeros", "branching-wor-traversal/T0.5/zeros",
-                       "parents-wor-traversal/T0.5/zeros")
+STATIC_MUTANT_CASES = (
+    "branching-wor-rrsw/T0.5/zeros",
+    "branching-wor-traversal/T0.5/zeros",
+    "parents-wor-traversal/T0.5/zeros",
+)
 
 
 def mutant_cases(name: str) -> tuple[str, ...]:
@@ -165,7 +175,7 @@ def mutant_cases(name: str) -> tuple[str, ...]:
     return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.static_scheme().verify in READ_BY[setting])
 
 
-@lru_cache(maxsize=None)
+@cache
 def mutant_case(name: str) -> str:
     """The gate case of a mutant's negative control: among `mutant_cases` (MUTANT_CASES for the
     rheo family, STATIC_MUTANT_CASES for the static family), the one where its exact TV on the
@@ -191,6 +201,7 @@ def _new_exact(case: Case, mutant: str | None) -> Exact:
     if mutant is None:
         return Exact(case)
     from rheo_ref.mutants import MutantExact
+
     return MutantExact(case, mutant)
 
 
@@ -214,13 +225,20 @@ def exact_tvs(gc: GateCase, mutant: str, checks: tuple[str, ...] = CHECKS) -> di
     return {ch: total_variation(check_law_of(gc, ch, mutant), check_law_of(gc, ch)) for ch in checks}
 
 
-def check_sampler(gc: GateCase, check: str, mutant: str | None = None,
-                  factory: Callable | None = None) -> Callable[[int, int], list[tuple[int, ...]]]:
+def check_sampler(
+    gc: GateCase, check: str, mutant: str | None = None, factory: Callable | None = None
+) -> Callable[[int, int], list[tuple[int, ...]]]:
     """(seed, n) -> n outcomes of the fast path (or `factory(mutant, first_round=, T=)`) for a check."""
     factory = fast_sampler if factory is None else factory
     if check.startswith("joint"):
-        case = Case(gc.fast_case.draft, gc.fast_case.target, gc.fast_case.scheme, gc.fast_case.context,
-                    int(check[5:]), gc.fast_case.draft_sample)
+        case = Case(
+            gc.fast_case.draft,
+            gc.fast_case.target,
+            gc.fast_case.scheme,
+            gc.fast_case.context,
+            int(check[5:]),
+            gc.fast_case.draft_sample,
+        )
         s = factory(mutant, T=gc.T)
         return lambda seed, n: s(case, seed, n)
     s = factory(mutant, first_round=True, T=gc.T)
@@ -229,19 +247,30 @@ def check_sampler(gc: GateCase, check: str, mutant: str | None = None,
     return lambda seed, n: [(len(x),) for x in s(gc.fast_case, seed, n)]
 
 
-def run_check(gc: GateCase, check: str, *, seed: int | None = None, mutant: str | None = None,
-              alpha: float = ALPHA, beta: float = BETA, tv: float = DELTA, factory: Callable | None = None,
-              law: Law | None = None) -> LawTest:
+def run_check(
+    gc: GateCase,
+    check: str,
+    *,
+    seed: int | None = None,
+    mutant: str | None = None,
+    alpha: float = ALPHA,
+    beta: float = BETA,
+    tv: float = DELTA,
+    factory: Callable | None = None,
+    law: Law | None = None,
+) -> LawTest:
     """One gate test; the seed defaults to one fixed by (case, check, mutant)."""
     law = check_law_of(gc, check) if law is None else law
     n = samples_for(law, tv, alpha, beta)
     seed = seed_for(f"gate|{gc.name}|{check}|{mutant}") if seed is None else seed
     samples = check_sampler(gc, check, mutant, factory)(seed, n)
-    return check_law(samples, law, alpha=alpha, beta=beta, tv=tv,
-                     label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else ""))
+    return check_law(
+        samples, law, alpha=alpha, beta=beta, tv=tv, label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else "")
+    )
 
 
 # --- driving the fast path ------------------------------------------------------------------
+
 
 def canonical(seq, vocab_size: int) -> tuple[int, ...]:
     """A fast-path sequence with every token from the first invalid one (-1 or >= V) on set to V."""
@@ -271,10 +300,17 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            g = torch.Generator(device=device).manual_seed(int(seed) % 2 ** 63)
+            g = torch.Generator(device=device).manual_seed(int(seed) % 2**63)
             model = TableTreeModel(case, T=T, device=device)
-            out = decode(model, [list(case.context)] * num_samples, case.scheme, 1 if first_round else case.tokens,
-                         generator=g, variant=variant, keep_rounds=first_round)
+            out = decode(
+                model,
+                [list(case.context)] * num_samples,
+                case.scheme,
+                1 if first_round else case.tokens,
+                generator=g,
+                variant=variant,
+                keep_rounds=first_round,
+            )
         finally:
             torch.set_num_threads(threads)
         V = case.vocab_size
@@ -287,8 +323,9 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
     return sampler
 
 
-def fast_verdict(case: Case, *, alpha: float, tv: float, seed: int, beta: float = DEFAULT_BETA,
-                 mutant: str | None = None) -> dict:
+def fast_verdict(
+    case: Case, *, alpha: float, tv: float, seed: int, beta: float = DEFAULT_BETA, mutant: str | None = None
+) -> dict:
     """The `rheo audit` column: the fast path's first `case.tokens` tokens against the target law.
 
     Returns {verdict: "pass"/"FAIL", N, alpha, detectable_tv, p_value} (plus beta, tv, cells).
@@ -297,6 +334,13 @@ def fast_verdict(case: Case, *, alpha: float, tv: float, seed: int, beta: float 
         res = assert_lossless(fast_sampler(mutant), case, alpha=alpha, tv=tv, beta=beta, seed=seed)
     except LosslessError as e:
         res = e.result
-    return {"verdict": "FAIL" if res.rejected else "pass", "N": res.n, "alpha": res.alpha,
-            "detectable_tv": res.detectable_tv, "p_value": res.p_value, "beta": res.beta, "tv": res.tv,
-            "cells": res.cells}
+    return {
+        "verdict": "FAIL" if res.rejected else "pass",
+        "N": res.n,
+        "alpha": res.alpha,
+        "detectable_tv": res.detectable_tv,
+        "p_value": res.p_value,
+        "beta": res.beta,
+        "tv": res.tv,
+        "cells": res.cells,
+    }

@@ -22,6 +22,7 @@ laws below model it. The decoder's own exact law, where
 rheo knows it (`HFDecoder.exact_law`, from `rheo.hf_laws.Chain` or `rheo_ref.exact.Exact`), gives
 the exact TV reported beside the verdict.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,10 +47,18 @@ DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm")  # as written 
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
 PROCESSING = ("temperature", "top_k", "top_p")
 LOOKUP = ("prompt_lookup_num_tokens", "max_matching_ngram_size")
-GEN_KEYS = {"assisted": ON_DRAFT + PROCESSING, "ensemble": ON_DRAFT + PROCESSING,
-            "prompt-lookup": LOOKUP + PROCESSING, "rheo-lm": ("temperature",)}
-HF_DEFAULTS = {"num_assistant_tokens": 20, "num_assistant_tokens_schedule": "constant",
-               "assistant_confidence_threshold": 0.4, "max_matching_ngram_size": 2}  # transformers 5.24's
+GEN_KEYS = {
+    "assisted": ON_DRAFT + PROCESSING,
+    "ensemble": ON_DRAFT + PROCESSING,
+    "prompt-lookup": LOOKUP + PROCESSING,
+    "rheo-lm": ("temperature",),
+}
+HF_DEFAULTS = {
+    "num_assistant_tokens": 20,
+    "num_assistant_tokens_schedule": "constant",
+    "assistant_confidence_threshold": 0.4,
+    "max_matching_ngram_size": 2,
+}  # transformers 5.24's
 LOOKUP_TOKENS = 3  # prompt_lookup_num_tokens when not given (transformers has no default: it is the switch)
 SCHEDULES = ("constant", "heuristic", "heuristic_transient")
 
@@ -72,13 +81,16 @@ class HFDecoder:
         if head == "ensemble":
             weight = parse_weight(arg)
             if weight == 1:
-                raise CaseError(f"decoder {name!r}: transformers needs an ensemble weight in (0, 1); "
-                                f"1 is plain assisted")
+                raise CaseError(
+                    f"decoder {name!r}: transformers needs an ensemble weight in (0, 1); 1 is plain assisted"
+                )
         gen = dict(gen or {})
         bad = sorted(set(gen) - set(GEN_KEYS[head]))
         if bad:
-            raise CaseError(f"decoder {head}: --gen {bad[0]} is not supported (the exact target law would be unknown); "
-                            f"allowed: {', '.join(GEN_KEYS[head])}")
+            raise CaseError(
+                f"decoder {head}: --gen {bad[0]} is not supported (the exact target law would be unknown); "
+                f"allowed: {', '.join(GEN_KEYS[head])}"
+            )
         dec = cls(head, tuple(sorted(gen.items())), weight)
         dec.check()
         return dec
@@ -105,8 +117,10 @@ class HFDecoder:
             if k in opts and (isinstance(opts[k], bool) or not isinstance(opts[k], int) or opts[k] < 1):
                 raise CaseError(f"{k}={opts[k]!r} must be an integer >= 1")
         if opts.get("num_assistant_tokens_schedule", "constant") not in SCHEDULES:
-            raise CaseError(f"num_assistant_tokens_schedule={opts['num_assistant_tokens_schedule']!r}; "
-                            f"allowed: {', '.join(SCHEDULES)}")
+            raise CaseError(
+                f"num_assistant_tokens_schedule={opts['num_assistant_tokens_schedule']!r}; "
+                f"allowed: {', '.join(SCHEDULES)}"
+            )
         thr = opts.get("assistant_confidence_threshold", 0)
         if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not 0 <= thr < 1:
             raise CaseError(f"assistant_confidence_threshold={thr!r} must be a number in [0, 1)")
@@ -131,15 +145,26 @@ class HFDecoder:
             return Exact(Case(case.draft, p, case.rheo_scheme(), case.context, n, ds)).token_law(n)
         p = proc.table(case.target)
         if self.kind == "prompt-lookup":
-            chain = Chain(p, lookup_drafter(opts["prompt_lookup_num_tokens"], opts["max_matching_ngram_size"]),
-                          point_mass(case.vocab_size), cap=n, horizon=n + 1)
+            chain = Chain(
+                p,
+                lookup_drafter(opts["prompt_lookup_num_tokens"], opts["max_matching_ngram_size"]),
+                point_mass(case.vocab_size),
+                cap=n,
+                horizon=n + 1,
+            )
             return chain.token_law(n, case.context)
         if opts["num_assistant_tokens_schedule"] != "constant":
             return None
         q = proc.table(proc.table(case.q_samp_model))  # processed twice, as transformers does (finding 2)
         thr = check_exact_float(opts["assistant_confidence_threshold"], "assistant_confidence_threshold")
-        chain = Chain(p, table_drafter(q, thr), table_row(q), self.weight or Fraction(1),
-                      opts["num_assistant_tokens"], horizon=n + 1)
+        chain = Chain(
+            p,
+            table_drafter(q, thr),
+            table_row(q),
+            self.weight or Fraction(1),
+            opts["num_assistant_tokens"],
+            horizon=n + 1,
+        )
         return chain.token_law(n, case.context)
 
     # --- sampling
@@ -190,8 +215,9 @@ def quiet_one_thread() -> Iterator[None]:
         logging.set_verbosity(level)
 
 
-def decode_batch(case_obj: dict, decoder: HFDecoder, context: list[int], n: int, seed: int,
-                 num_samples: int) -> list[tuple[int, ...]]:
+def decode_batch(
+    case_obj: dict, decoder: HFDecoder, context: list[int], n: int, seed: int, num_samples: int
+) -> list[tuple[int, ...]]:
     """num_samples independent decodes of n tokens from `context` (a module function: workers call it)."""
     import torch
 
@@ -201,7 +227,7 @@ def decode_batch(case_obj: dict, decoder: HFDecoder, context: list[int], n: int,
             from rheo_fast.lm.table_head import generate_tokens, table_tree_model
 
             T = 1 / decoder.processing().power
-            lm, g = table_tree_model(case, T=T), torch.Generator().manual_seed(seed % 2 ** 63)
+            lm, g = table_tree_model(case, T=T), torch.Generator().manual_seed(seed % 2**63)
             return [tuple(generate_tokens(lm, context, case.rheo_scheme(), n, g)) for _ in range(num_samples)]
         from rheo_fast.table_lm import table_lms
 
@@ -216,15 +242,16 @@ def decode_batch(case_obj: dict, decoder: HFDecoder, context: list[int], n: int,
             kwargs["assistant_ensemble_weight"] = float(decoder.weight)
         ids = torch.tensor([context])
         mask = torch.ones_like(ids)
-        torch.manual_seed(seed % 2 ** 63)
+        torch.manual_seed(seed % 2**63)
         out = []
         for _ in range(num_samples):  # n + 1 new tokens: see rheo.hf_laws on draft caps
             seq = target.generate(ids, attention_mask=mask, do_sample=True, max_new_tokens=n + 1, **kwargs)
-            out.append(tuple(seq[0, len(context):len(context) + n].tolist()))
+            out.append(tuple(seq[0, len(context) : len(context) + n].tolist()))
         return out
 
 
 # --- the gate ----------------------------------------------------------------------------------
+
 
 def transformers_version() -> str | None:
     import importlib.metadata as md
@@ -235,8 +262,17 @@ def transformers_version() -> str | None:
         return None
 
 
-def gate_hf(case: Case, decoder: HFDecoder, *, alpha: float, tv: float, seed: int, beta: float = DEFAULT_BETA,
-            tokens: int | None = None, workers: int = 1) -> dict[str, Any]:
+def gate_hf(
+    case: Case,
+    decoder: HFDecoder,
+    *,
+    alpha: float,
+    tv: float,
+    seed: int,
+    beta: float = DEFAULT_BETA,
+    tokens: int | None = None,
+    workers: int = 1,
+) -> dict[str, Any]:
     """Run `decoder` on the case's table models and test its first n tokens against the exact
     (processed) target law. Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
     n = case.tokens if tokens is None else tokens
@@ -254,9 +290,22 @@ def gate_hf(case: Case, decoder: HFDecoder, *, alpha: float, tv: float, seed: in
         res = e.result
     seconds = time.perf_counter() - t0
     exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
-    return {"decoder": decoder.name, "transformers": transformers_version(), "gen": decoder.options(),
-            "tokens": n, "verdict": "REJECT" if res.rejected else "pass", "N": res.n, "alpha": res.alpha,
-            "beta": res.beta, "tv": res.tv, "detectable_tv": res.detectable_tv, "p_value": res.p_value,
-            "cells": res.cells, "exact_tv": None if exact_tv is None else str(exact_tv),
-            "exact_tv_float": None if exact_tv is None else float(exact_tv), "seed": seed,
-            "seconds": round(seconds, 3), "ms_per_sample": round(1000 * seconds / res.n, 3)}
+    return {
+        "decoder": decoder.name,
+        "transformers": transformers_version(),
+        "gen": decoder.options(),
+        "tokens": n,
+        "verdict": "REJECT" if res.rejected else "pass",
+        "N": res.n,
+        "alpha": res.alpha,
+        "beta": res.beta,
+        "tv": res.tv,
+        "detectable_tv": res.detectable_tv,
+        "p_value": res.p_value,
+        "cells": res.cells,
+        "exact_tv": None if exact_tv is None else str(exact_tv),
+        "exact_tv_float": None if exact_tv is None else float(exact_tv),
+        "seed": seed,
+        "seconds": round(seconds, 3),
+        "ms_per_sample": round(1000 * seconds / res.n, 3),
+    }

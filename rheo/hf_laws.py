@@ -24,6 +24,7 @@ Draft lengths: transformers caps a round's drafts at max_length − cur_len − 
 The samplers of `rheo.hf` generate n + 1 tokens and keep the first n, so a round that starts after
 m < n tokens drafts min(k, n − m): exactly as many as can reach the first n tokens.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,6 +50,7 @@ VerifyRow = Callable[[Context, int], Row]  # (context of the drafted position, d
 
 # --- processing: temperature, top-k, top-p -----------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Processing:
     """transformers' sampling warpers as exact rationals: rows to the power `power` (temperature
@@ -68,8 +70,9 @@ class Processing:
                 raise CaseError(f"temperature={T!r} must be a number > 0")
             power = round(1 / T)
             if power < 1 or abs(1 / T - power) > 1e-9:
-                raise CaseError(f"temperature={T!r}: the exact target law needs 1/T to be an integer "
-                                f"(T = 1, 0.5, 0.25, ...)")
+                raise CaseError(
+                    f"temperature={T!r}: the exact target law needs 1/T to be an integer (T = 1, 0.5, 0.25, ...)"
+                )
         k = gen.get("top_k")
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
             raise CaseError(f"top_k={k!r} must be an integer >= 0 (0: off)")
@@ -83,7 +86,7 @@ class Processing:
         return self.power == 1 and self.top_k is None and self.top_p is None
 
     def row(self, row: Sequence[Fraction], where: str = "row") -> Row:
-        r = _normalise([x ** self.power for x in row])
+        r = _normalise([x**self.power for x in row])
         if self.top_k is not None and self.top_k < len(r):
             r = _top_k(r, self.top_k, where)
         if self.top_p is not None:
@@ -127,8 +130,9 @@ def _top_p(r: Row, top_p: Fraction, where: str) -> Row:
     for j, i in enumerate(order[:-1]):
         cum += r[i]
         if abs(float(cum - cut)) <= FLOAT_MARGIN:
-            raise CaseError(f"{where}: top_p={float(top_p):g}: a cumulative mass {cum} is within float rounding "
-                            f"of 1 - top_p")
+            raise CaseError(
+                f"{where}: top_p={float(top_p):g}: a cumulative mass {cum} is within float rounding of 1 - top_p"
+            )
         if cum <= cut:
             if r[order[j + 1]] == r[i] and r[i] and cum + r[i] > cut:
                 raise CaseError(f"{where}: top_p={float(top_p):g} cuts between tied tokens; their order decides")
@@ -137,6 +141,7 @@ def _top_p(r: Row, top_p: Fraction, where: str) -> Row:
 
 
 # --- drafters ----------------------------------------------------------------------------------
+
 
 def table_drafter(q: TableModel, threshold: Fraction = ZERO) -> Drafter:
     """Draw the next draft from q(·|context); transformers' `assistant_confidence_threshold` stops
@@ -156,8 +161,10 @@ def _check_threshold(q: TableModel, threshold: Fraction) -> None:
         for key, row in q.probs.items():
             for x in row:
                 if x and abs(float(x - threshold)) <= FLOAT_MARGIN:
-                    raise CaseError(f"{q.name} row {key!r}: entry {x} is within float rounding of "
-                                    f"assistant_confidence_threshold {float(threshold):g}")
+                    raise CaseError(
+                        f"{q.name} row {key!r}: entry {x} is within float rounding of "
+                        f"assistant_confidence_threshold {float(threshold):g}"
+                    )
 
 
 def lookup_candidates(ids: Sequence[int], num_tokens: int, max_ngram: int) -> list[int]:
@@ -168,7 +175,7 @@ def lookup_candidates(ids: Sequence[int], num_tokens: int, max_ngram: int) -> li
     for n in range(min(max_ngram, n_ids - 1), 0, -1):
         suffix = list(ids[-n:])
         for start in range(n_ids - n + 1):
-            if list(ids[start:start + n]) == suffix:
+            if list(ids[start : start + n]) == suffix:
                 s, e = start + n, min(start + n + num_tokens, n_ids)
                 if s < e:
                     return list(ids[s:e])
@@ -177,6 +184,7 @@ def lookup_candidates(ids: Sequence[int], num_tokens: int, max_ngram: int) -> li
 
 def lookup_drafter(num_tokens: int, max_ngram: int = 2) -> Drafter:
     """Prompt lookup: the round's candidate block, one point mass at a time."""
+
     def draft(start: Context, drafted: tuple[int, ...]) -> list[tuple[int, Fraction]]:
         cands = lookup_candidates(start, num_tokens, max_ngram)
         return [(cands[len(drafted)], ONE)] if len(drafted) < len(cands) else []
@@ -195,6 +203,7 @@ def table_row(q: TableModel) -> VerifyRow:
 
 
 # --- laws --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Chain:
@@ -261,7 +270,7 @@ def _bonus(out: Law, head: tuple[int, ...], prob: Fraction, r: Row) -> None:
 
 def check_exact_float(value: Any, name: str) -> Fraction:
     """A float option read as the rational it denotes (0.4 -> 2/5 when that is within 1e-12)."""
-    f = Fraction(value).limit_denominator(10 ** 6)
+    f = Fraction(value).limit_denominator(10**6)
     if not math.isclose(float(f), float(value), rel_tol=0, abs_tol=1e-12):
         raise CaseError(f"{name}={value!r} is not a short rational; give e.g. 0.4 or 0.25")
     return f

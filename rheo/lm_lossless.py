@@ -8,6 +8,7 @@ detected with power 1 − β reported):
   p(·|prompt, x), one forward each.
 Each sample is a fresh decode (its own coins) from a copy of the prefilled state.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -48,8 +49,9 @@ def exact_next(model: Any, ids: list[int], *, floor: float = 1e-9) -> dict[tuple
     return {(t,): Fraction(float(p[t])) for t in keep}
 
 
-def sample_pairs(lm: LMTreeModel, ids: list[int], scheme: Any, n: int, seed: int,
-                 variant: Variant = SPEC) -> list[tuple[int, int]]:
+def sample_pairs(
+    lm: LMTreeModel, ids: list[int], scheme: Any, n: int, seed: int, variant: Variant = SPEC
+) -> list[tuple[int, int]]:
     """n independent decodes of 2 tokens from ids (seeded generator, one stream for all)."""
     g = torch.Generator().manual_seed(seed)
     out = []
@@ -59,17 +61,38 @@ def sample_pairs(lm: LMTreeModel, ids: list[int], scheme: Any, n: int, seed: int
     return out
 
 
-def lossless_check(target: Any, head: Any, scheme: Any, *, n: int, alpha: float, tv: float, beta: float = 0.01,
-                   top: int = 2, seed: int = 0, prompt: str = PROMPT, mutant: str | None = None) -> LosslessReport:
+def lossless_check(
+    target: Any,
+    head: Any,
+    scheme: Any,
+    *,
+    n: int,
+    alpha: float,
+    tv: float,
+    beta: float = 0.01,
+    top: int = 2,
+    seed: int = 0,
+    prompt: str = PROMPT,
+    mutant: str | None = None,
+) -> LosslessReport:
     """The χ² check of the module docstring; `mutant` names a broken variant (a negative control)."""
     model, tok = target.model, target.tokenizer
     ids = tok(prompt)["input_ids"]
     lm = LMTreeModel(model, head, T=1.0)
     pairs = sample_pairs(lm, ids, scheme, n, seed, variant_named(mutant))
-    tests = [check_law([(a,) for a, _ in pairs], exact_next(model, ids), alpha=alpha, tv=tv, beta=beta,
-                       label="first token")]
+    tests = [
+        check_law([(a,) for a, _ in pairs], exact_next(model, ids), alpha=alpha, tv=tv, beta=beta, label="first token")
+    ]
     for x, c in Counter(a for a, _ in pairs).most_common(top):
         seconds = [(b,) for a, b in pairs if a == x]
-        tests.append(check_law(seconds, exact_next(model, ids + [x]), alpha=alpha, tv=tv, beta=beta,
-                               label=f"second token | first={tok.decode([x])!r} (N={c})"))
+        tests.append(
+            check_law(
+                seconds,
+                exact_next(model, ids + [x]),
+                alpha=alpha,
+                tv=tv,
+                beta=beta,
+                label=f"second token | first={tok.decode([x])!r} (N={c})",
+            )
+        )
     return LosslessReport(tests, n)

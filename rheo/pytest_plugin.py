@@ -12,6 +12,7 @@ least `case.tokens` long). See docs/GATE.md. Seeds come from the test id (`rheo_
 from a run that passed; set RHEO_SEED_SALT (e.g. to the date) in a nightly job to vary them.
 Imports of scipy and the exact reference are deferred, so the plugin costs nothing to load.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,7 +61,9 @@ def rheo_seed(request) -> int:
 @pytest.fixture
 def rheo_lossless(rheo_seed):
     """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=)."""
+
     def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
         kwargs.setdefault("seed", rheo_seed)
         return assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
+
     return gate

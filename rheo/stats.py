@@ -21,6 +21,7 @@ A sampler's outcomes are compared with an exact law (a dict from token tuples to
 - `assert_lossless` applies this to the first n tokens of a decoder against the target law;
   `rheo.gate.fast_verdict` does it for the fast path (the `rheo audit` column).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,10 +30,11 @@ import os
 import random
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from itertools import accumulate
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
@@ -47,6 +49,7 @@ MARGIN = 2.0  # the noncentrality is solved for miss probability β / MARGIN (se
 
 
 # --- the trio ------------------------------------------------------------------------------
+
 
 def _check_rate(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 < value < 1:
@@ -103,6 +106,7 @@ def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: 
 
 # --- pooling and the assertion ---------------------------------------------------------------
 
+
 def pool_cells(law: Law, n: int, min_expected: float = MIN_EXPECTED) -> list[tuple[tuple[int, ...], ...]]:
     """The tested cells: outcomes of positive probability, those with n·p < `min_expected` pooled.
 
@@ -134,24 +138,26 @@ class LawTest:
 
     label: str
     statistic: str
-    n: int                 # samples
-    cells: int             # tested cells after pooling
-    pooled_mass: float     # exact probability of the outcomes pooled into one cell
-    impossible: int        # samples on outcomes of exact probability 0
+    n: int  # samples
+    cells: int  # tested cells after pooling
+    pooled_mass: float  # exact probability of the outcomes pooled into one cell
+    impossible: int  # samples on outcomes of exact probability 0
     chi2: float
     p_value: float
     alpha: float
     beta: float
-    tv: float              # δ the test states
-    detectable_tv: float   # smallest TV detected with power 1−β at this n
+    tv: float  # δ the test states
+    detectable_tv: float  # smallest TV detected with power 1−β at this n
     rejected: bool
 
     def summary(self) -> str:
         verdict = "REJECT" if self.rejected else "pass"
         imp = f", {self.impossible} impossible" if self.impossible else ""
-        return (f"{self.label}: {verdict} (p={self.p_value:.3g}, α={self.alpha:g}, N={self.n}, "
-                f"{self.cells} cells, {self.statistic}{imp}; detects TV≥{self.detectable_tv:.4f} "
-                f"with power {1 - self.beta:g}, stated δ={self.tv:g})")
+        return (
+            f"{self.label}: {verdict} (p={self.p_value:.3g}, α={self.alpha:g}, N={self.n}, "
+            f"{self.cells} cells, {self.statistic}{imp}; detects TV≥{self.detectable_tv:.4f} "
+            f"with power {1 - self.beta:g}, stated δ={self.tv:g})"
+        )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -163,8 +169,16 @@ def _as_tuple(seq: Any) -> tuple[int, ...]:
     return tuple(int(t) for t in seq)
 
 
-def check_law(samples: Iterable[Sequence[int]] | Mapping[tuple[int, ...], int], law: Law, *, alpha: float,
-             tv: float, beta: float = DEFAULT_BETA, statistic: str = "pearson", label: str = "law") -> LawTest:
+def check_law(
+    samples: Iterable[Sequence[int]] | Mapping[tuple[int, ...], int],
+    law: Law,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = DEFAULT_BETA,
+    statistic: str = "pearson",
+    label: str = "law",
+) -> LawTest:
     """Goodness of fit of `samples` (sequences, or a Counter of tuples) to the exact `law`; no raise."""
     from scipy.stats import chi2 as chi2_dist
 
@@ -202,18 +216,42 @@ def check_law(samples: Iterable[Sequence[int]] | Mapping[tuple[int, ...], int], 
     if impossible:
         stat, pval = math.inf, 0.0
     det = _detectable(groups, n, alpha, beta)
-    return LawTest(label, statistic, n, k, pooled_mass, impossible, stat, pval, alpha, beta, tv, det,
-                   bool(impossible or pval < alpha))
+    return LawTest(
+        label,
+        statistic,
+        n,
+        k,
+        pooled_mass,
+        impossible,
+        stat,
+        pval,
+        alpha,
+        beta,
+        tv,
+        det,
+        bool(impossible or pval < alpha),
+    )
 
 
-def assert_law(samples: Iterable[Sequence[int]] | Mapping[tuple[int, ...], int], law: Law, *, alpha: float,
-               tv: float, beta: float = DEFAULT_BETA, statistic: str = "pearson", label: str = "law") -> LawTest:
+def assert_law(
+    samples: Iterable[Sequence[int]] | Mapping[tuple[int, ...], int],
+    law: Law,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = DEFAULT_BETA,
+    statistic: str = "pearson",
+    label: str = "law",
+) -> LawTest:
     """Raise `LosslessError` when the samples reject `law` at level `alpha`; also when the test is
     too weak for its claim (detectable TV at this N above the stated `tv`)."""
     res = check_law(samples, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label)
     if res.detectable_tv > res.tv + 1e-12:
-        raise LosslessError(f"{res.summary()}: too few samples to detect TV {tv:g}; "
-                            f"need N >= {min_num_samples(tv, alpha, beta, max(res.cells, 2))}", res)
+        raise LosslessError(
+            f"{res.summary()}: too few samples to detect TV {tv:g}; "
+            f"need N >= {min_num_samples(tv, alpha, beta, max(res.cells, 2))}",
+            res,
+        )
     if res.rejected:
         raise LosslessError(res.summary(), res)
     return res
@@ -263,6 +301,7 @@ def current_test_seed(fallback: str) -> int:
 
 # --- samplers from exact laws (negative and positive controls) -----------------------------
 
+
 def sample_law(law: Law, n: int, seed: int) -> list[tuple[int, ...]]:
     """n outcomes drawn from an exact law (floats for the draw; exact enough for tests)."""
     keys = sorted(k for k, p in law.items() if p > 0)
@@ -274,15 +313,27 @@ def sample_law(law: Law, n: int, seed: int) -> list[tuple[int, ...]]:
 
 def law_sampler(law_of: Callable[[Case, int], Law]) -> Sampler:
     """A sampler (case, seed, n) -> sequences that draws the first `case.tokens` tokens from `law_of(case, tokens)`."""
+
     def sampler(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
         return sample_law(law_of(case, case.tokens), num_samples, seed)
+
     return sampler
 
 
 # --- the decoder gate ----------------------------------------------------------------------
 
-def assert_lossless(sampler: Sampler, case: Case, *, alpha: float, tv: float, beta: float = DEFAULT_BETA,
-                    tokens: int | None = None, seed: int | None = None, statistic: str = "pearson") -> LawTest:
+
+def assert_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = DEFAULT_BETA,
+    tokens: int | None = None,
+    seed: int | None = None,
+    statistic: str = "pearson",
+) -> LawTest:
     """Gate a decoder: its first n tokens (n = `tokens` or `case.tokens`) against the exact target law.
 
     `sampler(case, seed, num_samples)` returns `num_samples` emitted token sequences (lists,
@@ -293,7 +344,9 @@ def assert_lossless(sampler: Sampler, case: Case, *, alpha: float, tv: float, be
     from rheo_ref.exact import target_law
 
     if not isinstance(case, Case):
-        raise StatsError(f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}")
+        raise StatsError(
+            f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}"
+        )
     if not callable(sampler):
         raise StatsError(f"sampler {sampler!r} is not callable; it must take (case, seed, num_samples)")
     n_tok = case.tokens if tokens is None else tokens
@@ -315,6 +368,6 @@ def assert_lossless(sampler: Sampler, case: Case, *, alpha: float, tv: float, be
         out.append(t[:n_tok])
     if len(out) != n:
         raise StatsError(f"the sampler returned {len(out)} sequences for num_samples={n}")
-    return assert_law(out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic,
-                      label=f"first {n_tok} tokens vs target law")
-
+    return assert_law(
+        out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
+    )

@@ -12,26 +12,26 @@ every few seconds while cells finish, so an interrupted sweep resumes from what 
 whose (case hash, method) is in the table is skipped. Dask, pyarrow and matplotlib are imported
 only where they are used.
 """
-from __future__ import annotations
 
-import re
+from __future__ import annotations
 
 import csv
 import io
 import json
 import os
+import re
 import sys
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from rheo_ref.atomic import write_with
-from rheo_ref.validate import show
 from rheo_ref.errors import CaseError, MissingDependencyError
 from rheo_ref.grid import COLUMN_NAMES, COLUMNS, Cell, grid_cells, run_cell
+from rheo_ref.validate import show
 
 Runner = Callable[[list[Cell]], Iterator[dict]]
 WRITE_EVERY = 5.0  # seconds between rewrites of the CSV while cells finish
@@ -51,6 +51,7 @@ def load_grid(path: str) -> list[Cell]:
 
 
 # --- engines -----------------------------------------------------------------------------------
+
 
 @contextmanager
 def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator[Runner]:
@@ -90,6 +91,7 @@ def _dask(address: str) -> Iterator[Runner]:
 
 
 # --- the table ---------------------------------------------------------------------------------
+
 
 def _typed(row: dict) -> dict:
     """A row read back from CSV (strings) with the columns' types; empty cells are None."""
@@ -137,8 +139,9 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from fractions import Fraction
+
+    import matplotlib.pyplot as plt
 
     ok = [r for r in rows if not r["error"]]
     fig, (a_tau, a_tv) = plt.subplots(1, 2, figsize=(11, 4))
@@ -151,8 +154,9 @@ def plot(rows: list[dict], path: Path) -> None:
         taus = [[r["tau_float"] for r in by_t[t]] for t in ts]
         label = " ".join(f"{k}={v}" for k, v in json.loads(scheme).items())
         a_tau.plot([float(t) for t in ts], [sum(v) / len(v) for v in taus], "o-", color=f"C{i}", label=label)
-        a_tau.fill_between([float(t) for t in ts], [min(v) for v in taus], [max(v) for v in taus],
-                           color=f"C{i}", alpha=0.15)
+        a_tau.fill_between(
+            [float(t) for t in ts], [min(v) for v in taus], [max(v) for v in taus], color=f"C{i}", alpha=0.15
+        )
         a_tv.plot([float(t) for t in ts], [max(r["tv_float"] for r in by_t[t]) for t in ts], "o-", color=f"C{i}")
     a_tau.set(xlabel="temperature T", ylabel="exact τ (mean over tables, range shaded)", title="τ per scheme")
     a_tv.set(xlabel="temperature T", ylabel="exact TV to the target (max over tables)", title="TV per scheme")
@@ -164,21 +168,29 @@ def plot(rows: list[dict], path: Path) -> None:
 
 # --- the sweep ---------------------------------------------------------------------------------
 
+
 @dataclass
 class SweepResult:
-    rows: list[dict]          # one per cell, in grid order
-    computed: int             # cells run now
-    skipped: int              # cells found finished in the table
-    files: dict[str, str]     # csv, parquet, plot -> path
+    rows: list[dict]  # one per cell, in grid order
+    computed: int  # cells run now
+    skipped: int  # cells found finished in the table
+    files: dict[str, str]  # csv, parquet, plot -> path
     seconds: float
 
     def to_json(self) -> dict:
-        return {"cells": len(self.rows), "computed": self.computed, "skipped": self.skipped,
-                "errors": sum(1 for r in self.rows if r["error"]), **self.files, "seconds": round(self.seconds, 3)}
+        return {
+            "cells": len(self.rows),
+            "computed": self.computed,
+            "skipped": self.skipped,
+            "errors": sum(1 for r in self.rows if r["error"]),
+            **self.files,
+            "seconds": round(self.seconds, 3),
+        }
 
 
-def run(cells: list[Cell], *, scheduler: str | None = None, workers: int | None = None,
-        progress: bool = False) -> list[dict]:
+def run(
+    cells: list[Cell], *, scheduler: str | None = None, workers: int | None = None, progress: bool = False
+) -> list[dict]:
     """The rows of `cells`, one per cell in their order, computed on an engine (no files): what
     the notebooks call. A case that appears twice is computed once."""
     from tqdm import tqdm
@@ -191,8 +203,15 @@ def run(cells: list[Cell], *, scheduler: str | None = None, workers: int | None 
     return [rows[c.key] for c in cells]
 
 
-def sweep(cells: list[Cell], out: Path, *, scheduler: str | None = None, workers: int | None = None,
-          progress: bool = True, summary_plot: bool = True) -> SweepResult:
+def sweep(
+    cells: list[Cell],
+    out: Path,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    summary_plot: bool = True,
+) -> SweepResult:
     """Run the cells not yet in `out`/sweep.csv, writing the table as they finish (module docstring)."""
     from tqdm import tqdm
 
@@ -213,8 +232,14 @@ def sweep(cells: list[Cell], out: Path, *, scheduler: str | None = None, workers
     last = time.monotonic()
     try:
         with engine(scheduler, workers) as runner:
-            bar = tqdm(total=len(cells), initial=len(cells) - len(todo), disable=not progress, file=sys.stderr,
-                       unit="cell", desc="sweep")
+            bar = tqdm(
+                total=len(cells),
+                initial=len(cells) - len(todo),
+                disable=not progress,
+                file=sys.stderr,
+                unit="cell",
+                desc="sweep",
+            )
             with bar:
                 for row in runner(todo):
                     done[(row["case_hash"], row["method"])] = row

@@ -10,15 +10,26 @@ in `rheo_ref.variants`.
 
 The names below are loaded on first use (PEP 562), so importing the package does not import torch.
 """
+
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Decoded": "decode", "RoundResult": "decode", "decode": "decode", "round_coins": "decode", "run_round": "decode",
-    "TableTreeModel": "models", "TreeModel": "models", "draft_probs": "models", "target_probs": "models",
-    "Layout": "tree", "Tree": "tree", "StaticLayout": "static_tree", "static_round": "static",
+    "Decoded": "decode",
+    "RoundResult": "decode",
+    "decode": "decode",
+    "round_coins": "decode",
+    "run_round": "decode",
+    "TableTreeModel": "models",
+    "TreeModel": "models",
+    "draft_probs": "models",
+    "target_probs": "models",
+    "Layout": "tree",
+    "Tree": "tree",
+    "StaticLayout": "static_tree",
+    "static_round": "static",
 }
 
 __all__ = sorted(_EXPORTS)

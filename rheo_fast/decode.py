@@ -14,11 +14,13 @@ tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depen
 A scheme of the `static` family runs `rheo_fast.static.static_round` instead (its own block of
 2(N+1)+1 coins, docs/SCHEMES.md §7); `decode` is the one multi-round loop of both families.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -44,7 +46,7 @@ def round_coins(generator: torch.Generator, B: int, layout: Layout | StaticLayou
 
 def split_coins(coins: Tensor, layout: Layout) -> tuple[Tensor, Tensor, Tensor]:
     n = layout.N + 1
-    return coins[:, :n], coins[:, n:2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
+    return coins[:, :n], coins[:, n : 2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
 
 
 @dataclass
@@ -53,11 +55,18 @@ class RoundResult:
     verdict: Verdict
     missing_target: Tensor  # [B] bool: a visited node's context has no target row
     seconds: tuple[float, float, float] = (0.0, 0.0, 0.0)  # wall time of build, target, verify (host clock:
-                                                         # on CUDA only meaningful when the model syncs)
+    # on CUDA only meaningful when the model syncs)
 
 
-def run_round(model: TreeModel, state: Any, scheme: Scheme, coins: Tensor, *, variant: Variant = SPEC,
-              layout: Layout | None = None) -> RoundResult:
+def run_round(
+    model: TreeModel,
+    state: Any,
+    scheme: Scheme,
+    coins: Tensor,
+    *,
+    variant: Variant = SPEC,
+    layout: Layout | None = None,
+) -> RoundResult:
     """Build, rerank and verify one tree per trial; coins [B, n_coins]."""
     layout = layout or Layout(scheme.K, scheme.W, scheme.D)
     sample_c, accept_c, bonus_c = split_coins(coins, layout)
@@ -72,14 +81,22 @@ def run_round(model: TreeModel, state: Any, scheme: Scheme, coins: Tensor, *, va
 
 @dataclass
 class Decoded:
-    tokens: Tensor        # [B, n]
-    rounds: Tensor        # [B] rounds each trial needed to reach n tokens
+    tokens: Tensor  # [B, n]
+    rounds: Tensor  # [B] rounds each trial needed to reach n tokens
     first_lengths: Tensor  # [B] tokens emitted by the first round
     per_round: list[Tensor]  # emitted [B, D+1] of every round (-1 padded), for coupling tests
 
 
-def play_round(model: TreeModel, state: Any, scheme: Scheme | StaticScheme, coins: Tensor, todo: Tensor, *,
-               variant: Variant, layout: Layout | StaticLayout) -> Verdict:
+def play_round(
+    model: TreeModel,
+    state: Any,
+    scheme: Scheme | StaticScheme,
+    coins: Tensor,
+    todo: Tensor,
+    *,
+    variant: Variant,
+    layout: Layout | StaticLayout,
+) -> Verdict:
     """One round of either family, refusals checked for the trials still decoding (todo [B])."""
     if isinstance(scheme, StaticScheme):
         sres = static_round(model, state, scheme, coins, layout=layout, variant=variant)
@@ -90,10 +107,18 @@ def play_round(model: TreeModel, state: Any, scheme: Scheme | StaticScheme, coin
     return res.verdict
 
 
-def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme | StaticScheme, n: int, *,
-           generator: torch.Generator | None = None, coins: CoinSource | None = None,
-           variant: Variant = SPEC, keep_rounds: bool = False,
-           progress: Callable[[int], None] | None = None) -> Decoded:
+def decode(
+    model: TreeModel,
+    contexts: Sequence[Sequence[int]],
+    scheme: Scheme | StaticScheme,
+    n: int,
+    *,
+    generator: torch.Generator | None = None,
+    coins: CoinSource | None = None,
+    variant: Variant = SPEC,
+    keep_rounds: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Decoded:
     """Repeat rounds until every trial has n tokens (each round continues from its own output)."""
     if not isinstance(variant, Variant):
         raise CaseError(f"variant={variant!r} must be a rheo_ref.variants.Variant (SPEC, or MUTANTS[name])")
@@ -139,10 +164,14 @@ def decode(model: TreeModel, contexts: Sequence[Sequence[int]], scheme: Scheme |
 def check_round(model: TreeModel, state: Any, res: RoundResult, scheme: Scheme, todo: Tensor) -> None:
     """Refuse what the reference refuses (missing rows, proxy factors > 1), one sync per round."""
     t = res.tree
-    flags = torch.stack([(t.missing & todo).any(), (res.missing_target & todo).any(), (t.bad_factor & todo).any()])  # [3]
+    flags = torch.stack(
+        [(t.missing & todo).any(), (res.missing_target & todo).any(), (t.bad_factor & todo).any()]
+    )  # [3]
     miss_d, miss_t, bad = flags.tolist()
     if miss_d or miss_t:
-        which, nodes, table = ("draft", t.expanded, "q_rank") if miss_d else ("target", res.verdict.visited.clamp(min=0), "p")
+        which, nodes, table = (
+            ("draft", t.expanded, "q_rank") if miss_d else ("target", res.verdict.visited.clamp(min=0), "p")
+        )
         ctx = model.missing_context(state, t, nodes, table)
         if ctx is None and miss_d:
             ctx = model.missing_context(state, t, nodes, "q_samp")

@@ -24,10 +24,12 @@ Language models turn logits into these rows with `draft_probs` / `target_probs` 
 truncation and temperature, docs/ALGORITHM.md §1). Table models (docs/ALGORITHM.md §10) hold float64 tensors of the
 exact rows; T = 0 turns q_samp and p into point masses on their argmax (ties: lower id).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import torch
 from torch import Tensor
@@ -46,7 +48,7 @@ class DraftRows(NamedTuple):
     shared: bool
 
     @classmethod
-    def one(cls, q: Tensor) -> "DraftRows":
+    def one(cls, q: Tensor) -> DraftRows:
         """q_rank = q_samp = q."""
         return cls(q, q, True)
 
@@ -146,13 +148,15 @@ class _Table:
             toks = [int(t) for t in key.split(",")] if key else []
             codes.append(_code([-1] * (self.L - len(toks)) + toks, self.base))
             rows.append([float(x) for x in row])
-        if self.base ** max(self.L, 1) >= 2 ** 62:
-            raise CaseError(f"{model.name}: context_length {self.L} with vocab_size {V} is too large for 64-bit context codes")
+        if self.base ** max(self.L, 1) >= 2**62:
+            raise CaseError(
+                f"{model.name}: context_length {self.L} with vocab_size {V} is too large for 64-bit context codes"
+            )
         order = sorted(range(len(codes)), key=codes.__getitem__)
         self.codes = torch.tensor([codes[i] for i in order], dtype=torch.int64, device=device)  # [M]
         self.dense = None  # code -> row index, when the code space is small: one index_select
-        if self.base ** self.L <= DENSE_CODES:
-            self.dense = torch.full((self.base ** self.L,), len(codes), dtype=torch.int64, device=device)  # [(V+1)^L]
+        if self.base**self.L <= DENSE_CODES:
+            self.dense = torch.full((self.base**self.L,), len(codes), dtype=torch.int64, device=device)  # [(V+1)^L]
             self.dense[self.codes] = torch.arange(len(codes), device=device)
         table = torch.tensor([rows[i] for i in order], dtype=torch.float64, device=device)  # [M, V]
         missing = torch.full((1, V), float("nan"), dtype=torch.float64, device=device)  # [1, V]
@@ -167,7 +171,7 @@ class _Table:
 
     def row_index(self, window: Tensor) -> Tensor:
         """window [..., Lmax] -> row ids [...] into self.rows (M: no such context)."""
-        w = window[..., window.shape[-1] - self.L:] if self.L else window[..., :0]  # [..., L]
+        w = window[..., window.shape[-1] - self.L :] if self.L else window[..., :0]  # [..., L]
         code = ((w + 1) * self.powers).sum(-1).reshape(-1)  # [n]
         if self.dense is not None:
             row = self.dense.index_select(0, code)  # [n]
@@ -198,7 +202,7 @@ class TableTreeModel:
             raise CaseError(f"temperature T={T!r} must be a number >= 0")
         self.device = torch.device(device)
         self.vocab_size = case.vocab_size
-        keep = lambda t: t  # noqa: E731
+        keep = lambda t: t
         temp = (lambda t: greedy(t)) if T == 0 else keep if T == 1 else (lambda t: _power(t, 1.0 / T))
         self.q_rank = _Table(case.draft, self.device, keep)
         self.shared = T == 1 and case.q_samp_model is case.draft  # q_samp = q_rank: one table
@@ -212,8 +216,10 @@ class TableTreeModel:
         return self.Lmax
 
     def start(self, contexts: Sequence[Sequence[int]]) -> TableState:
-        h = [([-1] * self.Lmax + list(c))[len(c):] if self.Lmax else [] for c in contexts]
-        return TableState(torch.tensor(h, dtype=torch.int64, device=self.device).reshape(len(h), self.Lmax))  # [B, Lmax]
+        h = [([-1] * self.Lmax + list(c))[len(c) :] if self.Lmax else [] for c in contexts]
+        return TableState(
+            torch.tensor(h, dtype=torch.int64, device=self.device).reshape(len(h), self.Lmax)
+        )  # [B, Lmax]
 
     def prefix(self, state: TableState) -> Tensor:
         return state.history  # [B, Lmax]
@@ -225,7 +231,7 @@ class TableTreeModel:
             return DraftRows.one(q_rank)
         return DraftRows(q_rank, self.q_samp.lookup(w), False)  # [B, F, V] each
 
-    def target(self, state: TableState, tree: Any) -> "TableRows":
+    def target(self, state: TableState, tree: Any) -> TableRows:
         return TableRows(self.p, self.p.row_index(tree.all_windows(self.Lmax)))  # row ids [B, 1+N]
 
     def advance(self, state: TableState, emitted: Tensor, n_emitted: Tensor) -> TableState:
@@ -259,7 +265,7 @@ class DenseRows:
 class TableRows:
     """Target rows looked up only where verification goes (a table row per node, fetched lazily)."""
 
-    def __init__(self, table: "_Table", index: Tensor) -> None:
+    def __init__(self, table: _Table, index: Tensor) -> None:
         self.table, self.index = table, index  # index [B, 1+N] row ids
 
     def at(self, nodes: Tensor) -> Tensor:

@@ -6,6 +6,7 @@ drawn from the tail q̃ by one coin each (inverse CDF in token-id order: the fir
 u < Σ_{s<=t} q̃(s)), slots m+1..K-1 the next K-m-1 tail tokens other than y. Nodes whose tail
 has no q_samp mass get x_1..x_K, all `det`.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,7 +53,7 @@ def take_best(key: Tensor, out: Tensor, j: int, last: bool = False) -> None:
     """One pass of `top_k`: out[..., j] = the first maximum of key [..., n], which is then taken
     out of key (set to -inf, below every lifted entry) unless this is the last pass."""
     i = key.argmax(-1, keepdim=True)  # [..., 1]
-    out[..., j:j + 1] = i
+    out[..., j : j + 1] = i
     if not last:
         key.scatter_(-1, i, float("-inf"))  # [..., n]
 
@@ -86,10 +87,10 @@ def zero(dtype: torch.dtype, device: torch.device) -> Tensor:
 
 @dataclass
 class Expansion:
-    tokens: Tensor      # [B, F, K] child tokens in slot order
-    kind: Tensor        # [B, F, K] DET / SAMPLED / FILL
+    tokens: Tensor  # [B, F, K] child tokens in slot order
+    kind: Tensor  # [B, F, K] DET / SAMPLED / FILL
     log_factor: Tensor  # [B, F, K] log of each child's factor (-inf for 0)
-    sampling: Tensor    # [B, F] bool: slot m holds a sampled token
+    sampling: Tensor  # [B, F] bool: slot m holds a sampled token
     tail: Tensor | None  # [B, F, V] q_samp on the tail (unnormalised); None when m = K
     tail_mass: Tensor | None  # [B, F, 1] its mass (0 where nothing is sampled)
     bad_factor: Tensor  # [B, F] bool: a proxy factor > 1 (scaled:s), refused like the reference
@@ -179,7 +180,7 @@ def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Va
     if not every:  # nodes without a sampled slot: x_1..x_m, then the passes after y (which took nothing)
         last = torch.empty((B, F, 1), dtype=torch.int64, device=dev)  # [B, F, 1] x_K
         take_best(key, last, 0, last=True)
-        det = torch.cat([tokens[..., :m], tokens[..., m + 1:], last], -1)  # [B, F, K] x_1..x_K
+        det = torch.cat([tokens[..., :m], tokens[..., m + 1 :], last], -1)  # [B, F, K] x_1..x_K
         tokens = torch.where(sampling[..., None], tokens, det)  # [B, F, K]
     factor = q_rank.gather(-1, tokens)  # [B, F, K] q_rank of each token: det and fill factors
     f_m = factor.select(-1, m)  # [B, F] slot m: q_rank(y), replaced by the proxy factor
@@ -196,8 +197,9 @@ def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Va
     return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
-def expand_by_masks(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy,
-                    variant: Variant = SPEC) -> Expansion:
+def expand_by_masks(
+    q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy, variant: Variant = SPEC
+) -> Expansion:
     """`expand` from the full ranking x_1..x_K, fills by skipping y (any m < K; used for m = 0)."""
     top = top_k(q_rank, K)  # [B, F, K] ranked x_1..x_K
     factor = q_rank.gather(-1, top)  # [B, F, K] q_rank(x_i): det factors
@@ -211,16 +213,19 @@ def expand_by_masks(q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, p
     pr = variant.proxy or proxy
     f = proxy_factor(pr, factor, z_r, q_rank.gather(-1, y[..., None].clamp(min=0))[..., 0], m)  # [B, F]
     bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
-    factor = torch.cat([factor[..., :m], torch.where(sampling, f, factor[..., m])[..., None],
-                        q_rank.gather(-1, tokens[..., m + 1:])], -1)  # [B, F, K]
+    factor = torch.cat(
+        [factor[..., :m], torch.where(sampling, f, factor[..., m])[..., None], q_rank.gather(-1, tokens[..., m + 1 :])],
+        -1,
+    )  # [B, F, K]
     kind = torch.where(sampling[..., None], slot_kinds(K, m, q_rank.device), DET)  # [B, F, K]
     if variant.verify_row != "tail":
         q_tail, z_s = other_verify_row(variant, q_tail, z_s, q_rank, q_samp, top[..., :m])  # [B, F, V], [B, F, 1]
     return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
-def other_verify_row(variant: Variant, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor,
-                     top_m: Tensor) -> tuple[Tensor, Tensor]:
+def other_verify_row(
+    variant: Variant, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor, top_m: Tensor
+) -> tuple[Tensor, Tensor]:
     """The row (unnormalised, mass) the sampled child is checked against when the variant's
     `verify_row` is not the tail q̃: the whole q_samp, or the tail of q_rank."""
     has = z_s > 0  # [B, F, 1]

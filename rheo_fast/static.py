@@ -24,6 +24,7 @@ as the reference's do: `sibling_order` and `proposal_update` in `verify_topdown`
 that depends on the trial (`leaf_order` "min_index", `sibling_order` "token_id") has no Euler
 tour: `verify_traversal_by_leaves` then runs the reference's loop, one leaf per step.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -43,11 +44,24 @@ from .static_tree import StaticLayout, StaticTree, draw_tree, index, static_layo
 from .tree import rows_at
 from .verify import RTOL, Verdict, gather1, normalise, residual_sampled, row_at
 
-__all__ = ["StaticLayout", "StaticResult", "StaticTree", "Walk", "check_static_round", "draw_tree", "emit",
-           "static_layout", "static_round", "verify_topdown", "verify_traversal", "verify_traversal_by_leaves"]
+__all__ = [
+    "StaticLayout",
+    "StaticResult",
+    "StaticTree",
+    "Walk",
+    "check_static_round",
+    "draw_tree",
+    "emit",
+    "static_layout",
+    "static_round",
+    "verify_topdown",
+    "verify_traversal",
+    "verify_traversal_by_leaves",
+]
 
 
 # --- verification ------------------------------------------------------------------------------
+
 
 def accepts(u: Tensor, num: Tensor, den: Tensor) -> Tensor:
     """u < min(1, num/den) for den > 0, as u * den < num (strict: a coin of 0 never accepts num = 0)."""
@@ -79,8 +93,9 @@ def at(x: Tensor, c: int | Tensor) -> Tensor:
     return x[:, c] if isinstance(c, int) else gather1(x, c)  # [B]
 
 
-def tries(tree: StaticTree, q_rows: list, layout: StaticLayout,
-          variant: Variant) -> Iterator[tuple[int, int | Tensor, Tensor | None]]:
+def tries(
+    tree: StaticTree, q_rows: list, layout: StaticLayout, variant: Variant
+) -> Iterator[tuple[int, int | Tensor, Tensor | None]]:
     """(u, c, q_samp row at c or None) for every child c of every node u with children, nodes u in
     creation order, u's children in the order they are tried: draw order (c a node id), or by token
     id (`sibling_order` "token_id": c [B] per-trial node ids, undrafted children last)."""
@@ -108,8 +123,15 @@ def stack_rows(rows: list) -> Tensor | None:
     return torch.stack([torch.zeros_like(ref) if r is None else r for r in rows], 1)  # [B, k, V]
 
 
-def verify_topdown(tree: StaticTree, walk: Walk, q_rows: list, layout: StaticLayout, accept_c: Tensor,
-                   verify: str, variant: Variant = SPEC) -> tuple[Tensor, Tensor]:
+def verify_topdown(
+    tree: StaticTree,
+    walk: Walk,
+    q_rows: list,
+    layout: StaticLayout,
+    accept_c: Tensor,
+    verify: str,
+    variant: Variant = SPEC,
+) -> tuple[Tensor, Tensor]:
     """`specinfer` / `rrsw` from the root. Returns (the node each trial ends at [B], the final
     residual r there [B, V]: the bonus row)."""
     B = accept_c.shape[0]
@@ -143,8 +165,9 @@ def child_rate(alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor) -> Tensor:
 OTHER_SAMPLING = {"iid": "wor", "wor": "iid"}
 
 
-def traversal_reject(alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor, sampling: str, root: bool,
-                     variant: Variant = SPEC) -> tuple[Tensor, Tensor, Tensor]:
+def traversal_reject(
+    alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor, sampling: str, root: bool, variant: Variant = SPEC
+) -> tuple[Tensor, Tensor, Tensor]:
     """(α, Mb, Ms) of a node once its child with token x [B] is removed: R = (α·Mb - Ms)+,
     S = ΣR; α <- S/(S + 1 - α) (0 when S = 0; the root's stays 1); Mb <- R/S when S > 0;
     `wor`: Ms loses x and is renormalised; `iid`: Ms unchanged. Settings: `traversal_rate`
@@ -169,8 +192,15 @@ def traversal_reject(alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor, sampling:
     return new_alpha, new_Mb, new_Ms
 
 
-def verify_traversal(tree: StaticTree, walk: Walk, q_rows: list, layout: StaticLayout, accept_c: Tensor,
-                     sampling: str, variant: Variant = SPEC) -> tuple[Tensor, Tensor]:
+def verify_traversal(
+    tree: StaticTree,
+    walk: Walk,
+    q_rows: list,
+    layout: StaticLayout,
+    accept_c: Tensor,
+    sampling: str,
+    variant: Variant = SPEC,
+) -> tuple[Tensor, Tensor]:
     """Traversal Verification; `sampling` chooses the Ms update (the tree's own: lossless).
     Returns (the accepted node [B], 0: none, and the bonus row Mb there [B, V]; p there under
     `traversal_bonus` "target")."""
@@ -230,8 +260,15 @@ def next_leaf(live: Tensor, x: Tensor, layout: StaticLayout, variant: Variant) -
     return v
 
 
-def verify_traversal_by_leaves(tree: StaticTree, walk: Walk, q_rows: list, layout: StaticLayout, accept_c: Tensor,
-                               sampling: str, variant: Variant = SPEC) -> tuple[Tensor, Tensor]:
+def verify_traversal_by_leaves(
+    tree: StaticTree,
+    walk: Walk,
+    q_rows: list,
+    layout: StaticLayout,
+    accept_c: Tensor,
+    sampling: str,
+    variant: Variant = SPEC,
+) -> tuple[Tensor, Tensor]:
     """Traversal one leaf per step, as `rheo_ref.verifiers.TraversalState` runs it: the next leaf
     by `next_leaf`, accepted iff its coin is below α, else removed, its parent updated and α of
     every live node below the parent recomputed at once. For the spec's order it is the Euler
@@ -283,7 +320,7 @@ def rates_below(alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor, layout: Static
 
 def emit(tree: StaticTree, layout: StaticLayout, end: Tensor, row: Tensor, bonus_c: Tensor) -> Tensor:
     """emitted [B, D+1]: the path to node end [B], then the bonus drawn from row [B, V], -1 after."""
-    toks = rows_at(tree.path, end.unsqueeze(1))[:, 0, tree.P:]  # [B, D]
+    toks = rows_at(tree.path, end.unsqueeze(1))[:, 0, tree.P :]  # [B, D]
     out = torch.cat([toks, torch.full_like(toks[:, :1], -1)], 1)  # [B, D+1]
     bonus = inverse_cdf(row, bonus_c)  # [B]
     return out.scatter_(1, tree.depth.index_select(0, end).unsqueeze(1), bonus.unsqueeze(1))  # [B, D+1]
@@ -292,17 +329,26 @@ def emit(tree: StaticTree, layout: StaticLayout, end: Tensor, row: Tensor, bonus
 @dataclass
 class StaticResult:
     tree: StaticTree
-    verdict: Verdict         # emitted [B, D+1], n_emitted [B]; visited [B, 1]: the node the round ended at
-    missing_draft: Tensor    # [B] first drafted node with children whose q_samp row is missing (-1: none)
-    missing_target: Tensor   # [B] first node whose p row verification read and found missing (-1: none)
+    verdict: Verdict  # emitted [B, D+1], n_emitted [B]; visited [B, 1]: the node the round ended at
+    missing_draft: Tensor  # [B] first drafted node with children whose q_samp row is missing (-1: none)
+    missing_target: Tensor  # [B] first node whose p row verification read and found missing (-1: none)
 
 
-def static_round(model: TreeModel, state: Any, scheme: StaticScheme, coins: Tensor, *,
-                 layout: StaticLayout | None = None, variant: Variant = SPEC) -> StaticResult:
+def static_round(
+    model: TreeModel,
+    state: Any,
+    scheme: StaticScheme,
+    coins: Tensor,
+    *,
+    layout: StaticLayout | None = None,
+    variant: Variant = SPEC,
+) -> StaticResult:
     """Draw and verify one tree per trial; coins [B, n_coins] (layout in the module docstring)."""
     if scheme.ensemble_weight is not None:
-        raise CaseError(f"ensemble_weight {scheme.ensemble_weight}: the fast path runs plain specinfer only; "
-                        f"`rheo exact` computes the ensemble's exact law, `rheo gate-hf --decoder ensemble:W` gates it")
+        raise CaseError(
+            f"ensemble_weight {scheme.ensemble_weight}: the fast path runs plain specinfer only; "
+            f"`rheo exact` computes the ensemble's exact law, `rheo gate-hf --decoder ensemble:W` gates it"
+        )
     layout = layout or static_layout(scheme)
     draw_c, accept_c, bonus_c = layout.split(coins)  # [B, 1+N], [B, 1+N], [B]
     tree, q_rows, missing_q = draw_tree(model, state, layout, draw_c)  # q_rows: [B, V] per node with children

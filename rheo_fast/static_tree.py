@@ -9,6 +9,7 @@ of q_samp(.|parent) at its coin; `wor` children sibling rank by sibling rank, fr
 row with the tokens drawn so far zeroed. A row without mass leaves the child, and its subtree,
 undrafted (token -1).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -103,7 +104,7 @@ class StaticLayout:
 
     def split(self, coins: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         n = self.N + 1
-        return coins[:, :n], coins[:, n:2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
+        return coins[:, :n], coins[:, n : 2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
 
 
 def static_layout(scheme: StaticScheme) -> StaticLayout:
@@ -126,11 +127,11 @@ class StaticTree:
     """The drawn trees of B trials on one shape. Node ids are the shape's (creation order);
     `windows`, `all_windows`, `attention_mask` and `position_ids` are `rheo_fast.tree.Tree`'s."""
 
-    tokens: Tensor   # [B, 1+N] (root and undrafted nodes: -1)
+    tokens: Tensor  # [B, 1+N] (root and undrafted nodes: -1)
     drafted: Tensor  # [B, 1+N] bool (root True)
-    parent: Tensor   # [B, 1+N] the shape's parents (root -1)
-    depth: Tensor    # [1+N]
-    path: Tensor     # [B, 1+N, P+D] the P context tokens before the root, then root->node (-1 padding)
+    parent: Tensor  # [B, 1+N] the shape's parents (root -1)
+    depth: Tensor  # [1+N]
+    path: Tensor  # [B, 1+N, P+D] the P context tokens before the root, then root->node (-1 padding)
     P: int = 0
 
     windows = Tree.windows
@@ -170,8 +171,9 @@ def add_children(tree: StaticTree, children: Tensor, parents: Tensor, y: Tensor,
     tree.path.index_copy_(1, children, path)  # [B, 1+N, P+D]
 
 
-def draw_level(q: Tensor, alive: Tensor, u: Tensor, ranks: list[list[tuple[int, int]]], sampling: str,
-               device: torch.device) -> list[tuple[Tensor, Tensor, Tensor]]:
+def draw_level(
+    q: Tensor, alive: Tensor, u: Tensor, ranks: list[list[tuple[int, int]]], sampling: str, device: torch.device
+) -> list[tuple[Tensor, Tensor, Tensor]]:
     """Tokens of the children of F nodes from their q_samp rows q [B, F, V] (alive [B, F]: the node
     is drafted), u [B, 1+N] the draw coins. Returns (children [C], parent index f [C], y [B, C]) per
     group drawn together: all children (iid) or one sibling rank at a time (wor)."""

@@ -37,6 +37,7 @@ the previous token from a feature (`rheo_fast.lm.table_head`).
 transformers is imported on first use of `TableLM`, `TableLMConfig` or `TableLMModel` (PEP 562), so
 importing this module costs only torch.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -61,6 +62,7 @@ def log_rows(rows: Tensor) -> Tensor:
 
 # --- which keys each query sees ------------------------------------------------------------
 
+
 def allowed_keys(mask: Tensor | None, B: int, N: int, S: int) -> Tensor:
     """allowed [B, N, S]: query i (the (S-N+i)-th key) may attend to key j, from a mask as transformers
     models receive it (None, 2D padding [B, S] or 4D [B|1, 1|H, N, S]; see the module docstring)."""
@@ -74,8 +76,9 @@ def allowed_keys(mask: Tensor | None, B: int, N: int, S: int) -> Tensor:
         return causal[None] & (mask != 0)[:, None, :]  # [B, N, S]
     if mask.dim() == 4:
         if mask.shape[0] not in (1, B) or tuple(mask.shape[2:]) != (N, S):
-            raise CaseError(f"4D attention mask of shape {list(mask.shape)}; "
-                            f"a table LM needs [{B} or 1, heads, {N}, {S}]")
+            raise CaseError(
+                f"4D attention mask of shape {list(mask.shape)}; a table LM needs [{B} or 1, heads, {N}, {S}]"
+            )
         m = mask[:, 0]  # [B|1, N, S]: every head must agree, a table has one
         if mask.shape[1] > 1 and not bool((mask == mask[:, :1]).all()):
             raise CaseError("4D attention mask differs between heads; a table LM has one attention pattern")
@@ -86,14 +89,17 @@ def allowed_keys(mask: Tensor | None, B: int, N: int, S: int) -> Tensor:
             blocked = m <= NEG / 2  # finfo.min, -inf, or any large negative bias
             if not bool((allowed | blocked).all()):
                 bad = float(m[~(allowed | blocked)][0])
-                raise CaseError(f"4D attention mask holds the bias {bad:g}; a table LM needs 0 (attend) or a large "
-                                f"negative number / -inf (blocked)")
+                raise CaseError(
+                    f"4D attention mask holds the bias {bad:g}; a table LM needs 0 (attend) or a large "
+                    f"negative number / -inf (blocked)"
+                )
         return allowed.expand(B, N, S)
     raise CaseError(f"attention mask with {mask.dim()} dimensions; allowed: none, 2D [batch, keys] or 4D")
 
 
-def visible_windows(tokens: Tensor, positions: Tensor, allowed: Tensor, L: int, *,
-                    strict_positions: bool = True) -> tuple[Tensor, Tensor]:
+def visible_windows(
+    tokens: Tensor, positions: Tensor, allowed: Tensor, L: int, *, strict_positions: bool = True
+) -> tuple[Tensor, Tensor]:
     """Each query's context window from what it sees.
 
     tokens, positions: [B, S] of every key (cache, then the N queries); allowed [B, N, S].
@@ -109,15 +115,18 @@ def visible_windows(tokens: Tensor, positions: Tensor, allowed: Tensor, L: int, 
             seen = [j for j in range(S) if ok[b][i][j]]
             if not seen or seen[-1] != me:
                 if me in seen:
-                    raise CaseError(f"query {i} of batch row {b} sees key {seen[-1]} after itself; "
-                                    f"a path must end at the query")
+                    raise CaseError(
+                        f"query {i} of batch row {b} sees key {seen[-1]} after itself; a path must end at the query"
+                    )
                 continue  # a pad query (it cannot see itself): logits 0
             real[b][i] = True
             if strict_positions:
                 got = [int(poss[b][j]) for j in seen]
                 if got != list(range(len(seen))):
-                    raise CaseError(f"query {i} of batch row {b} sees {len(seen)} tokens at position ids {got}; "
-                                    f"the path its mask lets it see must have position ids 0..{len(seen) - 1}")
+                    raise CaseError(
+                        f"query {i} of batch row {b} sees {len(seen)} tokens at position ids {got}; "
+                        f"the path its mask lets it see must have position ids 0..{len(seen) - 1}"
+                    )
             path = [int(toks[b][j]) for j in seen]
             if L:
                 tail = path[-L:]
@@ -148,6 +157,7 @@ class LogTable:
 
 # --- the transformers classes (built on first use) -------------------------------------------
 
+
 @lru_cache(maxsize=1)
 def _classes() -> dict[str, Any]:
     from transformers import DynamicCache, GenerationMixin, PreTrainedConfig, PreTrainedModel
@@ -158,8 +168,9 @@ def _classes() -> dict[str, Any]:
 
         model_type = MODEL_TYPE
 
-        def __init__(self, table: dict | None = None, table_name: str = "table", strict_positions: bool = True,
-                     **kwargs: Any) -> None:
+        def __init__(
+            self, table: dict | None = None, table_name: str = "table", strict_positions: bool = True, **kwargs: Any
+        ) -> None:
             self.table = table if table is not None else {"vocab_size": 1, "context_length": 0, "probs": {"": ["1"]}}
             self.table_name = table_name
             V = int(self.table["vocab_size"])
@@ -203,9 +214,17 @@ def _classes() -> dict[str, Any]:
             self.embed_tokens.weight.requires_grad_(False)
             self.log_table = LogTable(TableModel.from_json(config.table, config.table_name))
 
-        def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                    position_ids: Tensor | None = None, cache: Any = None, inputs_embeds: Tensor | None = None,
-                    use_cache: bool | None = None, output_hidden_states: bool | None = None, **kwargs: Any) -> Any:
+        def forward(
+            self,
+            input_ids: Tensor | None = None,
+            attention_mask: Tensor | None = None,
+            position_ids: Tensor | None = None,
+            cache: Any = None,
+            inputs_embeds: Tensor | None = None,
+            use_cache: bool | None = None,
+            output_hidden_states: bool | None = None,
+            **kwargs: Any,
+        ) -> Any:
             if (input_ids is None) == (inputs_embeds is None):
                 raise CaseError("give exactly one of input_ids and inputs_embeds")
             tokens = input_ids if input_ids is not None else inputs_embeds.argmax(-1)  # [B, N]
@@ -222,12 +241,18 @@ def _classes() -> dict[str, Any]:
                 k, v = cache.update(k, v, 0)  # [B, 1, S, 1]
             S = k.shape[2]
             allowed = allowed_keys(attention_mask, B, N, S)  # [B, N, S]
-            windows, real = visible_windows(k[:, 0, :, 0].long(), v[:, 0, :, 0].long(), allowed,
-                                            self.log_table.L, strict_positions=self.config.strict_positions)
+            windows, real = visible_windows(
+                k[:, 0, :, 0].long(),
+                v[:, 0, :, 0].long(),
+                allowed,
+                self.log_table.L,
+                strict_positions=self.config.strict_positions,
+            )
             rows = self.log_table.lookup(windows, real)  # [B, N, V]
             hidden = torch.cat([rows, self.embed_tokens(tokens)], -1)  # [B, N, 2V]
-            return BaseModelOutputWithPast(last_hidden_state=hidden, cache=cache,
-                                           hidden_states=(hidden,) if output_hidden_states else None)
+            return BaseModelOutputWithPast(
+                last_hidden_state=hidden, cache=cache, hidden_states=(hidden,) if output_hidden_states else None
+            )
 
     class TableLM(_Base, GenerationMixin):
         """A causal LM whose next-token law is a section-10 table (see the module docstring)."""
@@ -242,20 +267,33 @@ def _classes() -> dict[str, Any]:
         def table(self) -> TableModel:
             return self.model.log_table.table
 
-        def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                    position_ids: Tensor | None = None, cache: Any = None, inputs_embeds: Tensor | None = None,
-                    use_cache: bool | None = None, logits_to_keep: int | Tensor = 0,
-                    output_hidden_states: bool | None = None, **kwargs: Any) -> Any:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             cache=cache, inputs_embeds=inputs_embeds, use_cache=use_cache,
-                             output_hidden_states=output_hidden_states)
+        def forward(
+            self,
+            input_ids: Tensor | None = None,
+            attention_mask: Tensor | None = None,
+            position_ids: Tensor | None = None,
+            cache: Any = None,
+            inputs_embeds: Tensor | None = None,
+            use_cache: bool | None = None,
+            logits_to_keep: int | Tensor = 0,
+            output_hidden_states: bool | None = None,
+            **kwargs: Any,
+        ) -> Any:
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                cache=cache,
+                inputs_embeds=inputs_embeds,
+                use_cache=use_cache,
+                output_hidden_states=output_hidden_states,
+            )
             hidden = out.last_hidden_state  # [B, N, 2V]
             if isinstance(logits_to_keep, int):
                 hidden = hidden[:, -logits_to_keep:] if logits_to_keep else hidden  # [B, n, 2V]
             else:
                 hidden = hidden[:, logits_to_keep]
-            return CausalLMOutputWithPast(logits=self.lm_head(hidden), cache=out.cache,
-                                          hidden_states=out.hidden_states)
+            return CausalLMOutputWithPast(logits=self.lm_head(hidden), cache=out.cache, hidden_states=out.hidden_states)
 
     out = {"TableLMConfig": TableLMConfig, "TableLMModel": TableLMModel, "TableLM": TableLM}
     for name, cls in out.items():  # importable by name (module __getattr__), e.g. for pickle
@@ -281,5 +319,7 @@ def table_lm(table: TableModel, *, strict_positions: bool = True) -> Any:
 def table_lms(case: Case, *, strict_positions: bool = True) -> tuple[Any, Any]:
     """(draft, target) `TableLM`s of one case: the draft is the case's q_samp table (what a
     decoder samples from and verifies with), the target its p table."""
-    return (table_lm(case.q_samp_model, strict_positions=strict_positions),
-            table_lm(case.target, strict_positions=strict_positions))
+    return (
+        table_lm(case.q_samp_model, strict_positions=strict_positions),
+        table_lm(case.target, strict_positions=strict_positions),
+    )

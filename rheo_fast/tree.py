@@ -8,6 +8,7 @@ order with the first index winning ties (`top_k`) implements both tie-breaks: fr
 creation) and global rerank (smaller depth, then earlier creation). Only *which* nodes are
 expanded, and the tokens, vary per trial.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -72,21 +73,21 @@ class Layout:
 
 @dataclass
 class Tree:
-    tokens: Tensor     # [B, 1+N] node tokens (root: -1)
-    parent: Tensor     # [B, 1+N] parent id (root: -1)
-    depth: Tensor      # [1+N] (static)
-    kind: Tensor       # [B, 1+N] DET / SAMPLED / FILL (root: DET)
+    tokens: Tensor  # [B, 1+N] node tokens (root: -1)
+    parent: Tensor  # [B, 1+N] parent id (root: -1)
+    depth: Tensor  # [1+N] (static)
+    kind: Tensor  # [B, 1+N] DET / SAMPLED / FILL (root: DET)
     log_score: Tensor  # [B, 1+N] float64, root 0
-    path: Tensor       # [B, 1+N, P+D] the P context tokens before the root, then the tokens
-                       # root->node (left-aligned, -1 padding); P = `model.prefix_len` (default 0)
-    expanded: Tensor   # [B, E] node id of expansion e
-    sampling: Tensor   # [B, E] bool
-    qtilde_d: list     # per depth d < D: (tail [B, W_d, V], mass [B, W_d, 1]) of the sampled children of
-                       # the depth-d expansions (expansion ids exp_offsets[d]..), q̃ = tail / mass; None when m = K
+    path: Tensor  # [B, 1+N, P+D] the P context tokens before the root, then the tokens
+    # root->node (left-aligned, -1 padding); P = `model.prefix_len` (default 0)
+    expanded: Tensor  # [B, E] node id of expansion e
+    sampling: Tensor  # [B, E] bool
+    qtilde_d: list  # per depth d < D: (tail [B, W_d, V], mass [B, W_d, 1]) of the sampled children of
+    # the depth-d expansions (expansion ids exp_offsets[d]..), q̃ = tail / mass; None when m = K
     bad_factor: Tensor  # [B] bool: some proxy factor > 1
-    missing: Tensor    # [B] bool: an expanded node's context has no draft row (NaN)
+    missing: Tensor  # [B] bool: an expanded node's context has no draft row (NaN)
     kept: Tensor | None = None  # [B, 1+N] bool, root True (after rerank)
-    P: int = 0         # context tokens carried in `path` before the root's children
+    P: int = 0  # context tokens carried in `path` before the root's children
 
     @property
     def qtilde(self) -> Tensor | None:
@@ -94,7 +95,9 @@ class Tree:
         reads `qtilde_d` instead, dividing only the rows it reads."""
         if any(q is None for q in self.qtilde_d):
             return None
-        return qtilde_of(torch.cat([t for t, _ in self.qtilde_d], 1), torch.cat([z for _, z in self.qtilde_d], 1))  # [B, E, V]
+        return qtilde_of(
+            torch.cat([t for t, _ in self.qtilde_d], 1), torch.cat([z for _, z in self.qtilde_d], 1)
+        )  # [B, E, V]
 
     def attention_mask(self) -> Tensor:
         """[B, 1+N, 1+N] bool: node i attends to j iff j is i or an ancestor (tree attention)."""
@@ -175,8 +178,8 @@ def add_children(tree: Tree, layout: Layout, d: int, nodes: Tensor, ex) -> None:
     K = layout.K
     e0 = layout.exp_offsets[d]
     ids = slice(1 + K * e0, 1 + K * (e0 + F))
-    tree.expanded[:, e0:e0 + F] = nodes  # [B, F]
-    tree.sampling[:, e0:e0 + F] = ex.sampling  # [B, F]
+    tree.expanded[:, e0 : e0 + F] = nodes  # [B, F]
+    tree.sampling[:, e0 : e0 + F] = ex.sampling  # [B, F]
     tree.qtilde_d[d] = None if ex.tail is None else (ex.tail, ex.tail_mass)  # (None when m = K: never read)
     tree.bad_factor |= ex.bad_factor.any(-1)  # [B]
     tree.tokens[:, ids] = ex.tokens.reshape(B, F * K)  # [B, F*K]
@@ -200,8 +203,7 @@ def rerank(tree: Tree, R: int) -> Tensor:
     return kept
 
 
-def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tensor,
-               variant: Variant = SPEC) -> Tree:
+def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tensor, variant: Variant = SPEC) -> Tree:
     """Expand depth by depth, then rerank. sample_coins [B, 1+N]: coin of the node being expanded."""
     B = sample_coins.shape[0]
     prefix = model.prefix(state) if model.prefix_len else None  # [B, P]

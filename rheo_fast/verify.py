@@ -14,6 +14,7 @@ are cleared; a residual whose mass is then 0 (possible only through rounding, ne
 arithmetic, where such a rejection has probability 0) keeps the previous r instead of dividing
 0 by 0.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,10 +74,10 @@ def accepts(lhs: Tensor, rhs: Tensor, variant: Variant) -> Tensor:
 
 @dataclass
 class Verdict:
-    emitted: Tensor    # [B, D+1] accepted tokens then the bonus, -1 after
+    emitted: Tensor  # [B, D+1] accepted tokens then the bonus, -1 after
     n_emitted: Tensor  # [B] 1..D+1
-    visited: Tensor    # [B, D+1] node ids whose p row was used (-1 after the last)
-    missing: Tensor    # [B] bool: one of them has no target row (NaN)
+    visited: Tensor  # [B, D+1] node ids whose p row was used (-1 after the last)
+    missing: Tensor  # [B] bool: one of them has no target row (NaN)
 
 
 def gather1(x: Tensor, i: Tensor) -> Tensor:
@@ -102,7 +103,9 @@ def qtilde_rows(tree: Tree, e: Tensor, level: int | None) -> Tensor:
     return qtilde_of(row_at(tail, i), row_at(mass, i))  # [B, V]
 
 
-def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, variant: Variant = SPEC) -> tuple[Tensor, Tensor, Tensor]:
+def try_points(
+    r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, variant: Variant = SPEC
+) -> tuple[Tensor, Tensor, Tensor]:
     """A run of point-mass children toks [B, J] (tried [B, J]) against r [B, V], in order.
 
     Sequentially, t_k meets r with the earlier rejected t_j zeroed and renormalised, so it is
@@ -122,8 +125,9 @@ def try_points(r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, variant: Varia
     return acc.any(-1), acc.int().argmax(-1), after
 
 
-def try_sampled(r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor,
-                variant: Variant = SPEC) -> tuple[Tensor, Tensor]:
+def try_sampled(
+    r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor, variant: Variant = SPEC
+) -> tuple[Tensor, Tensor]:
     """The sampled child y [B] (tried [B]): accept iff u q̃(y) < r(y); else r <- norm((r - q̃)+)."""
     if variant.sampled_as_point:
         acc, _, after = try_points(r, y[:, None], tried[:, None], u[:, None], variant)  # [B], _, [B, V]
@@ -132,9 +136,19 @@ def try_sampled(r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor,
     return acc, torch.where((tried & ~acc)[:, None], residual_sampled(r, qt, variant), r)  # [B], [B, V]
 
 
-def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Tensor, acc_coins: Tensor,
-                 K: int, m: int, verify: str, variant: Variant = SPEC,
-                 level: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def verify_level(
+    tree: Tree,
+    r: Tensor,
+    cur: Tensor,
+    active: Tensor,
+    exp_of: Tensor,
+    acc_coins: Tensor,
+    K: int,
+    m: int,
+    verify: str,
+    variant: Variant = SPEC,
+    level: int | None = None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Try the kept children of node cur [B] in the verification order, as three runs: point masses
     before the sampled child, the sampled child, point masses after it. level (optional): the
     depth of cur wherever `active`, so that q̃ is read from that depth's rows only.
@@ -160,7 +174,9 @@ def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Ten
         r = torch.where(accepted[:, None], r, r_b)  # [B, V]
         at = torch.where(acc_b, sp, at)  # [B]
         accepted = accepted | acc_b  # [B]
-        acc_c, first_c, r_c = try_points(r, tok, tried & (pos > s_at[:, None]) & ~accepted[:, None], u, variant)  # [B], [B], [B, V]
+        acc_c, first_c, r_c = try_points(
+            r, tok, tried & (pos > s_at[:, None]) & ~accepted[:, None], u, variant
+        )  # [B], [B], [B, V]
         r = torch.where(accepted[:, None], r, r_c)  # [B, V]
         at = torch.where(acc_c, first_c, at)  # [B]
         accepted = accepted | acc_c  # [B]
@@ -168,14 +184,17 @@ def verify_level(tree: Tree, r: Tensor, cur: Tensor, active: Tensor, exp_of: Ten
     return accepted, nxt, r, tried.any(-1)
 
 
-def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int, D: int,
-           verify: str, variant: Variant = SPEC) -> Verdict:
+def verify(
+    tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int, D: int, verify: str, variant: Variant = SPEC
+) -> Verdict:
     """Walk the kept tree from the root; p: target rows (`.at(nodes [B]) -> [B, V]`),
     acc_coins [B, 1+N], bonus_coin [B]."""
     B = tree.tokens.shape[0]
     dev = acc_coins.device
     exp_of = torch.full(tree.tokens.shape, -1, dtype=torch.int64, device=dev)  # [B, 1+N]
-    exp_of.scatter_(1, tree.expanded, torch.arange(tree.expanded.shape[1], device=dev).expand_as(tree.expanded))  # [B, 1+N]
+    exp_of.scatter_(
+        1, tree.expanded, torch.arange(tree.expanded.shape[1], device=dev).expand_as(tree.expanded)
+    )  # [B, 1+N]
     cur = torch.zeros(B, dtype=torch.int64, device=dev)  # [B] the root
     r = p.at(cur)  # [B, V]
     missing = r[:, 0].isnan()  # [B] a visited node without a target row
@@ -187,7 +206,9 @@ def verify(tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int,
     final = r  # [B, V] the row the bonus is drawn from
     for level in range(D + 1):
         visited[:, level] = torch.where(active, cur, -1)  # [B]
-        accepted, nxt, r_after, tried = verify_level(tree, r, cur, active, exp_of, acc_coins, K, m, verify, variant, level)  # [B] x2, [B, V], [B]
+        accepted, nxt, r_after, tried = verify_level(
+            tree, r, cur, active, exp_of, acc_coins, K, m, verify, variant, level
+        )  # [B] x2, [B, V], [B]
         ending = active & ~accepted  # [B]
         if variant.bonus_row == "target":
             end_row = p.at(cur)  # [B, V]

@@ -16,14 +16,16 @@ a process killed mid-write may leave one (hidden, never the target's name).
 Failures raise `OutputError` (a path that cannot be written: exit 2) or `EnvironmentFailure`
 (a full disk, an I/O error: exit 1), one line naming the path.
 """
+
 from __future__ import annotations
 
 import errno
 import os
 import secrets
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 from .errors import EnvironmentFailure, OutputError
 
@@ -43,13 +45,24 @@ def _fsync_dir(folder: Path) -> None:
 
 
 # errors of the path the user chose (exit 2); any other (a full disk, an I/O error) is the machine's (exit 1)
-_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG,
-                errno.ELOOP, errno.EEXIST}
+_PATH_ERRNOS = {
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.EISDIR,
+    errno.ENAMETOOLONG,
+    errno.ELOOP,
+    errno.EEXIST,
+}
 
 
 def _output_error(path: Path, e: OSError) -> OutputError | EnvironmentFailure:
     if e.errno in _PATH_ERRNOS:
-        return OutputError(f"cannot write {str(path)!r}: {e.strerror or e}; allowed: a file path in an existing, writable folder")
+        return OutputError(
+            f"cannot write {str(path)!r}: {e.strerror or e}; allowed: a file path in an existing, writable folder"
+        )
     return EnvironmentFailure(f"writing {str(path)!r} failed: {e.strerror or e}")
 
 
@@ -59,7 +72,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     `path`. When the block raises, the temporary file is removed and `path` is left as it was."""
     path = _no_nul(Path(path))
     if path.is_dir():
-        raise OutputError(f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder")
+        raise OutputError(
+            f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder"
+        )
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         yield tmp
@@ -128,10 +143,14 @@ def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bo
             where.mkdir(parents=True, exist_ok=True)
         if folder:
             if path.exists() and not path.is_dir():
-                raise OutputError(f"cannot write into {str(path)!r}: it is a file; allowed: a folder that is writable or can be created")
+                raise OutputError(
+                    f"cannot write into {str(path)!r}: it is a file; allowed: a folder that is writable or can be created"
+                )
             path.mkdir(parents=True, exist_ok=True)
         elif path.is_dir():
-            raise OutputError(f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder")
+            raise OutputError(
+                f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder"
+            )
         probe = where / f".rheo-probe.{secrets.token_hex(4)}.tmp"
         fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         os.close(fd)
@@ -143,6 +162,8 @@ def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bo
 
 def _no_nul(path: Path) -> Path:
     if "\x00" in str(path):  # the OS refuses it, as a ValueError that no OSError handler sees
-        raise OutputError(f"cannot write {str(path)!r}: the path holds a NUL character; allowed: a file path in an "
-                          f"existing, writable folder")
+        raise OutputError(
+            f"cannot write {str(path)!r}: the path holds a NUL character; allowed: a file path in an "
+            f"existing, writable folder"
+        )
     return path

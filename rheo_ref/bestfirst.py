@@ -22,13 +22,14 @@ Ids: a node is created when its parent, the f-th frontier node of its depth, is 
 creation id orders like (depth, f, slot), and `Key` (-score, depth, f, slot) orders like
 `rerank_key`.
 """
+
 from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Callable, Iterator
 
 from .enumerate import ClassChooser
 from .errors import TooLargeError
@@ -90,7 +91,7 @@ def check_factors_at_most_one(case: Case) -> None:
         return
     for row in case.draft.probs.values():
         order = ranked(row)
-        proxy_factor(s.proxy, row, order, s.m, sum((row[t] for t in order[s.m:]), ZERO), order[s.m])
+        proxy_factor(s.proxy, row, order, s.m, sum((row[t] for t in order[s.m :]), ZERO), order[s.m])
 
 
 def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fraction, Nodes]]:
@@ -115,8 +116,9 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
             best = max(best_factor(plans(above + (y,))) for y in node.tokens)
         return Entry((-node.score * best, node.depth + 1, f, -1), "expand", None, node.id)
 
-    def child(parent: Node, f: int, slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction,
-              qt: Row | None = None) -> Entry:
+    def child(
+        parent: Node, f: int, slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction, qt: Row | None = None
+    ) -> Entry:
         score, depth = parent.score * factor, parent.depth + 1
         return Entry((-score, depth, f, slot), "node", Node(-1, parent.id, depth, kind, slot, tokens, score, qt))
 
@@ -135,8 +137,15 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
             first_fill = max(plan.fills_for(ys[0])[0][1] for _, ys in groups)
             later = Entry((-parent.score * first_fill, parent.depth + 1, f, m + 1), "fills", None, parent.id)
             return [(ONE, dets + [sampled, later])]
-        return [(w, dets + [child(parent, f, m, ys, "sampled", plan.factor_for(ys[0]), plan.qtilde)]
-                 + fills(parent, f, plan, ys[0])) for w, ys in groups]
+        return [
+            (
+                w,
+                dets
+                + [child(parent, f, m, ys, "sampled", plan.factor_for(ys[0]), plan.qtilde)]
+                + fills(parent, f, plan, ys[0]),
+            )
+            for w, ys in groups
+        ]
 
     def sampled_child(queue: list[Entry], kept: Nodes, pid: int) -> Node:
         """The sampled child of kept node `pid`, kept already or still queued."""
@@ -148,7 +157,7 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
         """Queue and kept nodes once `node` (kept or queued) holds `ys`."""
         new = replace(node, tokens=ys)
         if node.id >= 0:
-            return queue, kept[:node.id] + (new,) + kept[node.id + 1:]
+            return queue, kept[: node.id] + (new,) + kept[node.id + 1 :]
         return [replace(e, node=new) if e.node is node else e for e in queue], kept
 
     def identities(node: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
@@ -169,7 +178,7 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
                 d = node.depth
                 if d < scheme.D and pops_at[d] < scheme.W:  # in its depth's frontier
                     insort(queue, expansion(kept, node, pops_at[d]))
-                pops_at = pops_at[:d] + (pops_at[d] + 1,) + pops_at[d + 1:]
+                pops_at = pops_at[:d] + (pops_at[d] + 1,) + pops_at[d + 1 :]
                 continue
             parent, f = kept[head.parent], head.key[2]
             if head.what == "expand":  # split the node if it holds a class, then create its children
@@ -215,8 +224,10 @@ class KeptLaws:
         key = (ctx, shape)
         if key not in self._laws:
             qt = self.plans(ctx).qtilde if shape else None
-            kids = [Node(i, 0, 0, kind, slot, tokens, ZERO, qt if kind == "sampled" else None)
-                    for i, (kind, slot, tokens, _) in enumerate(shape)]
+            kids = [
+                Node(i, 0, 0, kind, slot, tokens, ZERO, qt if kind == "sampled" else None)
+                for i, (kind, slot, tokens, _) in enumerate(shape)
+            ]
 
             def below(ch: Node, y: int, r: Row) -> Law:  # r: the residual at the accept (the spec ignores it)
                 return self.law(ctx + (y,), shape[ch.id][3])
@@ -230,8 +241,9 @@ class BestFirstRounds:
     """Round laws of a rheo-family case by `dp`. `enumerated` counts the branches (kept trees
     before merging) over every round computed; `max_outcomes` bounds them per round."""
 
-    def __init__(self, case: Case, *, max_outcomes: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, case: Case, *, max_outcomes: int | None = None, progress: Callable[[int], None] | None = None
+    ) -> None:
         check_factors_at_most_one(case)
         self.case = case
         self.plans = Plans(case)
@@ -249,8 +261,10 @@ class BestFirstRounds:
             if self.progress is not None:
                 self.progress(1)
             if self.max_outcomes is not None and n > self.max_outcomes:
-                raise TooLargeError(f"method 'dp' passed {self.max_outcomes:,} kept trees in one round (the limit); "
-                                    f"use a smaller scheme, or --force to run anyway")
+                raise TooLargeError(
+                    f"method 'dp' passed {self.max_outcomes:,} kept trees in one round (the limit); "
+                    f"use a smaller scheme, or --force to run anyway"
+                )
         self.enumerated += n
         self.distinct += len(merged)
         law: Law = defaultdict(Fraction)
@@ -258,4 +272,3 @@ class BestFirstRounds:
             for s, pr in self.laws.law(tuple(context), shape).items():
                 law[s] += prob * pr
         return dict(law)
-

@@ -7,11 +7,12 @@ expanded (its identity is then summed out inside verification, `rheo_ref.verify`
 into single tokens only when the node enters a frontier. Both report how many trees they
 enumerated; their round laws must agree exactly.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from fractions import Fraction
-from typing import Iterator
 
 from .errors import CaseError
 from .models import Case, Context, Scheme
@@ -58,9 +59,13 @@ def chooser_for(method: str):
     raise CaseError(f"unknown tree enumerator {method!r}; allowed: classes, brute (dp builds no whole trees)")
 
 
-def enumerate_trees(case: Case, context: Context, method: str = "classes") -> Iterator[tuple[Fraction, Nodes, frozenset[int]]]:
+def enumerate_trees(
+    case: Case, context: Context, method: str = "classes"
+) -> Iterator[tuple[Fraction, Nodes, frozenset[int]]]:
     """(probability, all nodes, kept node ids) for every enumerated tree of a round from `context`."""
-    for prob, nodes in build_tree(case.draft, case.q_samp_model, tuple(context), case.rheo_scheme(), chooser_for(method)):
+    for prob, nodes in build_tree(
+        case.draft, case.q_samp_model, tuple(context), case.rheo_scheme(), chooser_for(method)
+    ):
         yield prob, nodes, rerank(nodes, case.rheo_scheme().R)
 
 
@@ -82,8 +87,8 @@ def estimate_trees_per_round(case: Case, method: str) -> int:
     branch = V - s.m  # possible sampled identities per expansion
     E = expansions_per_round(s)
     if method == "brute":
-        return branch ** E
+        return branch**E
     # classes: the sampled nodes created by the last level of expansions are never expanded
     last = E - expansions_per_round(replace(s, D=s.D - 1)) if s.D > 1 else E
     cls = min(branch, s.K - s.m)  # distinct fills (+1 for the deep tail) bound the classes
-    return branch ** (E - last) * cls ** last
+    return branch ** (E - last) * cls**last

@@ -6,6 +6,7 @@ them as they are and a test can match them. `exit_status` is what the `rheo` com
 written), 1 for a failure of the environment (a package that is not installed, a corrupted
 cache file, no memory or disk left). docs/CLI.md has the table.
 """
+
 from __future__ import annotations
 
 from typing import Any

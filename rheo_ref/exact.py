@@ -10,27 +10,28 @@ A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref
 under a variant's settings (`variant=`: the spec by default, or a static mutant); the
 composition of rounds and everything computed from them is shared.
 """
+
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable, Mapping, Optional
 
 from .bestfirst import BestFirstRounds
 from .enumerate import METHODS, enumerate_trees
 from .errors import CaseError
 from .models import Case, Context
-from .static import StaticScheme
 from .sizes import Size, law_outcomes, trees_per_round
+from .static import StaticScheme
 from .static_exact import StaticRounds, estimate_static
 from .validate import show, within_limit
 from .variants import SPEC, Variant
 from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
-Prefix = Optional[tuple]  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
+Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
 ZERO = Fraction(0)
 DEFAULT_MAX_TREES = 2_000_000
 DEFAULT_MAX_LAW_SIZE = 10_000_000  # tokens in all the sequences of an n-token law (b^n sequences x n)
@@ -53,9 +54,16 @@ class Exact:
     (a round's law is a pure function of it: the per-context round-law cache). Method `dp` also
     keeps its expansion plans and kept-subtree laws across the rounds of one computation."""
 
-    def __init__(self, case: Case, method: str = "classes", *, max_trees: int | None = DEFAULT_MAX_TREES,
-                 progress: Callable[[int], None] | None = None, rules: Rules = SPEC_RULES,
-                 variant: Variant = SPEC) -> None:
+    def __init__(
+        self,
+        case: Case,
+        method: str = "classes",
+        *,
+        max_trees: int | None = DEFAULT_MAX_TREES,
+        progress: Callable[[int], None] | None = None,
+        rules: Rules = SPEC_RULES,
+        variant: Variant = SPEC,
+    ) -> None:
         self.rules, self.variant = rules, variant
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
@@ -78,16 +86,24 @@ class Exact:
             est: int | Size = estimate_static(case, self._static.method)
         else:
             if variant is not SPEC:
-                raise CaseError(f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
-                                f"rheo_ref.mutants (MutantExact), not by variant=")
+                raise CaseError(
+                    f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
+                    f"rheo_ref.mutants (MutantExact), not by variant="
+                )
             if method == "dp":  # its size is not known up front: the limit is enforced while it runs
                 self._dp = BestFirstRounds(case, max_outcomes=max_trees, progress=progress)
-            what = (f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
-                    f"V={show(case.vocab_size)})")
+            what = (
+                f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
+                f"V={show(case.vocab_size)})"
+            )
             est = 0 if self._dp is not None else trees_per_round(case, method)
-        within_limit(what, est, max_trees,
-                     override=f"use {'--method classes, ' if method == 'brute' else ''}a smaller scheme, a larger "
-                              f"--max-trees, or --force to run anyway")
+        within_limit(
+            what,
+            est,
+            max_trees,
+            override=f"use {'--method classes, ' if method == 'brute' else ''}a smaller scheme, a larger "
+            f"--max-trees, or --force to run anyway",
+        )
 
     def round_law(self, context: Context | None = None) -> Law:
         ctx = self.case.context if context is None else tuple(context)
@@ -110,7 +126,9 @@ class Exact:
                 self.counter.enumerated += 1
                 if self._progress is not None:
                     self._progress(1)
-                for s, pr in verify_law(nodes, kept, self.case.target, ctx, self.case.scheme.verify, self.rules).items():
+                for s, pr in verify_law(
+                    nodes, kept, self.case.target, ctx, self.case.scheme.verify, self.rules
+                ).items():
                     law[s] += prob * pr
             self.counter.rounds += 1
             self._rounds[key] = dict(law)
@@ -137,7 +155,7 @@ class Exact:
             for s, ps in self.round_law(c).items():
                 stop = self._stop_token(s)
                 if len(s) >= n - k:
-                    out[joined(prefix, s[:n - k])] += pr * ps
+                    out[joined(prefix, s[: n - k])] += pr * ps
                 elif stop is not None:
                     out[joined(prefix, s + (stop,) * (n - k - len(s)))] += pr * ps
                 else:
@@ -222,14 +240,17 @@ class ExactReport:
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        key = lambda s: ",".join(map(str, s))  # noqa: E731
+        key = lambda s: ",".join(map(str, s))
         return {
             "law": {key(s): str(p) for s, p in sorted(self.law.items()) if p},
             "target": {key(s): str(p) for s, p in sorted(self.target.items()) if p},
-            "tv": str(self.tv), "tau": str(self.tau),
+            "tv": str(self.tv),
+            "tau": str(self.tau),
             "round_lengths": {str(k): str(v) for k, v in self.round_lengths.items() if v},
-            "acceptance": str(self.acceptance), "method": self.method,
-            "enumerated": self.enumerated, "seconds": round(self.seconds, 4),
+            "acceptance": str(self.acceptance),
+            "method": self.method,
+            "enumerated": self.enumerated,
+            "seconds": round(self.seconds, 4),
         }
 
 
@@ -239,15 +260,25 @@ def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens
     outcomes, b = law_outcomes(case, n)
     size = outcomes * Size.of(n)
     flag = f"{name} {Size.of(n)}" if name.startswith("-") else f"{name}={Size.of(n)}"
-    within_limit(f"{flag}: the law's size in tokens ({b}^n = {outcomes} sequences of n tokens; {b}: the most tokens "
-                 f"a target row gives positive probability)", size, limit,
-                 override="use fewer tokens, a larger --max-law-size, or --force to run anyway")
+    within_limit(
+        f"{flag}: the law's size in tokens ({b}^n = {outcomes} sequences of n tokens; {b}: the most tokens "
+        f"a target row gives positive probability)",
+        size,
+        limit,
+        override="use fewer tokens, a larger --max-law-size, or --force to run anyway",
+    )
     return size
 
 
-def exact_report(case: Case, method: str = "classes", tokens: int | None = None, *,
-                 max_trees: int | None = DEFAULT_MAX_TREES, max_law_size: int | None = DEFAULT_MAX_LAW_SIZE,
-                 progress: Callable[[int], None] | None = None) -> ExactReport:
+def exact_report(
+    case: Case,
+    method: str = "classes",
+    tokens: int | None = None,
+    *,
+    max_trees: int | None = DEFAULT_MAX_TREES,
+    max_law_size: int | None = DEFAULT_MAX_LAW_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> ExactReport:
     t0 = time.perf_counter()
     n = case.tokens if tokens is None else tokens
     ex = Exact(case, method, max_trees=max_trees, progress=progress)
@@ -255,5 +286,14 @@ def exact_report(case: Case, method: str = "classes", tokens: int | None = None,
     law = ex.token_law(n)
     tgt = target_law(case, n)
     lengths = ex.round_lengths()
-    return ExactReport(law, tgt, tv(law, tgt), ex.tau(), lengths, ex.acceptance(), method,
-                       ex.counter.enumerated, time.perf_counter() - t0)
+    return ExactReport(
+        law,
+        tgt,
+        tv(law, tgt),
+        ex.tau(),
+        lengths,
+        ex.acceptance(),
+        method,
+        ex.counter.enumerated,
+        time.perf_counter() - t0,
+    )

@@ -5,12 +5,13 @@ each generator draws from a `random.Random` it is given. Rows are integer weight
 so numbers stay readable. `temper` applies a sampling temperature to a table the way
 docs/ALGORITHM.md §1 does to logits: softmax(log row / T), the argmax point mass at T = 0.
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
-from typing import Sequence
 
 from .errors import CaseError
 from .models import Row, TableModel
@@ -57,8 +58,9 @@ def table(rows: dict[tuple[int, ...], Row], V: int, context_length: int, name: s
     return TableModel(V, context_length, {",".join(map(str, k)): r for k, r in rows.items()}, name)
 
 
-def random_pair(rng: random.Random, V: int, context_length: int = 1, *, style: str = "uniform",
-                max_weight: int = 6) -> tuple[TableModel, TableModel]:
+def random_pair(
+    rng: random.Random, V: int, context_length: int = 1, *, style: str = "uniform", max_weight: int = 6
+) -> tuple[TableModel, TableModel]:
     """(draft, target) table models. Styles: `uniform` (independent integer weights),
     `close` (target = draft mixed with an independent row, lam in {1/4, 1/2}), `zipf` (peaked
     draft, target a peaked row mixed with the draft)."""
@@ -81,8 +83,9 @@ def random_pair(rng: random.Random, V: int, context_length: int = 1, *, style: s
 def random_table(rng: random.Random, V: int, name: str, *, max_weight: int = 20) -> TableModel:
     """A first-order table with random positive rational rows (the benchmarks' tables)."""
     keys = [()] + [(i,) for i in range(V)]
-    return TableModel.from_weights({k: [rng.randint(1, max_weight) for _ in range(V)] for k in keys},
-                                   context_length=1, name=name)
+    return TableModel.from_weights(
+        {k: [rng.randint(1, max_weight) for _ in range(V)] for k in keys}, context_length=1, name=name
+    )
 
 
 def temper_row(row: Row, T: Fraction, *, max_denominator: int = 10**4) -> Row:

@@ -18,31 +18,47 @@ benchmarks' `random_table`, draft then target from Random(seed)); `uniform`, `cl
 themselves, section-10 JSON, optional `draft_sample`). A temperature T applies to the sampling
 rows, q_samp (the draft's, or `draft_sample`'s) and p, never to q_rank (docs/ALGORITHM.md §1).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import random
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from .errors import CaseError, RheoError
 from .exact import DEFAULT_MAX_TREES, Exact, target_law, tv
-from .validate import check_fields, is_int
 from .generate import STYLES, random_pair, random_table, temper
 from .models import Case, TableModel, scheme_from_json
+from .validate import check_fields, is_int
 
 GENERATORS = ("random", *STYLES, "given")
 METHODS = ("dp", "classes", "brute")
 
 # The tidy table: one row per cell, these columns in this order (name, type).
 COLUMNS: list[tuple[str, type]] = [
-    ("case_hash", str), ("table", str), ("generator", str), ("vocab_size", int), ("seed", int),
-    ("family", str), ("scheme", str), ("temperature", str), ("tokens", int), ("method", str),
-    ("tau", str), ("tau_float", float), ("tv", str), ("tv_float", float), ("acceptance", str),
-    ("enumerated", int), ("seconds", float), ("error", str),
+    ("case_hash", str),
+    ("table", str),
+    ("generator", str),
+    ("vocab_size", int),
+    ("seed", int),
+    ("family", str),
+    ("scheme", str),
+    ("temperature", str),
+    ("tokens", int),
+    ("method", str),
+    ("tau", str),
+    ("tau_float", float),
+    ("tv", str),
+    ("tv_float", float),
+    ("acceptance", str),
+    ("enumerated", int),
+    ("seconds", float),
+    ("error", str),
 ]
 COLUMN_NAMES = [name for name, _ in COLUMNS]
 
@@ -74,11 +90,11 @@ def case_hash(case: Case) -> str:
 
 def parse_temperature(value: Any) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise CaseError(f"temperature {value!r} must be a string such as \"1/2\" or an integer")
+        raise CaseError(f'temperature {value!r} must be a string such as "1/2" or an integer')
     try:
         T = Fraction(value)
     except (ValueError, ZeroDivisionError):
-        raise CaseError(f"temperature {value!r} is not a number; allowed: rationals >= 0 such as \"1/2\"") from None
+        raise CaseError(f'temperature {value!r} is not a number; allowed: rationals >= 0 such as "1/2"') from None
     if T < 0:
         raise CaseError(f"temperature {value!r} must be >= 0")
     return T
@@ -96,10 +112,20 @@ def _tables(spec: Any, where: str) -> Tables:
         check_fields(spec, where, ("generator", "draft", "target"), ("name", "draft_sample"))
         ds = spec.get("draft_sample")
         draft = TableModel.from_json(spec["draft"], "draft")
-        labels = {"table": str(spec.get("name", "given")), "generator": gen, "vocab_size": draft.vocab_size,
-                  "seed": None}
-        return [(labels, draft, TableModel.from_json(spec["target"], "target"),
-                 None if ds is None else TableModel.from_json(ds, "draft_sample"))]
+        labels = {
+            "table": str(spec.get("name", "given")),
+            "generator": gen,
+            "vocab_size": draft.vocab_size,
+            "seed": None,
+        }
+        return [
+            (
+                labels,
+                draft,
+                TableModel.from_json(spec["target"], "target"),
+                None if ds is None else TableModel.from_json(ds, "draft_sample"),
+            )
+        ]
     check_fields(spec, where, ("generator", "vocab_size"), ("seeds", "context_length", "max_weight"))
     V, seeds = spec["vocab_size"], spec.get("seeds", [0])
     if not is_int(V) or V < 1:
@@ -121,8 +147,14 @@ def _tables(spec: Any, where: str) -> Tables:
             draft, target = random_table(rng, V, "draft", max_weight=w), random_table(rng, V, "target", max_weight=w)
         else:
             draft, target = random_pair(rng, V, L, style=gen, max_weight=w)
-        out.append(({"table": f"{gen} V={V} seed={seed}", "generator": gen, "vocab_size": V, "seed": seed},
-                    draft, target, None))
+        out.append(
+            (
+                {"table": f"{gen} V={V} seed={seed}", "generator": gen, "vocab_size": V, "seed": seed},
+                draft,
+                target,
+                None,
+            )
+        )
     return out
 
 
@@ -134,7 +166,7 @@ def grid_cells(grid: Any) -> list[Cell]:
             raise CaseError(f"grid: {name} must be a non-empty list")
     temps = grid.get("temperatures", ["1"])
     if not isinstance(temps, list) or not temps:
-        raise CaseError(f"grid: temperatures {temps!r} must be a non-empty list such as [\"1\", \"1/2\"]")
+        raise CaseError(f'grid: temperatures {temps!r} must be a non-empty list such as ["1", "1/2"]')
     method = grid.get("method", "dp")
     if method not in METHODS:
         raise CaseError(f"grid: method {method!r} unknown; allowed: {', '.join(METHODS)}")
@@ -152,8 +184,14 @@ def grid_cells(grid: Any) -> list[Cell]:
             for value in temps:
                 T = parse_temperature(value)
                 hot = T != 1
-                case = Case(draft, temper(target, T, "target") if hot else target, scheme, tuple(context), tokens,
-                            temper(sample or draft, T, "draft_sample") if hot else sample)
+                case = Case(
+                    draft,
+                    temper(target, T, "target") if hot else target,
+                    scheme,
+                    tuple(context),
+                    tokens,
+                    temper(sample or draft, T, "draft_sample") if hot else sample,
+                )
                 cells.append(Cell(case, {**labels, "temperature": str(T)}, method, max_trees))
     return cells
 
@@ -169,15 +207,27 @@ def run_cell(cell: Cell) -> dict:
     case = cell.case
     row: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
     row.update(cell.labels)
-    row.update(case_hash=cell.case_hash, family=case.scheme.family, scheme=scheme_label(case),
-               tokens=case.tokens, method=cell.method, error="")
+    row.update(
+        case_hash=cell.case_hash,
+        family=case.scheme.family,
+        scheme=scheme_label(case),
+        tokens=case.tokens,
+        method=cell.method,
+        error="",
+    )
     t0 = time.perf_counter()
     try:
         ex = Exact(case, cell.method, max_trees=cell.max_trees)
         d = tv(ex.token_law(case.tokens), target_law(case, case.tokens))
         tau = ex.tau()
-        row.update(tau=str(tau), tau_float=float(tau), tv=str(d), tv_float=float(d),
-                   acceptance=str(ex.acceptance()), enumerated=ex.counter.enumerated)
+        row.update(
+            tau=str(tau),
+            tau_float=float(tau),
+            tv=str(d),
+            tv_float=float(d),
+            acceptance=str(ex.acceptance()),
+            enumerated=ex.counter.enumerated,
+        )
     except RheoError as e:
         row["error"] = str(e)
     row["seconds"] = time.perf_counter() - t0

@@ -5,13 +5,15 @@ A table model maps the last `context_length` tokens of a context to an exact pro
 optional sampling draft (`q_samp`, default: the draft), the target (`p`), the start context,
 the number of tokens and the scheme (docs/ALGORITHM.md §2).
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from .errors import CaseError
 from .static import StaticScheme
@@ -22,7 +24,7 @@ Context = tuple[int, ...]
 
 VERIFY_ORDERS = ("rheo", "rrsw")
 FAMILIES = ("rheo", "static")  # the `family` of a scheme object; rheo when absent
-MAX_CASE_BYTES = 256 * 2 ** 20  # a case file is read whole; V = 50 with context_length 2 is under 1 MiB
+MAX_CASE_BYTES = 256 * 2**20  # a case file is read whole; V = 50 with context_length 2 is under 1 MiB
 MAX_NUMBER_CHARS = 1000  # characters of one rational ("1/3", "0.25e-3")
 MAX_EXPONENT = 1000  # |e| of a decimal exponent: "1e999999999" would build a billion-digit integer
 _EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9][0-9_]*)\s*$")
@@ -35,18 +37,23 @@ def exact_number(text: str, where: str) -> Fraction:
         raise CaseError(f"{where}: {show(text)} has {len(text):,} characters; allowed: at most {MAX_NUMBER_CHARS}")
     m = _EXPONENT.search(text)
     if m and abs(int(m.group(1).replace("_", ""))) > MAX_EXPONENT:
-        raise CaseError(f"{where}: {show(text)} has the exponent {show(m.group(1))}; allowed: |exponent| <= {MAX_EXPONENT}")
+        raise CaseError(
+            f"{where}: {show(text)} has the exponent {show(m.group(1))}; allowed: |exponent| <= {MAX_EXPONENT}"
+        )
     try:
         return Fraction(text)
     except (ValueError, ZeroDivisionError):
-        raise CaseError(f"{where}: {show(text)} is not a number; allowed: exact rationals such as \"1/3\" "
-                        f"or decimals such as \"0.25\"") from None
+        raise CaseError(
+            f'{where}: {show(text)} is not a number; allowed: exact rationals such as "1/3" or decimals such as "0.25"'
+        ) from None
 
 
 def parse_prob(value: Any, where: str) -> Fraction:
     """Read one probability exactly: "1/3", "0.25", "0", "1" (strings) or ints; never floats."""
     if isinstance(value, bool) or not isinstance(value, (str, int, Fraction)):
-        raise CaseError(f"{where}: probability {show(value)} must be a string such as \"1/3\" or \"0.25\" (floats are not exact)")
+        raise CaseError(
+            f'{where}: probability {show(value)} must be a string such as "1/3" or "0.25" (floats are not exact)'
+        )
     f = exact_number(value, where) if isinstance(value, str) else Fraction(value)
     if f < 0:
         raise CaseError(f"{where}: probability {show(value)} is negative; entries must be >= 0")
@@ -90,7 +97,7 @@ class TableModel:
                 raise CaseError(f"{where}: row sums to {total}, must be exactly 1")
 
     @classmethod
-    def from_json(cls, obj: Any, name: str = "model") -> "TableModel":
+    def from_json(cls, obj: Any, name: str = "model") -> TableModel:
         check_fields(obj, f"{name} table", ("vocab_size", "context_length", "probs"))
         probs = obj["probs"]
         if not isinstance(probs, dict):
@@ -107,7 +114,9 @@ class TableModel:
         return cls(obj["vocab_size"], obj["context_length"], rows, name)
 
     @classmethod
-    def from_rows(cls, rows: Mapping[Any, Sequence[Any]], *, context_length: int | None = None, name: str = "model") -> "TableModel":
+    def from_rows(
+        cls, rows: Mapping[Any, Sequence[Any]], *, context_length: int | None = None, name: str = "model"
+    ) -> TableModel:
         """Build from Python: keys are tuples of tokens (or key strings), values rows of rationals."""
         conv: dict[str, Row] = {}
         lengths = []
@@ -117,7 +126,10 @@ class TableModel:
             else:
                 skey = ",".join(str(int(t)) for t in key)
             lengths.append(len(_parse_key(skey, name)))
-            conv[skey] = tuple(x if isinstance(x, Fraction) else parse_prob(x, f"{name} row {show(skey)}[{i}]") for i, x in enumerate(row))
+            conv[skey] = tuple(
+                x if isinstance(x, Fraction) else parse_prob(x, f"{name} row {show(skey)}[{i}]")
+                for i, x in enumerate(row)
+            )
         if not conv:
             raise CaseError(f"{name}: no rows given")
         v = len(next(iter(conv.values())))
@@ -125,15 +137,21 @@ class TableModel:
         return cls(v, L, conv, name)
 
     @classmethod
-    def from_weights(cls, weights: Mapping[Any, Sequence[int]], *, context_length: int | None = None,
-                     name: str = "model", power: int = 1) -> "TableModel":
+    def from_weights(
+        cls,
+        weights: Mapping[Any, Sequence[int]],
+        *,
+        context_length: int | None = None,
+        name: str = "model",
+        power: int = 1,
+    ) -> TableModel:
         """Build from non-negative integer weights per context, each row normalised; `power` raises
         the weights first (2: the rows at temperature 1/2)."""
         rows = {}
         for key, w in weights.items():
             if any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in w) or not any(w):
                 raise CaseError(f"{name} row {key!r}: weights {list(w)} must be non-negative integers, not all 0")
-            w = [x ** power for x in w]
+            w = [x**power for x in w]
             rows[key] = tuple(Fraction(x, sum(w)) for x in w)
         return cls.from_rows(rows, context_length=context_length, name=name)
 
@@ -142,11 +160,16 @@ class TableModel:
         try:
             return self.probs[key]
         except KeyError:
-            raise CaseError(f"{self.name}: reachable context {show(list(context))} (key {show(key)}) has no row") from None
+            raise CaseError(
+                f"{self.name}: reachable context {show(list(context))} (key {show(key)}) has no row"
+            ) from None
 
     def to_json(self) -> dict:
-        return {"vocab_size": self.vocab_size, "context_length": self.context_length,
-                "probs": {k: [str(x) for x in r] for k, r in self.probs.items()}}
+        return {
+            "vocab_size": self.vocab_size,
+            "context_length": self.context_length,
+            "probs": {k: [str(x) for x in r] for k, r in self.probs.items()},
+        }
 
 
 def _parse_key(key: str, where: str) -> Context:
@@ -155,7 +178,7 @@ def _parse_key(key: str, where: str) -> Context:
     try:
         toks = tuple(int(t) for t in key.split(","))
     except ValueError:
-        raise CaseError(f"{where}: key {show(key)} must be comma-joined token ids such as \"0,2\" or \"\"") from None
+        raise CaseError(f'{where}: key {show(key)} must be comma-joined token ids such as "0,2" or ""') from None
     if any(t < 0 for t in toks):
         raise CaseError(f"{where}: key {show(key)} has a negative token id")
     return toks
@@ -173,7 +196,7 @@ class Proxy:
     value: Fraction | None = None
 
     @classmethod
-    def parse(cls, text: Any) -> "Proxy":
+    def parse(cls, text: Any) -> Proxy:
         if isinstance(text, Proxy):
             return text
         if not isinstance(text, str):
@@ -184,7 +207,9 @@ class Proxy:
         if head in ("const", "scaled") and arg:
             v = exact_number(arg, f"proxy {show(text)}")
             if head == "const" and not (0 < v <= 1):
-                raise CaseError(f"proxy {show(text)}: the constant must be in (0, 1] (factors above 1 break the tree's closure)")
+                raise CaseError(
+                    f"proxy {show(text)}: the constant must be in (0, 1] (factors above 1 break the tree's closure)"
+                )
             if head == "scaled" and v <= 0:
                 raise CaseError(f"proxy {show(text)}: the scale must be > 0")
             return cls(head, v)
@@ -235,21 +260,37 @@ class Scheme:
             raise CaseError(f"unknown verification order {show(self.verify)}; allowed: {', '.join(VERIFY_ORDERS)}")
 
     @classmethod
-    def from_json(cls, obj: Any) -> "Scheme":
+    def from_json(cls, obj: Any) -> Scheme:
         check_fields(obj, "scheme", ("K", "m", "W", "D", "R"), ("proxy", "verify", "family"))
         if obj.get("family", "rheo") != "rheo":
             raise CaseError(f"scheme family {obj['family']!r} has no K, m, W, D, R; use scheme_from_json")
-        return cls(obj["K"], obj["m"], obj["W"], obj["D"], obj["R"], Proxy.parse(obj.get("proxy", "rheo")), obj.get("verify", "rheo"))
+        return cls(
+            obj["K"],
+            obj["m"],
+            obj["W"],
+            obj["D"],
+            obj["R"],
+            Proxy.parse(obj.get("proxy", "rheo")),
+            obj.get("verify", "rheo"),
+        )
 
     def to_json(self) -> dict:
-        return {"K": self.K, "m": self.m, "W": self.W, "D": self.D, "R": self.R, "proxy": str(self.proxy), "verify": self.verify}
+        return {
+            "K": self.K,
+            "m": self.m,
+            "W": self.W,
+            "D": self.D,
+            "R": self.R,
+            "proxy": str(self.proxy),
+            "verify": self.verify,
+        }
 
     def check_vocab(self, vocab_size: int) -> None:
         if self.K > vocab_size:
             raise CaseError(f"scheme K={self.K} must be <= vocab_size {vocab_size}")
 
 
-def scheme_from_json(obj: Any) -> "Scheme | StaticScheme":
+def scheme_from_json(obj: Any) -> Scheme | StaticScheme:
     """The scheme object of a case: its `family` (default rheo) says which fields it has."""
     family = obj.get("family", "rheo") if isinstance(obj, dict) else "rheo"
     if family == "static":
@@ -309,13 +350,13 @@ class Case:
     def q_samp_model(self) -> TableModel:
         return self.draft_sample if self.draft_sample is not None else self.draft
 
-    def with_scheme(self, **changes: Any) -> "Case":
+    def with_scheme(self, **changes: Any) -> Case:
         d = self.scheme.to_json()
         d.update({k: (str(v) if k == "proxy" else v) for k, v in changes.items()})
         return Case(self.draft, self.target, scheme_from_json(d), self.context, self.tokens, self.draft_sample)
 
     @classmethod
-    def from_json(cls, obj: Any) -> "Case":
+    def from_json(cls, obj: Any) -> Case:
         check_fields(obj, "case", ("draft", "target", "scheme"), ("draft_sample", "context", "tokens"))
         ctx = obj.get("context", [])
         if not isinstance(ctx, list):
@@ -331,8 +372,13 @@ class Case:
         )
 
     def to_json(self) -> dict:
-        out = {"draft": self.draft.to_json(), "target": self.target.to_json(), "context": list(self.context),
-               "tokens": self.tokens, "scheme": self.scheme.to_json()}
+        out = {
+            "draft": self.draft.to_json(),
+            "target": self.target.to_json(),
+            "context": list(self.context),
+            "tokens": self.tokens,
+            "scheme": self.scheme.to_json(),
+        }
         if self.draft_sample is not None:
             out["draft_sample"] = self.draft_sample.to_json()
         return out
@@ -347,7 +393,7 @@ def load_case(path: str) -> Case:
         reason = getattr(e, "strerror", None) or str(e)
         raise CaseError(f"cannot read case file {show(path)}: {reason}; allowed: a readable JSON file") from None
     if len(data) > MAX_CASE_BYTES:
-        raise CaseError(f"case file {show(path)} is larger than {MAX_CASE_BYTES // 2 ** 20} MiB; allowed: smaller cases")
+        raise CaseError(f"case file {show(path)} is larger than {MAX_CASE_BYTES // 2**20} MiB; allowed: smaller cases")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -365,8 +411,9 @@ def parse_json(text: str, where: str) -> Any:
     except json.JSONDecodeError as e:
         raise CaseError(f"{where}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     except RecursionError:
-        raise CaseError(f"{where}: JSON nested {_nesting(text):,} levels deep; allowed: at most a few hundred "
-                        f"(a case nests 4)") from None
+        raise CaseError(
+            f"{where}: JSON nested {_nesting(text):,} levels deep; allowed: at most a few hundred (a case nests 4)"
+        ) from None
     except ValueError as e:  # an integer literal over Python's digit limit
         raise CaseError(f"{where}: not usable JSON ({str(e).split(';')[0]}); allowed: a case of section 10") from None
 
@@ -382,7 +429,7 @@ def _nesting(text: str) -> int:
 
 
 def _no_constant(name: str) -> Any:
-    raise CaseError(f"{name} is not a JSON number; allowed: finite numbers, and probabilities as strings such as \"1/3\"")
+    raise CaseError(f'{name} is not a JSON number; allowed: finite numbers, and probabilities as strings such as "1/3"')
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:

@@ -17,11 +17,12 @@ the variant only. A variant of one family on a case of the other is refused
 the mutant and its TV to the target law. tests/test_mutants.py checks, statistically, that each
 fast mutant's law fits its exact counterpart's. `rheo.gate.fast_sampler` drives the fast path.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Callable
 
 from .enumerate import BruteChooser
 from .errors import CaseError
@@ -30,14 +31,14 @@ from .models import Case, Context, Row, TableModel
 from .slots import Expansion, expand
 from .tree import Chooser, Node, Nodes, build_tree, path_tokens, rerank
 from .variants import MUTANTS, Variant, variant_named
-from .verify import SPEC_RULES
-from .verify import Rules, normalise
+from .verify import SPEC_RULES, Rules, normalise
 
 ZERO, ONE = Fraction(0), Fraction(1)
-COIN = Fraction(1, 2 ** 53)  # resolution of a float64 uniform coin
+COIN = Fraction(1, 2**53)  # resolution of a float64 uniform coin
 
 
 # --- seams -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MarkedNode(Node):
@@ -65,8 +66,10 @@ def _parent_context(case_ctx: Context, nodes: Nodes, n: Node) -> Context:
 
 def _rewrite_sampled(fn: Callable[[Case, Context, Node], Node]) -> Callable[[Case, Context, Nodes], Nodes]:
     """Apply `fn(case, parent context, node)` to every sampled node of a tree."""
+
     def rewrite(case: Case, ctx: Context, nodes: Nodes) -> Nodes:
         return tuple(fn(case, _parent_context(ctx, nodes, n), n) if n.kind == "sampled" else n for n in nodes)
+
     return rewrite
 
 
@@ -101,6 +104,7 @@ class _RecordingModel:
 
 
 # --- the mutants ---------------------------------------------------------------------------
+
 
 def _q_instead_of_qtilde(case: Case, ctx: Context, n: Node) -> Node:
     return replace(n, qtilde=case.q_samp_model.row(ctx))
@@ -162,7 +166,9 @@ class WholeQChooser:
     def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
         q = self.recorder.last
         z = sum((q[t] for t in plan.tail), ZERO)
-        assert z > 0 and all(plan.qtilde_row()[t] == q[t] / z for t in plan.tail), "recorded q_samp row does not match the plan"
+        assert z > 0 and all(plan.qtilde_row()[t] == q[t] / z for t in plan.tail), (
+            "recorded q_samp row does not match the plan"
+        )
         return [(q[y], (y,)) for y in range(len(q)) if q[y] > 0]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
@@ -208,6 +214,7 @@ class StaleBonus(Rules):
 
 def _half(x: Fraction) -> Fraction:
     import struct
+
     return Fraction(struct.unpack("<e", struct.pack("<e", float(x)))[0])
 
 
@@ -311,16 +318,22 @@ def counterpart(v: Variant) -> ExactMutant:
     """The exact counterpart of a variant that changes one setting of the spec."""
     changed = v.changed()
     if len(changed) != 1:
-        raise CaseError(f"variant {v.name!r} changes {sorted(changed) or 'no setting'}; the exact reference "
-                        f"models a variant that changes exactly one setting")
+        raise CaseError(
+            f"variant {v.name!r} changes {sorted(changed) or 'no setting'}; the exact reference "
+            f"models a variant that changes exactly one setting"
+        )
     if v.family == "static":  # read by rheo_ref.static_exact's methods themselves
         return ExactMutant(v)
     if v.proxy is not None:
         proxy = str(v.proxy)
         return ExactMutant(v, case=lambda c: c.with_scheme(proxy=proxy))
     if v.sample_from == "whole":
-        return ExactMutant(v, chooser=lambda rec, c: WholeQChooser(rec, c.rheo_scheme().m),
-                           nodes=_rewrite_sampled(_outside_tail), rules=WholeQRules())
+        return ExactMutant(
+            v,
+            chooser=lambda rec, c: WholeQChooser(rec, c.rheo_scheme().m),
+            nodes=_rewrite_sampled(_outside_tail),
+            rules=WholeQRules(),
+        )
     if v.verify_row == "q_samp":
         return ExactMutant(v, nodes=_rewrite_sampled(_q_instead_of_qtilde))
     if v.verify_row == "q_rank_tail":

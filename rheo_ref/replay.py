@@ -20,18 +20,19 @@ A coin that no decision needs is skipped, never shifted onto the next decision, 
 layout does not depend on outcomes. `rheo_fast.decode` draws the same block per round and trial
 (`torch.rand(B, 2(N+1)+1)`), which is what lets both sides emit identical tokens.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import log
-from typing import Callable, Sequence
 
 from .enumerate import expansions_per_round
 from .errors import CaseError
 from .models import Case, Context, Scheme, TableModel
 from .slots import Expansion, expand, inverse_cdf
-from .tree import Node, Nodes, children, build_tree, path_tokens, rerank
+from .tree import Node, Nodes, build_tree, children, path_tokens, rerank
 from .verify import SPEC_RULES, Rules
 
 ZERO, ONE = Fraction(0), Fraction(1)
@@ -106,8 +107,9 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
             return ReplayRound(tuple(out), nodes, kept)
 
 
-def replay_decode(case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None,
-                  rules: Rules = SPEC_RULES) -> list[ReplayRound]:
+def replay_decode(
+    case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None, rules: Rules = SPEC_RULES
+) -> list[ReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     n = case.tokens if n is None else n
     ctx, total = tuple(case.context), 0
@@ -122,14 +124,17 @@ def replay_decode(case: Case, coins: Callable[[int], Sequence[float]], n: int | 
 
 def greedy_case(case: Case) -> Case:
     """The case at T = 0: q_samp and p become point masses on their argmax (ties: lower id)."""
+
     def argmax_table(t: TableModel) -> TableModel:
         rows = {}
         for k, row in t.probs.items():
             best = min(range(len(row)), key=lambda i: (-row[i], i))
             rows[k] = tuple(ONE if i == best else ZERO for i in range(len(row)))
         return TableModel(t.vocab_size, t.context_length, rows, t.name)
-    return Case(case.draft, argmax_table(case.target), case.scheme, case.context, case.tokens,
-                argmax_table(case.q_samp_model))
+
+    return Case(
+        case.draft, argmax_table(case.target), case.scheme, case.context, case.tokens, argmax_table(case.q_samp_model)
+    )
 
 
 def float_signature(case: Case, context: Context, nodes: Nodes, nid: int) -> tuple:
@@ -157,7 +162,7 @@ def comparable(case: Case, context: Context, nodes: Nodes, tol: float = 1e-9) ->
     sigs = {n.id: float_signature(case, context, nodes, n.id) for n in pos}
     logs = {n.id: log(n.score) for n in pos}
     for i, a in enumerate(pos):
-        for b in pos[i + 1:]:
+        for b in pos[i + 1 :]:
             if abs(logs[a.id] - logs[b.id]) <= tol and sigs[a.id] != sigs[b.id]:
                 return False
     return True

@@ -11,6 +11,7 @@ an absurd input (D = 10^18, tokens = 10^6) is measured in microseconds instead o
 - `batch_bytes(B, nodes, V)`: float64 bytes of a batch's [B, nodes, V] tensors;
 - `available_memory()`: bytes of memory available to this process (None: unknown).
 """
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-EXACT_BELOW = 10 ** 15  # sizes up to this are kept as exact integers
+EXACT_BELOW = 10**15  # sizes up to this are kept as exact integers
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,20 @@ class Size:
     exact: int | None = None
 
     @classmethod
-    def of(cls, n: int) -> "Size":
+    def of(cls, n: int) -> Size:
         return cls(math.log10(n) if n > 0 else -math.inf, n if n < EXACT_BELOW else None)
 
     @classmethod
-    def power(cls, base: int, exp: int) -> "Size":
+    def power(cls, base: int, exp: int) -> Size:
         """base ** exp without computing it when it is large."""
         if exp == 0 or base == 1:
             return cls.of(1)
         if base == 0:
             return cls.of(0)
         lg = exp * math.log10(base)
-        return cls.of(base ** exp) if lg < 15 else cls(lg)
+        return cls.of(base**exp) if lg < 15 else cls(lg)
 
-    def __mul__(self, other: "Size") -> "Size":
+    def __mul__(self, other: Size) -> Size:
         if self.exact is not None and other.exact is not None:
             return Size.of(self.exact * other.exact)
         return Size(self.log10 + other.log10)
@@ -61,7 +62,7 @@ class Size:
         if self.exact is not None:
             return f"{self.exact:,}"
         e = math.floor(self.log10)
-        if e >= 10 ** 6:  # the mantissa is lost in the float's precision
+        if e >= 10**6:  # the mantissa is lost in the float's precision
             return f"~10^{self.log10:.3g}"
         return f"~{10 ** (self.log10 - e):.1f}e{e}"
 
@@ -132,4 +133,4 @@ def count(n: int) -> str:
 
 
 def gib(n: float) -> str:
-    return f"{n / 2 ** 30:.3g} GiB"
+    return f"{n / 2**30:.3g} GiB"

@@ -6,11 +6,12 @@ renormalised tail q̃ (kind `sampled`, factor = the proxy); slots m+1..K-1 hold 
 tail tokens other than y in ranked order (kind `fill`). When the tail has no q_samp mass, the
 node's K children are simply x_1..x_K (all `det`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 from .errors import CaseError
 from .models import Proxy, Row
@@ -34,7 +35,9 @@ def proxy_factor(proxy: Proxy, q_rank: Row, order: list[int], m: int, z_r: Fract
         return rheo
     f = proxy.number * rheo  # scaled:s
     if f > 1:
-        raise CaseError(f"proxy scaled:{proxy.value} gives factor {f} > 1; the kept tree would not be closed under parents")
+        raise CaseError(
+            f"proxy scaled:{proxy.value} gives factor {f} > 1; the kept tree would not be closed under parents"
+        )
     return f
 
 
@@ -46,15 +49,15 @@ class Expansion:
     m: int
     proxy: Proxy
     q_rank: Row
-    order: list[int]                 # all tokens, ranked by q_rank
+    order: list[int]  # all tokens, ranked by q_rank
     det: list[tuple[int, Fraction]]  # slots 0..m-1 (or 0..K-1 when nothing is sampled)
-    qtilde: Row | None               # q̃ over the whole vocabulary (0 outside the tail); None: no sampled slot
+    qtilde: Row | None  # q̃ over the whole vocabulary (0 outside the tail); None: no sampled slot
     z_r: Fraction
 
     @property
     def tail(self) -> list[int]:
         """Ranked tail tokens V minus the top-m."""
-        return self.order[self.m:]
+        return self.order[self.m :]
 
     def qtilde_row(self) -> Row:
         """q̃ of the sampled slot (an expansion without one has none)."""

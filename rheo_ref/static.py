@@ -10,12 +10,14 @@ root is node 0), nodes in creation order, each parent before its children:
 A node's children, in index order, are its *draw order*. Sibling sampling (`iid` or `wor`) gives
 the law of each child's token given the tokens already drawn at its parent (`next_draw`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import prod
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from .errors import CaseError
 from .validate import check_fields, is_int
@@ -27,8 +29,9 @@ SHAPE_KINDS = ("branching", "delayed", "parents")
 SAMPLINGS = ("iid", "wor")
 VERIFIERS = ("specinfer", "rrsw", "traversal")
 # The pairings whose output law is the target's (docs/SCHEMES.md); the others are accepted and lossy.
-LOSSLESS_PAIRINGS = frozenset({("iid", "specinfer"), ("iid", "rrsw"), ("wor", "rrsw"),
-                               ("iid", "traversal"), ("wor", "traversal")})
+LOSSLESS_PAIRINGS = frozenset(
+    {("iid", "specinfer"), ("iid", "rrsw"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal")}
+)
 MAX_NODES = 256  # draft nodes per round; larger shapes are refused as bad input
 ZERO, ONE = Fraction(0), Fraction(1)
 
@@ -47,10 +50,11 @@ def parse_weight(value: Any) -> Fraction:
         try:
             w = Fraction(value)
         except (ValueError, ZeroDivisionError):
-            raise CaseError(f"ensemble_weight {value!r} is not a number; "
-                            f"allowed: a rational in (0, 1] such as \"1/2\"") from None
+            raise CaseError(
+                f'ensemble_weight {value!r} is not a number; allowed: a rational in (0, 1] such as "1/2"'
+            ) from None
     else:
-        raise CaseError(f"ensemble_weight {value!r} must be a string such as \"1/2\" (floats are not exact)")
+        raise CaseError(f'ensemble_weight {value!r} must be a string such as "1/2" (floats are not exact)')
     if not 0 < w <= 1:
         raise CaseError(f"ensemble_weight {value!r} must be in (0, 1] (1: plain specinfer)")
     return w
@@ -83,7 +87,9 @@ def delayed_parents(spec: Sequence[int]) -> tuple[int, ...]:
         raise CaseError(f"static shape delayed {list(spec)} must be [K, L1, L2] (three integers)")
     K, L1, L2 = spec
     if K < 1 or L1 < 0 or L2 < 0:
-        raise CaseError(f"static shape delayed {list(spec)}: allowed K >= 1 rollouts, trunk L1 >= 0, rollout length L2 >= 0")
+        raise CaseError(
+            f"static shape delayed {list(spec)}: allowed K >= 1 rollouts, trunk L1 >= 0, rollout length L2 >= 0"
+        )
     n = L1 + K * L2
     if n < 1:
         raise CaseError(f"static shape delayed {list(spec)} drafts no node; L1 + K*L2 must be >= 1")
@@ -107,8 +113,10 @@ def check_parents(parents: Sequence[int]) -> tuple[int, ...]:
         raise CaseError(f"static shape parents has {len(parents)} draft nodes, more than the limit {MAX_NODES}")
     for i, u in enumerate(parents):
         if not 0 <= u <= i:
-            raise CaseError(f"static shape parents: node {i + 1}'s parent {u} is out of order; allowed 0..{i} "
-                            f"(0 = root, each parent before its children)")
+            raise CaseError(
+                f"static shape parents: node {i + 1}'s parent {u} is out of order; allowed 0..{i} "
+                f"(0 = root, each parent before its children)"
+            )
     return tuple(parents)
 
 
@@ -141,8 +149,8 @@ def depths(parents: Sequence[int]) -> list[int]:
 class StaticScheme:
     """A fixed shape, sibling sampling (`iid`/`wor`) and a verifier (`specinfer`/`rrsw`/`traversal`)."""
 
-    kind: str                  # how the shape was given: branching, delayed or parents
-    sizes: tuple[int, ...]     # the list given with it
+    kind: str  # how the shape was given: branching, delayed or parents
+    sizes: tuple[int, ...]  # the list given with it
     sampling: str
     verify: str
     parents: tuple[int, ...] = field(init=False)
@@ -171,11 +179,13 @@ class StaticScheme:
                 raise CaseError(f"ensemble_weight needs verify 'specinfer', not {self.verify!r}")
 
     @classmethod
-    def from_json(cls, obj: Any) -> "StaticScheme":
+    def from_json(cls, obj: Any) -> StaticScheme:
         check_fields(obj, "static scheme", ("family", "sampling", "verify"), SHAPE_KINDS + ("ensemble_weight",))
         given = [k for k in SHAPE_KINDS if k in obj]
         if len(given) != 1:
-            raise CaseError(f"static scheme gives {len(given)} shapes {given}; give exactly one of {', '.join(SHAPE_KINDS)}")
+            raise CaseError(
+                f"static scheme gives {len(given)} shapes {given}; give exactly one of {', '.join(SHAPE_KINDS)}"
+            )
         if obj["family"] != "static":
             raise CaseError(f"static scheme has family {obj['family']!r}, must be 'static'")
         w = obj.get("ensemble_weight")
@@ -229,10 +239,11 @@ def next_draw(q: Row, drawn: Sequence[int], sampling: str) -> list[tuple[int, Fr
 
 # --- size estimates (upper bounds, used to refuse hopeless enumerations up front) ---------------
 
+
 def ordered_draws(support: int, k: int, sampling: str) -> int:
     """Outcomes of k sibling draws from a support of the given size (wor: capped, falling factorial)."""
     if sampling == "iid":
-        return support ** k
+        return support**k
     return prod(range(support - min(k, support) + 1, support + 1))
 
 
@@ -253,8 +264,8 @@ def estimate_subtrees(scheme: StaticScheme, support: int, contexts: int) -> int:
     per (context, incoming rate), bounded here by the draw histories that reach the node (its
     ancestors' tokens and every earlier sibling's, at each level)."""
     kids = children_lists(scheme.parents)
-    paths = [1] + [0] * scheme.nodes       # distinct token paths reaching each node
-    histories = [1] + [0] * scheme.nodes   # distinct (path, earlier siblings) histories
+    paths = [1] + [0] * scheme.nodes  # distinct token paths reaching each node
+    histories = [1] + [0] * scheme.nodes  # distinct (path, earlier siblings) histories
     steps = 0
     for u, ks in enumerate(kids):
         calls = histories[u] if scheme.verify == "traversal" else min(paths[u], contexts)

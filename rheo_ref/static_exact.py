@@ -24,17 +24,26 @@ that change a step inside a node (`proposal_update`, `traversal_rate`, `ms_updat
 `traversal_bonus`) and refuses those that make the order of the tries depend on more than one
 subtree (`sibling_order`, `leaf_order`: `ORDER_SETTINGS`).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import Iterator, Sequence
 
 from .errors import CaseError
 from .models import Case, Context, Row
 from .static import Shape, StaticScheme, children_lists, estimate_brute, estimate_subtrees, next_draw
 from .variants import SPEC, Variant
-from .verifiers import DraftTree, child_rate, topdown_accept, topdown_law, topdown_reject, traversal_law, traversal_reject
+from .verifiers import (
+    DraftTree,
+    child_rate,
+    topdown_accept,
+    topdown_law,
+    topdown_reject,
+    traversal_law,
+    traversal_reject,
+)
 
 Law = dict[tuple[int, ...], Fraction]
 METHODS = ("classes", "brute")
@@ -74,6 +83,7 @@ def _bonus(r: Row) -> Law:
 
 
 # --- brute -------------------------------------------------------------------------------------
+
 
 def draws_of_tree(case: Case, context: Context) -> Iterator[tuple[Fraction, DraftTree]]:
     """(probability, DraftTree) for every joint draw of a round's nodes; under `wor` a node past
@@ -143,6 +153,7 @@ def brute_round_law(case: Case, context: Context, variant: Variant = SPEC) -> tu
 
 # --- the subtree recursion ---------------------------------------------------------------------
 
+
 class SubtreeLaws:
     """Memoised subtree laws of one static case (shared by all the rounds of a computation)."""
 
@@ -150,8 +161,10 @@ class SubtreeLaws:
         self.p, self.q, self.scheme = case.target, case.q_samp_model, case.static_scheme()
         order = [name for name in ORDER_SETTINGS if name in variant.changed()]
         if order:
-            raise CaseError(f"variant {variant.name!r} changes {order[0]}: the subtree recursion (method 'classes') "
-                            f"cannot order tries across subtrees; use method 'brute'")
+            raise CaseError(
+                f"variant {variant.name!r} changes {order[0]}: the subtree recursion (method 'classes') "
+                f"cannot order tries across subtrees; use method 'brute'"
+            )
         self.variant = variant
         self.L = context_length(case)
         self.steps = 0  # sibling draws visited (memo misses only)
@@ -160,7 +173,7 @@ class SubtreeLaws:
 
     def key(self, context: Context) -> Context:
         """The part of a context the models can see."""
-        return tuple(context)[-self.L:] if self.L else ()
+        return tuple(context)[-self.L :] if self.L else ()
 
     def round_law(self, context: Context) -> Law:
         ctx, shape = self.key(context), self.scheme.shape
@@ -215,7 +228,9 @@ class SubtreeLaws:
 
     # traversal
 
-    def traversal_node(self, ctx: Context, shape: Shape, alpha: Fraction, *, root: bool = False) -> tuple[Law, Fraction]:
+    def traversal_node(
+        self, ctx: Context, shape: Shape, alpha: Fraction, *, root: bool = False
+    ) -> tuple[Law, Fraction]:
         """(law emitted when the round ends inside this subtree, P(the whole subtree is rejected))
         for a node with context ctx, this shape and incoming rate α."""
         key = (ctx, shape, alpha, root)
@@ -223,8 +238,9 @@ class SubtreeLaws:
             self._nodes[key] = self.traversal_siblings(ctx, shape, 0, alpha, self.p.row(ctx), self.q.row(ctx), (), root)
         return self._nodes[key]
 
-    def traversal_siblings(self, ctx: Context, shape: Shape, i: int, alpha: Fraction, Mb: Row, Ms: Row,
-                           drawn: tuple[int, ...], root: bool) -> tuple[Law, Fraction]:
+    def traversal_siblings(
+        self, ctx: Context, shape: Shape, i: int, alpha: Fraction, Mb: Row, Ms: Row, drawn: tuple[int, ...], root: bool
+    ) -> tuple[Law, Fraction]:
         """From child i on, the node being in state (α, Mb, Ms) with `drawn` tokens drawn so far."""
         key = (ctx, shape, i, alpha, Mb, Ms, drawn, root)
         if key in self._siblings:

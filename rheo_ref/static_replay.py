@@ -22,6 +22,7 @@ to flipping (`margin`): a float64 implementation must agree with this one whenev
 exceeds its rounding error (`comparable`). A variant of the static family (`variant=`, the spec
 by default) is read by the verifiers' steps (`rheo_ref.verifiers`); a mutant reads the same coins.
 """
+
 from __future__ import annotations
 
 import math
@@ -128,8 +129,9 @@ def draw_tree(case: Case, context: Context, reader: CoinReader) -> SampledTree:
     return SampledTree(DraftTree(tuple(parents), tuple(tokens)), tuple(ids))
 
 
-def verify_topdown(st: SampledTree, case: Case, context: Context, reader: CoinReader, verify: str,
-                   variant: Variant = SPEC) -> tuple[int, ...]:
+def verify_topdown(
+    st: SampledTree, case: Case, context: Context, reader: CoinReader, verify: str, variant: Variant = SPEC
+) -> tuple[int, ...]:
     """`specinfer` / `rrsw` on the drawn tree: from the root, children in draw order (the
     variant's `sibling_order`), each with its accept coin; the bonus from the final residual."""
     tree, p, q = st.tree, case.target, case.q_samp_model
@@ -151,12 +153,12 @@ def verify_topdown(st: SampledTree, case: Case, context: Context, reader: CoinRe
             return tuple(out)
 
 
-def verify_traversal(st: SampledTree, case: Case, context: Context, reader: CoinReader,
-                     sampling: str, variant: Variant = SPEC) -> tuple[int, ...]:
+def verify_traversal(
+    st: SampledTree, case: Case, context: Context, reader: CoinReader, sampling: str, variant: Variant = SPEC
+) -> tuple[int, ...]:
     """Traversal Verification on the drawn tree: the first leaf in post-order is accepted iff its
     accept coin is below α; `sampling` chooses the Ms update (the tree's own sampling: lossless)."""
-    state = TraversalState(st.tree, case.target, case.q_samp_model, sampling=sampling, context=context,
-                           variant=variant)
+    state = TraversalState(st.tree, case.target, case.q_samp_model, sampling=sampling, context=context, variant=variant)
     while True:
         v = state.first_leaf()
         if v == 0:
@@ -177,8 +179,9 @@ class StaticReplayRound:
         return self.margin > tol
 
 
-def replay_static_round(case: Case, context: Context, coins: Sequence[float],
-                        variant: Variant = SPEC) -> StaticReplayRound:
+def replay_static_round(
+    case: Case, context: Context, coins: Sequence[float], variant: Variant = SPEC
+) -> StaticReplayRound:
     """One round of a static case from `context`, every random decision read from `coins`."""
     sch = case.static_scheme()
     variant.check_family("static")
@@ -191,8 +194,9 @@ def replay_static_round(case: Case, context: Context, coins: Sequence[float],
     return StaticReplayRound(emitted, drawn, reader.margin)
 
 
-def replay_static_decode(case: Case, coins: Callable[[int], Sequence[float]],
-                         n: int | None = None, variant: Variant = SPEC) -> list[StaticReplayRound]:
+def replay_static_decode(
+    case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None, variant: Variant = SPEC
+) -> list[StaticReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     n = case.tokens if n is None else n
     ctx, total = tuple(case.context), 0

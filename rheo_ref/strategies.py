@@ -4,13 +4,15 @@ Rows are integer weights (zeros allowed) normalised to `Fraction`s, so shrinking
 small denominators and counterexamples stay readable. `cases` bounds the enumeration size so
 that an exact answer is cheap.
 """
+
 from __future__ import annotations
 
-from fractions import Fraction
 import random
+from fractions import Fraction
 from itertools import product
 
-from hypothesis import assume, strategies as st
+from hypothesis import assume
+from hypothesis import strategies as st
 
 from .enumerate import estimate_trees_per_round
 from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' tables)
@@ -35,8 +37,9 @@ def one_hot(size: int, t: int) -> tuple[Fraction, ...]:
 
 
 @st.composite
-def tables(draw, vocab_size: int, context_length: int = 1, *, name: str = "model", zeros: bool = True,
-           max_weight: int = 6):
+def tables(
+    draw, vocab_size: int, context_length: int = 1, *, name: str = "model", zeros: bool = True, max_weight: int = 6
+):
     """A table model with a row for every context of length <= context_length."""
     rows = {}
     for L in range(context_length + 1):
@@ -61,9 +64,20 @@ def schemes(draw, vocab_size: int, *, max_depth: int = 3, proxy: str | None = "r
 
 
 @st.composite
-def cases(draw, *, min_vocab: int = 2, max_vocab: int = 6, max_depth: int = 3, max_tokens: int = 3,
-          proxy: str | None = "rheo", verify: str | None = None, separate_sample: bool | None = None,
-          max_trees: int = 400, method: str = "brute", zeros: bool = True):
+def cases(
+    draw,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 6,
+    max_depth: int = 3,
+    max_tokens: int = 3,
+    proxy: str | None = "rheo",
+    verify: str | None = None,
+    separate_sample: bool | None = None,
+    max_trees: int = 400,
+    method: str = "brute",
+    zeros: bool = True,
+):
     """A small case whose `method` enumeration is estimated at <= max_trees trees per round."""
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(schemes(V, max_depth=max_depth, proxy=proxy, verify=verify))
@@ -108,8 +122,9 @@ def static_shapes(draw, *, max_nodes: int = 5, kinds=SHAPE_KINDS) -> tuple[str, 
 
 
 @st.composite
-def static_schemes(draw, *, max_nodes: int = 5, sampling: str | None = None, verify: str | None = None,
-                   kinds=SHAPE_KINDS) -> StaticScheme:
+def static_schemes(
+    draw, *, max_nodes: int = 5, sampling: str | None = None, verify: str | None = None, kinds=SHAPE_KINDS
+) -> StaticScheme:
     kind, sizes = draw(static_shapes(max_nodes=max_nodes, kinds=kinds))
     samp = sampling if sampling is not None else draw(st.sampled_from(SAMPLINGS))
     ver = verify if verify is not None else draw(st.sampled_from(VERIFIERS))
@@ -117,9 +132,21 @@ def static_schemes(draw, *, max_nodes: int = 5, sampling: str | None = None, ver
 
 
 @st.composite
-def static_cases(draw, *, min_vocab: int = 2, max_vocab: int = 4, max_nodes: int = 5, max_tokens: int = 2,
-                 sampling: str | None = None, verify: str | None = None, separate_sample: bool | None = None,
-                 context_length: int = 1, max_trees: int = 300, method: str = "brute", zeros: bool = True):
+def static_cases(
+    draw,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 4,
+    max_nodes: int = 5,
+    max_tokens: int = 2,
+    sampling: str | None = None,
+    verify: str | None = None,
+    separate_sample: bool | None = None,
+    context_length: int = 1,
+    max_trees: int = 300,
+    method: str = "brute",
+    zeros: bool = True,
+):
     """A small static-family case whose `method` is estimated at <= max_trees outcomes per round."""
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(static_schemes(max_nodes=max_nodes, sampling=sampling, verify=verify))

@@ -7,12 +7,14 @@ of sampled tokens (several ids that lead to the same fills and factor); the buil
 node into single tokens only when it is about to be expanded, because only then does its identity
 reach beyond its own level (docs/ALGORITHM.md §7).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import log
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
 
 from .errors import CaseError
 from .models import Context, Row, Scheme
@@ -26,12 +28,12 @@ class Node:
     """A node of the draft tree; `id` is its creation index (the root is 0)."""
 
     id: int
-    parent: int            # -1 for the root
+    parent: int  # -1 for the root
     depth: int
-    kind: str              # "root", "det", "sampled" or "fill"
-    slot: int              # slot index among its siblings (-1 for the root)
+    kind: str  # "root", "det", "sampled" or "fill"
+    slot: int  # slot index among its siblings (-1 for the root)
     tokens: tuple[int, ...]  # () for the root; (t,) once known; several for a class of sampled ids
-    score: Fraction        # product of factors along the path (root: 1)
+    score: Fraction  # product of factors along the path (root: 1)
     qtilde: Row | None = None  # q̃ of a sampled node
 
     def qtilde_row(self) -> Row:
@@ -105,12 +107,15 @@ def children(nodes: Sequence[Node], kept: frozenset[int] | None = None) -> dict[
     return out
 
 
-def build_tree(draft: RowModel, draft_sample: RowModel, context: Context, scheme: Scheme,
-               chooser: Chooser) -> Iterator[tuple[Fraction, Nodes]]:
+def build_tree(
+    draft: RowModel, draft_sample: RowModel, context: Context, scheme: Scheme, chooser: Chooser
+) -> Iterator[tuple[Fraction, Nodes]]:
     """Every tree the chooser allows, with its probability (before the global rerank)."""
     root = Node(0, -1, 0, "root", -1, (), ONE)
 
-    def expand_queue(nodes: list[Node], queue: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Nodes]]:
+    def expand_queue(
+        nodes: list[Node], queue: list[int], depth: int, prob: Fraction
+    ) -> Iterator[tuple[Fraction, Nodes]]:
         if not queue:
             if depth + 1 < scheme.D:
                 nxt = frontier(nodes, depth + 1, scheme.W)
@@ -129,7 +134,9 @@ def build_tree(draft: RowModel, draft_sample: RowModel, context: Context, scheme
         else:
             yield from expand_one(nodes, nid, rest, depth, prob)
 
-    def expand_one(nodes: list[Node], nid: int, rest: list[int], depth: int, prob: Fraction) -> Iterator[tuple[Fraction, Nodes]]:
+    def expand_one(
+        nodes: list[Node], nid: int, rest: list[int], depth: int, prob: Fraction
+    ) -> Iterator[tuple[Fraction, Nodes]]:
         ctx = context + path_tokens(nodes, nid)
         parent = nodes[nid]
         plan = expand(draft.row(ctx), draft_sample.row(ctx), scheme.K, scheme.m, scheme.proxy)

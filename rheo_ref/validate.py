@@ -10,11 +10,13 @@ multi-line message).
     rate("--alpha", a)                       # a number strictly between 0 and 1
     within_limit("trees per round", est, limit, override="--force")   # TooLargeError
 """
+
 from __future__ import annotations
 
 import math
 import reprlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .errors import CaseError, TooLargeError
 from .sizes import count
@@ -28,7 +30,7 @@ def show(value: Any) -> str:
     """A one-line repr of at most ~60 characters (long values are elided with '...')."""
     try:
         text = _SHOW.repr(value)
-    except Exception:  # a value whose repr fails: name its type  # noqa: BLE001
+    except Exception:  # a value whose repr fails: name its type
         text = f"<{type(value).__name__}>"
     return text.replace("\n", "\\n")
 

@@ -20,12 +20,13 @@ the order children are tried in (`sibling_order`), the top-down proposal row aft
 (`proposal_update`), traversal's rate after a removal (`traversal_rate`), next leaf (`leaf_order`),
 Ms update (`ms_update`) and bonus row (`traversal_bonus`); the mutants change one each.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 from .errors import CaseError
 from .models import Context, Row, TableModel
@@ -34,6 +35,7 @@ from .variants import SPEC, Variant
 
 Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
+
 
 def normalise(r: Sequence[Fraction]) -> Row:
     """r / Σr; the zero row stays zero (a sibling law with nothing left to draw)."""
@@ -48,6 +50,7 @@ def positive_part(a: Sequence[Fraction], b: Sequence[Fraction]) -> list[Fraction
 
 # --- specinfer ---------------------------------------------------------------------------------
 
+
 def specinfer_accept(r: Row, q: Row, x: int, weight: Fraction = ONE) -> Fraction:
     """min(1, 1 - w + w·r(x)/q(x)); w = 1: min(1, r(x)/q(x))."""
     return min(ONE, 1 - weight + weight * r[x] / q[x])
@@ -61,6 +64,7 @@ def specinfer_reject(r: Row, q: Row) -> Row:
 
 
 # --- rrsw --------------------------------------------------------------------------------------
+
 
 def rrsw_accept(r: Row, s: Row, x: int) -> Fraction:
     return min(ONE, r[x] / s[x])
@@ -96,6 +100,7 @@ def try_order(kids: Sequence[int], token_of, variant: Variant = SPEC) -> list[in
 
 # --- traversal ---------------------------------------------------------------------------------
 
+
 def child_rate(alpha: Fraction, Mb: Row, Ms: Row, x: int) -> Fraction:
     """α of a child with token x of a node in state (α, Mb, Ms): min(1, α·Mb(x)/Ms(x)), 0 if Ms(x) = 0."""
     return min(ONE, alpha * Mb[x] / Ms[x]) if Ms[x] else ZERO
@@ -104,8 +109,9 @@ def child_rate(alpha: Fraction, Mb: Row, Ms: Row, x: int) -> Fraction:
 OTHER_SAMPLING = {"iid": "wor", "wor": "iid"}
 
 
-def traversal_reject(alpha: Fraction, Mb: Row, Ms: Row, x: int, sampling: str, *,
-                     root: bool = False, variant: Variant = SPEC) -> tuple[Fraction, Row, Row]:
+def traversal_reject(
+    alpha: Fraction, Mb: Row, Ms: Row, x: int, sampling: str, *, root: bool = False, variant: Variant = SPEC
+) -> tuple[Fraction, Row, Row]:
     """A node's (α, Mb, Ms) once its child with token x is removed (rejected with its subtree).
 
     R = (α·Mb - Ms)+, S = ΣR; α <- S / (S + 1 - α) (0 when S = 0; the root's stays 1);
@@ -128,6 +134,7 @@ def traversal_reject(alpha: Fraction, Mb: Row, Ms: Row, x: int, sampling: str, *
 
 
 # --- one given tree ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class DraftTree:
@@ -172,14 +179,23 @@ def check_drawable(tree: DraftTree, q: TableModel, context: Context, sampling: s
         toks = [tree.token(c) for c in kids]
         for c, x in zip(kids, toks):
             if not 0 <= x < len(row) or row[x] == 0:
-                raise CaseError(f"draft tree: node {c}'s token {x} has q_samp 0 (or is outside the vocabulary) "
-                                f"at context {list(ctx)}; the draft could not have drawn it")
+                raise CaseError(
+                    f"draft tree: node {c}'s token {x} has q_samp 0 (or is outside the vocabulary) "
+                    f"at context {list(ctx)}; the draft could not have drawn it"
+                )
         if sampling == "wor" and len(set(toks)) < len(toks):
             raise CaseError(f"draft tree: node {u}'s children {toks} repeat a token; wor siblings are distinct")
 
 
-def topdown_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, verify: str,
-                variant: Variant = SPEC, weight: Fraction = ONE) -> Law:
+def topdown_law(
+    tree: DraftTree,
+    p: TableModel,
+    q: TableModel,
+    context: Context,
+    verify: str,
+    variant: Variant = SPEC,
+    weight: Fraction = ONE,
+) -> Law:
     """Law of the emitted sequence under `specinfer` (ensemble weight `weight`) or `rrsw` (top-down, token level)."""
     kids = tree.children()
 
@@ -212,8 +228,16 @@ class TraversalState:
     `first_leaf` and `reject` are the two steps of the loop, `bonus_row` the row of the bonus at
     the accepted node; `traversal_law` runs it exactly."""
 
-    def __init__(self, tree: DraftTree, p: TableModel, q: TableModel, *, sampling: str, context: Context = (),
-                 variant: Variant = SPEC) -> None:
+    def __init__(
+        self,
+        tree: DraftTree,
+        p: TableModel,
+        q: TableModel,
+        *,
+        sampling: str,
+        context: Context = (),
+        variant: Variant = SPEC,
+    ) -> None:
         self.tree, self.sampling, self.variant = tree, sampling, variant
         self.kids = tree.children()
         self.live = set(range(1, len(tree.parents) + 1))  # the non-root nodes not removed yet
@@ -253,13 +277,14 @@ class TraversalState:
         self.kids[u].remove(v)
         self.live.remove(v)
         self.alpha[u], self.Mb[u], self.Ms[u] = traversal_reject(
-            self.alpha[u], self.Mb[u], self.Ms[u], self.tree.token(v), self.sampling, root=u == 0,
-            variant=self.variant)
+            self.alpha[u], self.Mb[u], self.Ms[u], self.tree.token(v), self.sampling, root=u == 0, variant=self.variant
+        )
         self._rates_below(u)
 
 
-def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str,
-                  variant: Variant = SPEC) -> Law:
+def traversal_law(
+    tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str, variant: Variant = SPEC
+) -> Law:
     """Law of the emitted sequence under `traversal`: one pass over the leaves it visits, since
     an accept ends the round (the state after each rejection is deterministic)."""
     st = TraversalState(tree, p, q, sampling=sampling, context=context, variant=variant)
@@ -279,8 +304,17 @@ def traversal_law(tree: DraftTree, p: TableModel, q: TableModel, context: Contex
         st.reject(v)
 
 
-def verify_tree_law(tree: DraftTree, p: TableModel, q: TableModel, *, verify: str, sampling: str,
-                    context: Context = (), variant: Variant = SPEC, weight: Fraction = ONE) -> Law:
+def verify_tree_law(
+    tree: DraftTree,
+    p: TableModel,
+    q: TableModel,
+    *,
+    verify: str,
+    sampling: str,
+    context: Context = (),
+    variant: Variant = SPEC,
+    weight: Fraction = ONE,
+) -> Law:
     """Exact law of what `verify` emits on the given tree (p: target, q: q_samp; `sampling`
     only matters to traversal's Ms update and to the check that the tree could be drawn)."""
     check_drawable(tree, q, context, sampling)

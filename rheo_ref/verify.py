@@ -9,11 +9,12 @@ computed in closed form. A sampled child holding a class of tokens (a leaf, neve
 is summed out here: its identity is q̃ restricted to the class, and the residual after a
 rejection does not depend on it.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Callable, Sequence
 
 from .models import Context, Row, TableModel
 from .tree import Node, children
@@ -76,8 +77,7 @@ SPEC_RULES = Rules()  # the spec's verification rules (a mutant overrides one me
 Law = dict[tuple[int, ...], Fraction]
 
 
-def level_law(r: Row, tried: Sequence[Node], below: Callable[[Node, int, Row], Law],
-              rules: Rules = SPEC_RULES) -> Law:
+def level_law(r: Row, tried: Sequence[Node], below: Callable[[Node, int, Row], Law], rules: Rules = SPEC_RULES) -> Law:
     """What verification emits from one node: its kept children `tried` in the rule's order meet
     the residual r (p at the node on arrival). `below(child, y, r)` is the law emitted once
     `child`, holding y, is accepted with residual r. A child holding a class of tokens (never
@@ -121,14 +121,21 @@ def level_law(r: Row, tried: Sequence[Node], below: Callable[[Node, int, Row], L
     return out
 
 
-def verify_law(nodes: Sequence[Node], kept: frozenset[int], target: TableModel, context: Context,
-               verify: str, rules: Rules = SPEC_RULES) -> Law:
+def verify_law(
+    nodes: Sequence[Node],
+    kept: frozenset[int],
+    target: TableModel,
+    context: Context,
+    verify: str,
+    rules: Rules = SPEC_RULES,
+) -> Law:
     """Exact law of the emitted token sequence for one fixed (kept) tree."""
     kids = children(nodes, kept)
 
     def level(nid: int, ctx: Context, r: Row) -> Law:
         def below(ch: Node, y: int, r_now: Row) -> Law:
             return level(ch.id, ctx + (y,), rules.next_row(r_now, target.row(ctx + (y,))))
+
         return level_law(r, rules.verification_order(kids[nid], verify), below, rules)
 
     return dict(level(0, tuple(context), target.row(tuple(context))))

@@ -1,8 +1,9 @@
 """Shared test configuration.
 
 The default run is parallel (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml's
-addopts; the real-model module is one group, so its model loads once). Every worker keeps torch's intra-op threads at 1 (set here, before any test module
-imports torch), so two workers on two cores do not oversubscribe them.
+addopts; the real-model module is one group, so its model loads once). Every worker keeps torch's
+intra-op threads at 1 (set here, before any test module imports torch), so two workers on two
+cores do not oversubscribe them.
 
 Hypothesis profiles, chosen by RHEO_HYPOTHESIS_PROFILE (docs/GATE.md):
 - `ci` (the default): derandomized, so every run, parallel or not, tries the same examples;
@@ -12,6 +13,7 @@ Seeds of statistical tests come from the test id (rheo.pytest_plugin's `rheo_see
 do not depend on which worker runs a test; RHEO_SEED_SALT varies them all (nightly). The plugin
 itself is loaded through its pytest11 entry point; tests/ only chooses the profile.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +30,14 @@ from hypothesis import HealthCheck, settings
 
 PROFILE_ENV = "RHEO_HYPOTHESIS_PROFILE"
 
-settings.register_profile("ci", derandomize=True, max_examples=40, deadline=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=40,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("nightly", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))

@@ -1,4 +1,5 @@
 """Small shared helpers for the tests (no fixtures with hidden state)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,9 @@ CASES = Path(__file__).parent / "cases"
 def run_rheo(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo.cli)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")
-    return subprocess.run([sys.executable, "-m", "rheo.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "rheo.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def write_case(tmp_path: Path, obj, name: str = "case.json") -> str:

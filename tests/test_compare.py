@@ -1,5 +1,6 @@
 """`rheo compare`: its cells, its numbers against `rheo exact` on the same schemes, the table,
 --json, the plot (written atomically), size refusals and bad input (exit 2, one line)."""
+
 from __future__ import annotations
 
 import json
@@ -7,14 +8,13 @@ import re
 from fractions import Fraction
 
 import pytest
+from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo.cli import main
 from rheo.compare import PAIRINGS, cells_for, compare, static_shapes
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.models import load_case
 from rheo_ref.static import StaticScheme
-
-from helpers import CASES, load_json, run_rheo, write_case
 
 SMALL = str(CASES / "small.json")
 
@@ -29,6 +29,7 @@ def small_json():
 
 
 # --- the cells -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("N", range(1, 13))
 def test_every_cell_has_the_budget_and_a_compatible_pairing(N):
@@ -55,6 +56,7 @@ def test_cells_refuse_a_bad_budget():
 
 # --- the numbers agree with rheo exact ---------------------------------------------------------------
 
+
 def test_every_row_agrees_with_rheo_exact_on_the_same_scheme(small_json, tmp_path, capsys):
     out, _ = small_json
     base = load_json("small.json")
@@ -72,8 +74,16 @@ def test_the_table_shows_the_json_rows_aligned(small_json):
     out, table = small_json
     lines = table.stdout.splitlines()
     head = lines[0]
-    assert [c.strip() for c in head.split(" | ")] == ["nodes", "family", "scheme", "verifier", "tau", "exact tau",
-                                                      "exact TV", "seconds"]
+    assert [c.strip() for c in head.split(" | ")] == [
+        "nodes",
+        "family",
+        "scheme",
+        "verifier",
+        "tau",
+        "exact tau",
+        "exact TV",
+        "seconds",
+    ]
     bars = [m.start() for m in re.finditer(r"\|", head)]
     body = [ln for ln in lines[2:] if " | " in ln]
     assert len(body) == len(out["rows"])
@@ -96,7 +106,7 @@ def test_the_comparison_holds_its_own_identities(small_json):
     fan = {v: t for (s, v, _), t in rows.items() if s == "branching [4]"}
     rheo_chain = rows[("chain K=1 D=4", "OT", "chain (rheo)")]
     assert chain["iid+specinfer"] == chain["wor+rrsw"] == chain["iid+rrsw"] == rheo_chain
-    assert chain["iid+traversal"] == chain["wor+traversal"] >= chain["iid+specinfer"]      # claim 6.3
+    assert chain["iid+traversal"] == chain["wor+traversal"] >= chain["iid+specinfer"]  # claim 6.3
     assert fan["iid+traversal"] == fan["iid+specinfer"] and fan["wor+traversal"] == fan["wor+rrsw"]  # claim 6.1
     assert all(r["tv"] == "0" for r in small_json[0]["rows"])  # every pairing listed is lossless
 
@@ -104,14 +114,16 @@ def test_the_comparison_holds_its_own_identities(small_json):
 def test_several_budgets_and_the_function_the_notebook_uses():
     case = load_case(SMALL)
     rows = compare(case, [2, 3, 2], tokens=1, select=lambda c: c.pairing == "iid+specinfer")
-    assert [r.cell.nodes for r in rows] == [2] * len([c for c in cells_for(2, 3) if c.pairing == "iid+specinfer"]) + \
-        [3] * len([c for c in cells_for(3, 3) if c.pairing == "iid+specinfer"])
+    assert [r.cell.nodes for r in rows] == [2] * len([c for c in cells_for(2, 3) if c.pairing == "iid+specinfer"]) + [
+        3
+    ] * len([c for c in cells_for(3, 3) if c.pairing == "iid+specinfer"])
     assert all(r.tv == 0 and 1 <= r.tau <= r.cell.nodes + 1 for r in rows)
     with pytest.raises(TooLargeError, match=r"would enumerate up to ~[\d,]+ outcomes per round \(limit 5\).*--force"):
         compare(case, [4], max_trees=5)
 
 
 # --- plot ---------------------------------------------------------------------------------------------
+
 
 def test_the_plot_is_written_atomically(tmp_path):
     plot = tmp_path / "tau.png"
@@ -125,14 +137,18 @@ def test_the_plot_is_written_atomically(tmp_path):
 
 # --- refusals and bad input --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,needle", [
-    (["--nodes", "0"], "--nodes 0 must be an integer in [1, 256]"),
-    (["--max-trees", "10"], "would enumerate up to ~"),
-    (["--max-trees", "0"], "--max-trees 0 must be an integer >= 1"),
-    (["--tokens", "0"], "--tokens 0 must be an integer >= 1"),
-    (["--plot", "/nonexistent-dir/x.png"], "does not exist"),
-    (["--plot", "x.txt"], "allowed suffixes .png, .svg, .pdf"),
-])
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--nodes", "0"], "--nodes 0 must be an integer in [1, 256]"),
+        (["--max-trees", "10"], "would enumerate up to ~"),
+        (["--max-trees", "0"], "--max-trees 0 must be an integer >= 1"),
+        (["--tokens", "0"], "--tokens 0 must be an integer >= 1"),
+        (["--plot", "/nonexistent-dir/x.png"], "does not exist"),
+        (["--plot", "x.txt"], "allowed suffixes .png, .svg, .pdf"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(args, needle):
     res = run_rheo("compare", SMALL, *args)
     assert res.returncode == 2, res.stdout + res.stderr

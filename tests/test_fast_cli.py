@@ -1,16 +1,17 @@
 """`rheo sample`: the documented JSON, agreement with `rheo exact` within sampling noise, and the
 same bad-input behaviour as `rheo exact` (exit 2, one line, no traceback)."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from helpers import load_json, run_rheo, write_case
+
 from rheo.cli import main
+from rheo.stats import assert_law, check_law
 from rheo_ref.exact import Exact
 from rheo_ref.models import Case
-from rheo.stats import assert_law, check_law
 
 
 class Result:
@@ -21,6 +22,7 @@ class Result:
 @pytest.fixture
 def sample(tmp_path, capsys):
     """`rheo sample CASE ARGS...` in this process (a subprocess costs a torch import each)."""
+
     def run(obj, *args: str) -> Result:
         path = obj if isinstance(obj, str) and obj.endswith(".json") else write_case(tmp_path, obj)
         try:
@@ -29,6 +31,7 @@ def sample(tmp_path, capsys):
             rc = e.code
         out, err = capsys.readouterr()
         return Result(rc, out, err)
+
     return run
 
 
@@ -75,12 +78,15 @@ def test_same_seed_same_output_different_seed_different(sample):
     assert a == b and a != c
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("--samples", "0", "--seed", "1"), "--samples 0"),
-    (("--samples", "5", "--seed", "1", "--batch", "0"), "--batch 0"),
-    (("--samples", "5", "--seed", "1", "--device", "tpu"), "tpu"),
-    (("--samples", "5", "--seed", "1", "--temperature", "-1"), "--temperature"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("--samples", "0", "--seed", "1"), "--samples 0"),
+        (("--samples", "5", "--seed", "1", "--batch", "0"), "--batch 0"),
+        (("--samples", "5", "--seed", "1", "--device", "tpu"), "tpu"),
+        (("--samples", "5", "--seed", "1", "--temperature", "-1"), "--temperature"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(sample, args, needle):
     res = sample(load_json("small.json"), *args)
     assert res.returncode == 2 and res.stdout == ""

@@ -2,6 +2,7 @@
 coins) on a case of its family built to exercise its step, the spec must not (it is the reference coin for
 coin, tests/test_replay.py and tests/test_static_fast.py), and unknown names are refused. Every setting
 belongs to one family, and a mutant changes exactly one setting."""
+
 from __future__ import annotations
 
 import random
@@ -17,11 +18,19 @@ from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.static import VERIFIERS, StaticScheme
 from rheo_ref.static_replay import static_layout as static_coins
 from rheo_ref.strategies import distinct_weights
-from rheo_ref.variants import (FAMILY_OF, MUTANTS, READ_BY, RHEO_SETTINGS, SETTINGS, SPEC, STATIC_SETTINGS, Variant,
-                               variant_named)
+from rheo_ref.variants import (
+    FAMILY_OF,
+    MUTANTS,
+    READ_BY,
+    RHEO_SETTINGS,
+    SETTINGS,
+    SPEC,
+    STATIC_SETTINGS,
+    Variant,
+    variant_named,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 
 def mutant_case(V: int = 6, seed: int = 3) -> Case:
@@ -31,7 +40,10 @@ def mutant_case(V: int = 6, seed: int = 3) -> Case:
     keys = [()] + [(c,) for c in range(V)]
 
     def table(name: str, shift: int) -> TableModel:
-        return TableModel.from_weights({k: distinct_weights(rng, V, zero=(i + shift) % V) for i, k in enumerate(keys)}, name=name)
+        return TableModel.from_weights(
+            {k: distinct_weights(rng, V, zero=(i + shift) % V) for i, k in enumerate(keys)}, name=name
+        )
+
     return Case(table("draft", 0), table("target", 2), Scheme(3, 1, 2, 3, 6), (0,), 4, table("draft_sample", 0))
 
 
@@ -39,8 +51,9 @@ def static_mutant_case(sampling: str, verify: str, V: int = 6, seed: int = 3) ->
     """The static family's: zeros in every row, a separate q_samp, and the shape root -> 1, 2;
     1 -> 3, 5; 2 -> 4, so nodes have two children and leaves are created out of post-order."""
     base = mutant_case(V, seed)
-    return Case(base.draft, base.target, StaticScheme("parents", (0, 0, 1, 2, 1), sampling, verify), (0,), 4,
-                base.draft_sample)
+    return Case(
+        base.draft, base.target, StaticScheme("parents", (0, 0, 1, 2, 1), sampling, verify), (0,), 4, base.draft_sample
+    )
 
 
 def case_for(variant: Variant) -> Case:
@@ -54,8 +67,11 @@ def case_for(variant: Variant) -> Case:
 
 def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    n_coins = (static_coins(case.scheme)[1] if isinstance(case.scheme, StaticScheme)
-               else Layout(case.scheme.K, case.scheme.W, case.scheme.D).n_coins)
+    n_coins = (
+        static_coins(case.scheme)[1]
+        if isinstance(case.scheme, StaticScheme)
+        else Layout(case.scheme.K, case.scheme.W, case.scheme.D).n_coins
+    )
     blocks: list[torch.Tensor] = []
 
     def coins(i: int) -> torch.Tensor:
@@ -63,7 +79,10 @@ def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: floa
             c = torch.rand((B, n_coins), generator=g, dtype=torch.float64)  # [B, C]
             blocks.append(torch.where(torch.rand(c.shape, generator=g, dtype=torch.float64) < zeros, 0.0, c))
         return blocks[i]
-    return decode(TableTreeModel(case), [case.context] * B, case.scheme, case.tokens, coins=coins, variant=variant).tokens
+
+    return decode(
+        TableTreeModel(case), [case.context] * B, case.scheme, case.tokens, coins=coins, variant=variant
+    ).tokens
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
@@ -95,11 +114,28 @@ def test_spec_is_deterministic_under_the_same_coins():
 
 
 def test_required_mutants_are_registered_with_descriptions():
-    required = {"proxy-true", "proxy-const", "verify-q-not-qtilde", "sample-whole-q", "residual-unnormalised",
-                "stale-bonus", "one-hot-sampled", "bonus-full-p", "leq-coin", "float16", "temp-sample-only",
-                "fills-first"}
-    static = {"traversal-bad-rate", "traversal-min-index-leaf", "traversal-stale-bonus", "specinfer-on-wor",
-              "traversal-wrong-update", "sorted-siblings"}  # docs/SCHEMES.md §8
+    required = {
+        "proxy-true",
+        "proxy-const",
+        "verify-q-not-qtilde",
+        "sample-whole-q",
+        "residual-unnormalised",
+        "stale-bonus",
+        "one-hot-sampled",
+        "bonus-full-p",
+        "leq-coin",
+        "float16",
+        "temp-sample-only",
+        "fills-first",
+    }
+    static = {
+        "traversal-bad-rate",
+        "traversal-min-index-leaf",
+        "traversal-stale-bonus",
+        "specinfer-on-wor",
+        "traversal-wrong-update",
+        "sorted-siblings",
+    }  # docs/SCHEMES.md §8
     assert required <= {n for n, v in MUTANTS.items() if v.family == "rheo"}
     assert static == {n for n, v in MUTANTS.items() if v.family == "static"}
     assert all(v.name == k and v.description and "\n" not in v.description for k, v in MUTANTS.items())
@@ -118,7 +154,7 @@ def test_every_mutant_changes_exactly_one_setting_and_the_spec_none():
     for v in MUTANTS.values():
         assert v.family == FAMILY_OF[next(iter(v.changed()))]
     with pytest.raises(CaseError, match="one family"):
-        Variant("both", "", try_order="fills_first", leaf_order="min_index").family
+        _ = Variant("both", "", try_order="fills_first", leaf_order="min_index").family
 
 
 def test_unknown_mutant_is_refused_by_name():
@@ -152,12 +188,23 @@ def test_a_massless_bonus_ends_the_trial_with_minus_one():
     rrsw, K = 2, m = 1, q = p = (1/2, 1/2): det 0 rejected leaves r = (0, 1/2) unnormalised, the
     sampled 1 (q̃ = δ_1) is then rejected by a coin of 0.9 (the spec accepts it: r = (0, 1))."""
     half = {(): ["1/2", "1/2"], (0,): ["1/2", "1/2"], (1,): ["1/2", "1/2"]}
-    case = Case(TableModel.from_rows(half, name="draft"), TableModel.from_rows(half, name="target"),
-                Scheme(2, 1, 1, 1, 2, verify="rrsw"), (0,), 3)
+    case = Case(
+        TableModel.from_rows(half, name="draft"),
+        TableModel.from_rows(half, name="target"),
+        Scheme(2, 1, 1, 1, 2, verify="rrsw"),
+        (0,),
+        3,
+    )
     coins = torch.tensor([[0.5, 0.0, 0.0, 0.0, 0.9, 0.9, 0.5]], dtype=torch.float64)  # sample 0..2, accept 3..5, bonus
     assert coins.shape[1] == Layout(2, 1, 1).n_coins
     spec = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins)
     assert spec.tokens.tolist() == [[1, 1, 1]]  # sampled 1 accepted, bonus 1 from p(.|1), twice
-    bad = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins,
-                 variant=MUTANTS["residual-unnormalised"])
+    bad = decode(
+        TableTreeModel(case),
+        [case.context],
+        case.scheme,
+        3,
+        coins=lambda i: coins,
+        variant=MUTANTS["residual-unnormalised"],
+    )
     assert bad.tokens.tolist() == [[-1, -1, -1]] and bad.rounds.tolist() == [1]

@@ -1,6 +1,7 @@
 """Unit properties of rheo_fast's steps, each against the exact reference or a hand-checked
 value (docs/ALGORITHM.md §1, §3, §4, §5): ranking ties, slots, inverse CDF, strict coins,
 residual rounding, tree shape and closure, attention mask, refusals, logits processing."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -10,20 +11,19 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rheo_ref.slots
 from rheo_fast.decode import decode, round_coins, run_round
 from rheo_fast.models import DraftRows, ModelDefaults, TableTreeModel, draft_probs, greedy, target_probs, trunc_s
 from rheo_fast.slots import DET, FILL, SAMPLED, expand, inverse_cdf, ranked
 from rheo_fast.tree import Layout, check_closed
 from rheo_fast.verify import residual_point, residual_sampled, try_points, try_sampled
-from rheo_ref.variants import MUTANTS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
-import rheo_ref.slots
 from rheo_ref.replay import round_layout
 from rheo_ref.strategies import distinct_weights, prob_vectors
+from rheo_ref.variants import MUTANTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 
 def t64(row) -> torch.Tensor:
@@ -36,16 +36,31 @@ def test_ranked_breaks_ties_by_lower_id_like_the_reference(row):
 
 
 @settings(deadline=None)
-@given(st.integers(2, 7).flatmap(lambda V: st.tuples(prob_vectors(V, max_weight=30), prob_vectors(V, max_weight=30),
-                                                     st.integers(1, V), st.floats(0, 1, exclude_max=True))),
-       st.integers(0, 7), st.sampled_from(["rheo", "true", "const:1/4", "scaled:1/2"]))
+@given(
+    st.integers(2, 7).flatmap(
+        lambda V: st.tuples(
+            prob_vectors(V, max_weight=30),
+            prob_vectors(V, max_weight=30),
+            st.integers(1, V),
+            st.floats(0, 1, exclude_max=True),
+        )
+    ),
+    st.integers(0, 7),
+    st.sampled_from(["rheo", "true", "const:1/4", "scaled:1/2"]),
+)
 def test_expand_matches_the_reference_slot_plan(args, m_raw, proxy):
     """Tokens, kinds and factors of one expansion equal rheo_ref.slots for the same coin."""
     q_rank, q_samp, K, u = args
     m = m_raw % (K + 1)
     pr = Proxy.parse(proxy)
     plan = rheo_ref.slots.expand(q_rank, q_samp, K, m, pr)
-    ex = expand(DraftRows(t64(q_rank)[None, None], t64(q_samp)[None, None], False), torch.tensor([[u]], dtype=torch.float64), K, m, pr)
+    ex = expand(
+        DraftRows(t64(q_rank)[None, None], t64(q_samp)[None, None], False),
+        torch.tensor([[u]], dtype=torch.float64),
+        K,
+        m,
+        pr,
+    )
     if plan.qtilde is None:
         want = plan.det
         kinds = [DET] * K
@@ -86,10 +101,17 @@ def test_a_zero_coin_never_accepts_probability_zero():
     assert acc.item() and first.item() == 1  # token 0 rejected, token 1 accepted
 
 
-@given(st.integers(2, 7).flatmap(lambda V: st.tuples(prob_vectors(V, max_weight=20), st.permutations(range(V)),
-                                                     st.lists(st.floats(0, 1, exclude_max=True), min_size=V, max_size=V),
-                                                     st.lists(st.booleans(), min_size=V, max_size=V))),
-       st.integers(1, 7))
+@given(
+    st.integers(2, 7).flatmap(
+        lambda V: st.tuples(
+            prob_vectors(V, max_weight=20),
+            st.permutations(range(V)),
+            st.lists(st.floats(0, 1, exclude_max=True), min_size=V, max_size=V),
+            st.lists(st.booleans(), min_size=V, max_size=V),
+        )
+    ),
+    st.integers(1, 7),
+)
 def test_closed_form_run_equals_one_try_at_a_time(args, J):
     """try_points' vectorised comparison u_k (Σr - Σ_{j<k} r(t_j)) < r(t_k) makes the same
     decisions and leaves the same residual as trying each point mass against the renormalised r."""
@@ -132,10 +154,13 @@ def test_residual_of_rounding_noise_is_not_garbage():
 
 def _case(V=4, K=3, m=1, W=2, D=3, R=7, proxy="rheo", verify="rheo", L=1):
     import random
+
     rng = random.Random(V * 100 + K)
 
     keys = [()] + [(c,) for c in range(V)] if L else [()]
-    mk = lambda n: TableModel.from_weights({k: distinct_weights(rng, V, high=60) for k in keys}, context_length=L, name=n)  # noqa: E731
+    mk = lambda n: TableModel.from_weights(
+        {k: distinct_weights(rng, V, high=60) for k in keys}, context_length=L, name=n
+    )
     return Case(mk("draft"), mk("target"), Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,) if L else (), 3)
 
 
@@ -172,7 +197,7 @@ def test_tree_is_closed_and_mask_is_the_ancestor_relation():
         for i in range(1, lay.N + 1):
             d = int(tree.depth[i])
             P = tree.P
-            assert tree.path[b, i, :P + d - 1].tolist() == tree.path[b, par[b][i], :P + d - 1].tolist()
+            assert tree.path[b, i, : P + d - 1].tolist() == tree.path[b, par[b][i], : P + d - 1].tolist()
             assert tree.path[b, i, P + d - 1].item() == tree.tokens[b, i].item()
             assert tree.path[b, i, :P].tolist() == [case.context[-1]]  # the context window before the root
 
@@ -180,7 +205,7 @@ def test_tree_is_closed_and_mask_is_the_ancestor_relation():
 def test_same_seed_same_tokens_and_rounds_emit_1_to_D_plus_1():
     case = _case()
     model = TableTreeModel(case)
-    run = lambda s: decode(model, [case.context] * 200, case.scheme, 5, generator=torch.Generator().manual_seed(s))  # noqa: E731
+    run = lambda s: decode(model, [case.context] * 200, case.scheme, 5, generator=torch.Generator().manual_seed(s))
     a, b, c = run(1), run(1), run(2)
     assert torch.equal(a.tokens, b.tokens) and not torch.equal(a.tokens, c.tokens)
     assert ((a.first_lengths >= 1) & (a.first_lengths <= case.scheme.D + 1)).all()
@@ -193,10 +218,14 @@ def test_missing_row_and_factor_above_one_are_refused_like_the_reference():
     del probs["2"]
     holey = Case(case.draft, TableModel(4, 1, probs, "target"), case.scheme, case.context, 3)
     with pytest.raises(CaseError, match="no row"):
-        decode(TableTreeModel(holey), [holey.context] * 300, holey.scheme, 3, generator=torch.Generator().manual_seed(0))
+        decode(
+            TableTreeModel(holey), [holey.context] * 300, holey.scheme, 3, generator=torch.Generator().manual_seed(0)
+        )
     scaled = case.with_scheme(proxy="scaled:1000")
     with pytest.raises(CaseError, match="factor"):
-        decode(TableTreeModel(scaled), [case.context] * 10, scaled.scheme, 3, generator=torch.Generator().manual_seed(0))
+        decode(
+            TableTreeModel(scaled), [case.context] * 10, scaled.scheme, 3, generator=torch.Generator().manual_seed(0)
+        )
     with pytest.raises(CaseError, match="exactly one"):
         decode(TableTreeModel(case), [case.context], case.scheme, 3)
     with pytest.raises(CaseError, match="K=5"):
@@ -262,7 +291,9 @@ def test_cuda_emits_what_cpu_emits_for_the_same_coins():
     lay = Layout(3, 2, 3)
     coins = round_coins(torch.Generator().manual_seed(0), 512, lay)
     cpu = decode(TableTreeModel(case), [case.context] * 512, case.scheme, 3, coins=lambda i: coins)
-    gpu = decode(TableTreeModel(case, device="cuda"), [case.context] * 512, case.scheme, 3, coins=lambda i: coins.cuda())
+    gpu = decode(
+        TableTreeModel(case, device="cuda"), [case.context] * 512, case.scheme, 3, coins=lambda i: coins.cuda()
+    )
     assert torch.equal(cpu.tokens, gpu.tokens.cpu())
 
 

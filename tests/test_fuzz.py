@@ -24,6 +24,7 @@ Counts: `COUNTS` holds how many inputs each subcommand got (printed at the end o
 run by tests/conftest.py). Profiles: the default tries `N` examples per test; nightly
 (RHEO_HYPOTHESIS_PROFILE=nightly) 10x as many. Inputs that once failed are `@example`s.
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import load_json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers import load_json
 from rheo.cli import build_parser, main
 from rheo_ref import strategies as rs
 
@@ -50,14 +51,27 @@ COUNTS: Counter = Counter()  # inputs tried per subcommand
 OUTCOMES: Counter = Counter()  # (subcommand, exit status or "reached the model load")
 SMALL = load_json("small.json")
 ROOT = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ("exact", "audit", "sample", "mutants", "generate", "bench-model", "draft-ceiling", "train-draft",
-               "compare", "gate-hf", "sweep")
+SUBCOMMANDS = (
+    "exact",
+    "audit",
+    "sample",
+    "mutants",
+    "generate",
+    "bench-model",
+    "draft-ceiling",
+    "train-draft",
+    "compare",
+    "gate-hf",
+    "sweep",
+)
 
 
 def fuzz(n: int):
     """`n` examples per test in the default profile, 10n nightly."""
-    return settings(max_examples=n * SCALE, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                                  HealthCheck.filter_too_much])
+    return settings(
+        max_examples=n * SCALE,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
 
 
 class ReachedModel(BaseException):
@@ -131,18 +145,71 @@ def _as_int(text: str) -> int | None:
 # --- hostile values --------------------------------------------------------------------------
 
 HOSTILE = st.one_of(
-    st.sampled_from([None, True, False, 0, -1, 1, 2, 3, 10 ** 6, 10 ** 18, 2 ** 63, 10 ** 300, 10 ** 4000, -10 ** 18,
-                     1.5, -0.0, 1e308, float("nan"), float("inf"), float("-inf"), "", "0", "1", "1/0", "1/3", "-1/3",
-                     "1e999999999", "1e-999999999", "1" * 2000, "nan", "inf", "x" * 3000, "0,1", " 0 ", "\u0663",
-                     "\x00", [], {}, [[]], [None], {"": []}, [1, 2, 3], ["1/2", "1/2"], ["1/3"] * 3, [True] * 3]),
-    st.integers(), st.floats(), st.text(max_size=8), st.lists(st.integers(-2, 5), max_size=4),
+    st.sampled_from(
+        [
+            None,
+            True,
+            False,
+            0,
+            -1,
+            1,
+            2,
+            3,
+            10**6,
+            10**18,
+            2**63,
+            10**300,
+            10**4000,
+            -(10**18),
+            1.5,
+            -0.0,
+            1e308,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+            "",
+            "0",
+            "1",
+            "1/0",
+            "1/3",
+            "-1/3",
+            "1e999999999",
+            "1e-999999999",
+            "1" * 2000,
+            "nan",
+            "inf",
+            "x" * 3000,
+            "0,1",
+            " 0 ",
+            "\u0663",
+            "\x00",
+            [],
+            {},
+            [[]],
+            [None],
+            {"": []},
+            [1, 2, 3],
+            ["1/2", "1/2"],
+            ["1/3"] * 3,
+            [True] * 3,
+        ]
+    ),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.integers(-2, 5), max_size=4),
 )
-INTS = st.one_of(st.integers(-3, 8), st.sampled_from([2 ** 31, 2 ** 63, 2 ** 64, 10 ** 9, 10 ** 18, 10 ** 40]),
-                 st.integers()).map(str)
+INTS = st.one_of(st.integers(-3, 8), st.sampled_from([2**31, 2**63, 2**64, 10**9, 10**18, 10**40]), st.integers()).map(
+    str
+)
 INT_TEXT = st.one_of(INTS, st.sampled_from(["", "x", "1.5", "1e3", "nan", "0x10", "1_000", "\u0663", "9" * 5000, "-0"]))
-THREADS = st.one_of(st.sampled_from(["1", "2"]), INT_TEXT.filter(lambda s: _as_int(s) is None or not 2 < _as_int(s) <= 1024))
-FLOAT_TEXT = st.one_of(st.sampled_from(["0", "1", "0.5", "-1", "nan", "inf", "-inf", "1e-320", "1e308", "1e400", "",
-                                        "x", "0.6"]), st.floats().map(repr))
+THREADS = st.one_of(
+    st.sampled_from(["1", "2"]), INT_TEXT.filter(lambda s: _as_int(s) is None or not 2 < _as_int(s) <= 1024)
+)
+FLOAT_TEXT = st.one_of(
+    st.sampled_from(["0", "1", "0.5", "-1", "nan", "inf", "-inf", "1e-320", "1e308", "1e400", "", "x", "0.6"]),
+    st.floats().map(repr),
+)
 
 
 @st.composite
@@ -184,7 +251,7 @@ def hostile_case_text(draw) -> str | bytes:
     base = _dumps(draw(mutated_case())) if draw(st.booleans()) else _dumps(SMALL)
     op = draw(st.sampled_from(["as is", "truncate", "duplicate", "nest", "huge number", "bytes", "tokens"]))
     if op == "truncate":
-        return base[:draw(st.integers(0, len(base)))]
+        return base[: draw(st.integers(0, len(base)))]
     if op == "duplicate":
         return base.replace('"tokens": 3', '"tokens": 3, "tokens": 2', 1).replace('"K": 3', '"K": 3, "K": 3', 1)
     if op == "nest":
@@ -204,6 +271,7 @@ def valid_case_text():
 
 
 # --- files and paths ---------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
@@ -244,29 +312,47 @@ def readonly_folder(base: Path) -> Path | None:
 
 
 def case_path(files: Path, name: str) -> str:
-    return {"small": str(files / "small.json"), "missing": str(files / "nope.json"), "folder": str(files / "folder"),
-            "empty": str(files / "empty.json"), "binary": str(files / "binary.json"), "nul": "a\x00b",
-            "long": "x" * 5000, "devnull": os.devnull, "under a file": str(files / "afile" / "c.json")}[name]
+    return {
+        "small": str(files / "small.json"),
+        "missing": str(files / "nope.json"),
+        "folder": str(files / "folder"),
+        "empty": str(files / "empty.json"),
+        "binary": str(files / "binary.json"),
+        "nul": "a\x00b",
+        "long": "x" * 5000,
+        "devnull": os.devnull,
+        "under a file": str(files / "afile" / "c.json"),
+    }[name]
 
 
-CASE_PATHS = st.sampled_from(["small", "small", "small", "missing", "folder", "empty", "binary", "nul", "long",
-                              "devnull", "under a file"])
+CASE_PATHS = st.sampled_from(
+    ["small", "small", "small", "missing", "folder", "empty", "binary", "nul", "long", "devnull", "under a file"]
+)
 
 
 def out_path(files: Path, name: str, leaf: str) -> str:
     ro = readonly_folder(files)
-    return {"fresh": str(files / "out" / leaf), "existing": str(files / leaf), "folder": str(files / "folder"),
-            "under a file": str(files / "afile" / leaf), "missing parent": str(files / "no" / "such" / leaf),
-            "readonly": str((ro or files) / leaf), "nul": "o\x00ut", "empty": ""}.get(name, name)
+    return {
+        "fresh": str(files / "out" / leaf),
+        "existing": str(files / leaf),
+        "folder": str(files / "folder"),
+        "under a file": str(files / "afile" / leaf),
+        "missing parent": str(files / "no" / "such" / leaf),
+        "readonly": str((ro or files) / leaf),
+        "nul": "o\x00ut",
+        "empty": "",
+    }.get(name, name)
 
 
-OUT_PATHS = st.sampled_from(["fresh", "existing", "existing", "folder", "under a file", "missing parent", "readonly",
-                             "nul", "empty"])
+OUT_PATHS = st.sampled_from(
+    ["fresh", "existing", "existing", "folder", "under a file", "missing parent", "readonly", "nul", "empty"]
+)
 
 
 def flags(options: dict[str, st.SearchStrategy | None]) -> st.SearchStrategy[list[str]]:
     """Argument vectors: a random subset of `options` in random order (None: a switch), plus now
     and then an unknown flag or a stray word."""
+
     @st.composite
     def build(draw) -> list[str]:
         names = draw(st.lists(st.sampled_from(sorted(options)), unique=True, max_size=len(options)))
@@ -278,6 +364,7 @@ def flags(options: dict[str, st.SearchStrategy | None]) -> st.SearchStrategy[lis
         if draw(st.integers(0, 9)) == 0:
             argv.insert(draw(st.integers(0, len(argv))), draw(st.sampled_from(["--nope", "-Z", "stray", "--", "-"])))
         return argv
+
     return build()
 
 
@@ -292,8 +379,8 @@ CHEAP = ["--max-trees", "3000", "--max-law-size", "3000"]  # milliseconds per ac
 @example(text="[" * 100_000 + "]" * 100_000)  # RecursionError in the JSON decoder (issue)
 @example(text=_dumps(SMALL).replace('"tokens": 3', '"tokens": ' + "9" * 5000))  # ValueError: int digit limit
 @example(text=b"\xff\xfe{")  # UnicodeDecodeError: not UTF-8
-@example(text=_dumps({**SMALL, "draft": {**SMALL["draft"], "context_length": 10 ** 4000}}))
-@example(text=_dumps({**SMALL, "scheme": {**SMALL["scheme"], "D": 10 ** 18}}))  # hung: estimate looped over D
+@example(text=_dumps({**SMALL, "draft": {**SMALL["draft"], "context_length": 10**4000}}))
+@example(text=_dumps({**SMALL, "scheme": {**SMALL["scheme"], "D": 10**18}}))  # hung: estimate looped over D
 @example(text=_dumps(SMALL).replace('"1/4", "1/4", "1/2"', '"1e999999999", "0", "0"'))  # hung: a billion-digit int
 @example(text=_dumps(SMALL).replace('"tokens": 3', '"tokens": 3, "tokens": 2'))  # duplicate key taken silently
 def test_exact_on_hostile_case_files(files, text):
@@ -315,8 +402,13 @@ def test_exact_accepts_every_valid_generated_case(files, text):
     assert res.rc == 0, res.err
 
 
-EXACT_FLAGS = {"--method": st.sampled_from(["classes", "brute", "brute", "nope", ""]), "--tokens": INT_TEXT,
-               "--max-trees": INT_TEXT, "--max-law-size": INT_TEXT, "--force": None}
+EXACT_FLAGS = {
+    "--method": st.sampled_from(["classes", "brute", "brute", "nope", ""]),
+    "--tokens": INT_TEXT,
+    "--max-trees": INT_TEXT,
+    "--max-law-size": INT_TEXT,
+    "--force": None,
+}
 
 
 @fuzz(100)
@@ -332,37 +424,53 @@ def test_exact_argument_vectors(files, path, argv):
 
 # --- compare -------------------------------------------------------------------------------------
 
-COMPARE_FLAGS = {"--nodes": st.one_of(st.integers(1, 4).map(str), INT_TEXT), "--tokens": INT_TEXT, "--json": None,
-                 "--plot": OUT_PATHS, "--max-trees": INT_TEXT, "--max-law-size": INT_TEXT, "--force": None}
+COMPARE_FLAGS = {
+    "--nodes": st.one_of(st.integers(1, 4).map(str), INT_TEXT),
+    "--tokens": INT_TEXT,
+    "--json": None,
+    "--plot": OUT_PATHS,
+    "--max-trees": INT_TEXT,
+    "--max-law-size": INT_TEXT,
+    "--force": None,
+}
 
 
 @fuzz(60)
 @given(path=CASE_PATHS, argv=flags(COMPARE_FLAGS))
 @example(path="small", argv=["--nodes", "0"])
 @example(path="small", argv=["--plot", "folder"])
-@example(path="small", argv=["--tokens", str(2 ** 63)])  # ran out of memory: the law's size was not estimated
+@example(path="small", argv=["--tokens", str(2**63)])  # ran out of memory: the law's size was not estimated
 def test_compare_argument_vectors(files, path, argv):
     for flag, small in (("--nodes", 4), ("--tokens", 2)):  # keep accepted runs to milliseconds: a mid-sized
-        if flag in argv:                                   # value becomes small, a huge one must be refused
+        if flag in argv:  # value becomes small, a huge one must be refused
             i = argv.index(flag)
-            if not _small_int(argv[i + 1], small) and (_small_int(argv[i + 1], 10 ** 6) or "--force" in argv):
+            if not _small_int(argv[i + 1], small) and (_small_int(argv[i + 1], 10**6) or "--force" in argv):
                 argv[i + 1] = str(small)
     target = None
     if "--plot" in argv:
         i = argv.index("--plot")
         argv[i + 1] = target = out_path(files, argv[i + 1], "compare.png")
-    res = invoke(["compare", case_path(files, path), *argv, *(["--max-trees", "3000"] if "--force" not in argv else [])])
+    res = invoke(
+        ["compare", case_path(files, path), *argv, *(["--max-trees", "3000"] if "--force" not in argv else [])]
+    )
     if res.rc == 0 and target:
         assert Path(target).is_file() and Path(target).stat().st_size > 0
 
 
 # --- gate-hf -------------------------------------------------------------------------------------
 
-GATE_HF_FLAGS = {"--decoder": st.sampled_from(["assisted", "prompt-lookup", "ensemble:1/2", "ensemble:x", "ensemble:2",
-                                               "rheo-lm", "nope", ""]),
-                 "--alpha": FLOAT_TEXT, "--tv": FLOAT_TEXT, "--beta": FLOAT_TEXT, "--tokens": INT_TEXT,
-                 "--seed": INT_TEXT, "--workers": INT_TEXT,
-                 "--gen": st.sampled_from(["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1"])}
+GATE_HF_FLAGS = {
+    "--decoder": st.sampled_from(
+        ["assisted", "prompt-lookup", "ensemble:1/2", "ensemble:x", "ensemble:2", "rheo-lm", "nope", ""]
+    ),
+    "--alpha": FLOAT_TEXT,
+    "--tv": FLOAT_TEXT,
+    "--beta": FLOAT_TEXT,
+    "--tokens": INT_TEXT,
+    "--seed": INT_TEXT,
+    "--workers": INT_TEXT,
+    "--gen": st.sampled_from(["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1"]),
+}
 
 
 @pytest.fixture(scope="module")
@@ -371,6 +479,7 @@ def stub_gate_hf():
     that reaches it passed its checks."""
     mp = pytest.MonkeyPatch()
     import rheo.hf
+
     mp.setattr(rheo.hf, "gate_hf", _reached)
     yield
     mp.undo()
@@ -379,7 +488,7 @@ def stub_gate_hf():
 @fuzz(40)
 @given(path=CASE_PATHS, argv=flags(GATE_HF_FLAGS))
 @example(path="small", argv=["--decoder", "assisted", "--workers", "0"])
-@example(path="small", argv=["--decoder", "assisted", "--tokens", str(2 ** 63)])
+@example(path="small", argv=["--decoder", "assisted", "--tokens", str(2**63)])
 def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
@@ -392,10 +501,16 @@ def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
 
 # --- sweep ---------------------------------------------------------------------------------------
 
-GRID = {"tables": [{"generator": "random", "vocab_size": 3, "seeds": [0]}],
-        "schemes": [{"K": 2, "m": 1, "W": 1, "D": 2, "R": 2},
-                    {"family": "static", "branching": [2], "sampling": "wor", "verify": "rrsw"}],
-        "temperatures": ["1", 0], "context": [0], "tokens": 1}
+GRID = {
+    "tables": [{"generator": "random", "vocab_size": 3, "seeds": [0]}],
+    "schemes": [
+        {"K": 2, "m": 1, "W": 1, "D": 2, "R": 2},
+        {"family": "static", "branching": [2], "sampling": "wor", "verify": "rrsw"},
+    ],
+    "temperatures": ["1", 0],
+    "context": [0],
+    "tokens": 1,
+}
 
 
 @st.composite
@@ -404,8 +519,23 @@ def hostile_grid_text(draw) -> str:
     if draw(st.integers(0, 4)) == 0:
         return draw(st.sampled_from(["", "{", "[]", "null", "[" * 100_000 + "]" * 100_000, '{"tables": 1}']))
     grid = json.loads(json.dumps(GRID))
-    where = draw(st.sampled_from(["tables", "schemes", "temperatures", "context", "tokens", "vocab_size", "seeds",
-                                  "K", "extra", "method", "max_trees"]))
+    where = draw(
+        st.sampled_from(
+            [
+                "tables",
+                "schemes",
+                "temperatures",
+                "context",
+                "tokens",
+                "vocab_size",
+                "seeds",
+                "K",
+                "extra",
+                "method",
+                "max_trees",
+            ]
+        )
+    )
     value = draw(HOSTILE)
     if where in ("vocab_size", "seeds"):
         grid["tables"][0][where] = value
@@ -416,9 +546,13 @@ def hostile_grid_text(draw) -> str:
     return _dumps(grid)
 
 
-SWEEP_FLAGS = {"--out": OUT_PATHS, "--workers": st.one_of(st.just("1"), INT_TEXT),
-               "--scheduler": st.sampled_from(["nope", "", "tcp://", "http://x:1", "tcp://host:port"]),
-               "--no-progress": None, "--no-plot": None}
+SWEEP_FLAGS = {
+    "--out": OUT_PATHS,
+    "--workers": st.one_of(st.just("1"), INT_TEXT),
+    "--scheduler": st.sampled_from(["nope", "", "tcp://", "http://x:1", "tcp://host:port"]),
+    "--no-progress": None,
+    "--no-plot": None,
+}
 
 
 @fuzz(40)
@@ -429,7 +563,7 @@ def test_sweep_on_hostile_grids_and_arguments(files, text, argv):
     grid.write_text(text)
     if "--workers" in argv:  # a process pool per example would take seconds: one process, or refused
         i = argv.index("--workers")
-        argv[i + 1] = argv[i + 1] if not _small_int(argv[i + 1], 10 ** 6) else "1"
+        argv[i + 1] = argv[i + 1] if not _small_int(argv[i + 1], 10**6) else "1"
     if "--out" in argv:
         i = argv.index("--out")
         argv[i + 1] = out_path(files, argv[i + 1], "sweep")
@@ -442,11 +576,13 @@ def test_sweep_on_hostile_grids_and_arguments(files, text, argv):
 
 # --- sample --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def small_limits():
     """`rheo sample`'s work limits lowered so that every accepted run takes milliseconds."""
     mp = pytest.MonkeyPatch()
     import rheo.cli_sample as cs
+
     mp.setattr(cs, "MAX_DRAWS", 300, raising=False)
     mp.setattr(cs, "MAX_WORK", 200_000, raising=False)
     mp.setattr(cs, "MAX_LEVELS", 200, raising=False)
@@ -456,28 +592,34 @@ def small_limits():
 
 @fuzz(60)
 @given(text=st.one_of(hostile_case_text(), valid_case_text()))
-@example(text=_dumps({**SMALL, "scheme": {**SMALL["scheme"], "D": 10 ** 6}}))  # hung building a 10^6-level tree
-@example(text=_dumps({**SMALL, "target": {**SMALL["target"], "context_length": 10 ** 4000}}))  # OverflowError
+@example(text=_dumps({**SMALL, "scheme": {**SMALL["scheme"], "D": 10**6}}))  # hung building a 10^6-level tree
+@example(text=_dumps({**SMALL, "target": {**SMALL["target"], "context_length": 10**4000}}))  # OverflowError
 def test_sample_on_hostile_case_files(files, small_limits, text):
     path = files / "sample_case.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
     invoke(["sample", str(path), "--samples", "5", "--seed", "1"])
 
 
-SAMPLE_FLAGS = {"--samples": st.one_of(st.integers(1, 20).map(str), INT_TEXT), "--seed": INT_TEXT,
-                "--device": st.sampled_from(["cpu", "cuda", "cuda:0", "cuda:abc", "tpu", "", "cpu:0"]),
-                "--batch": INT_TEXT, "--tokens": INT_TEXT, "--temperature": FLOAT_TEXT,
-                "--threads": THREADS,
-                "--mutant": st.sampled_from(["fills-first", "bonus-full-p", "nope"]), "--force": None}
+SAMPLE_FLAGS = {
+    "--samples": st.one_of(st.integers(1, 20).map(str), INT_TEXT),
+    "--seed": INT_TEXT,
+    "--device": st.sampled_from(["cpu", "cuda", "cuda:0", "cuda:abc", "tpu", "", "cpu:0"]),
+    "--batch": INT_TEXT,
+    "--tokens": INT_TEXT,
+    "--temperature": FLOAT_TEXT,
+    "--threads": THREADS,
+    "--mutant": st.sampled_from(["fills-first", "bonus-full-p", "nope"]),
+    "--force": None,
+}
 
 
 @fuzz(100)
 @given(path=CASE_PATHS, argv=flags(SAMPLE_FLAGS))
 @example(path="small", argv=["--samples", "5", "--seed", "1", "--device", "cuda:abc"])  # RuntimeError: device string
-@example(path="small", argv=["--samples", "5", "--seed", str(2 ** 64)])  # ValueError: manual_seed overflow
-@example(path="small", argv=["--samples", "5", "--seed", "1", "--threads", str(2 ** 31)])  # set_num_threads overflow
+@example(path="small", argv=["--samples", "5", "--seed", str(2**64)])  # ValueError: manual_seed overflow
+@example(path="small", argv=["--samples", "5", "--seed", "1", "--threads", str(2**31)])  # set_num_threads overflow
 @example(path="small", argv=["--samples", "5", "--seed", "1", "--temperature", "1e-5"])  # rows underflowed to NaN
-@example(path="small", argv=["--samples", "5", "--seed", "1", "--batch", str(10 ** 12)])
+@example(path="small", argv=["--samples", "5", "--seed", "1", "--batch", str(10**12)])
 def test_sample_argument_vectors(files, small_limits, path, argv):
     if "--force" in argv:  # --force lifts the limits: keep what it runs small
         argv = [a for a in argv if a != "--force"] if not _small_run(argv) else argv
@@ -499,16 +641,19 @@ def _small_int(text: str, limit: int) -> bool:
 def _small_run(argv: list[str]) -> bool:
     def small(flag: str, limit: int) -> bool:
         return flag not in argv or _small_int(argv[argv.index(flag) + 1], limit)
+
     return small("--samples", 20) and small("--tokens", 4)
 
 
 # --- audit and mutants (computation stubbed) --------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def stub_audit():
     """`rheo audit` over one tiny case without the statistical column's sampling."""
-    from rheo_ref.models import Case
     import rheo.audit as audit
+    from rheo_ref.models import Case
+
     mp = pytest.MonkeyPatch()
     mp.setattr(audit, "audit_cases", lambda: [("tiny", Case.from_json({**SMALL, "tokens": 1}))])
     mp.setattr(audit, "_statistical", lambda case, seed: {"verdict": "stub"})
@@ -541,29 +686,41 @@ def test_audit_argument_vectors(files, stub_audit, argv):
 @pytest.fixture(scope="module")
 def stub_mutants():
     import rheo.cli_mutants as cm
+
     mp = pytest.MonkeyPatch()
     mp.setattr(cm, "mutant_rows", lambda case, names, **kw: [])
-    fa = {"seeds": 1, "alpha": 0.1, "ks_uniform_p": 0.5,
-          **{k: {"level": 0.1, "rejections": 0, "expected": 0.1, "binomial_p": 1.0} for k in ("at_alpha", "at_0.05")}}
+    fa = {
+        "seeds": 1,
+        "alpha": 0.1,
+        "ks_uniform_p": 0.5,
+        **{k: {"level": 0.1, "rejections": 0, "expected": 0.1, "binomial_p": 1.0} for k in ("at_alpha", "at_0.05")},
+    }
     mp.setattr(cm, "false_alarms", lambda case, seeds, **kw: fa)
     yield
     mp.undo()
 
 
-MUTANT_FLAGS = {"--json": None, "--alpha": FLOAT_TEXT, "--beta": FLOAT_TEXT, "--tv": FLOAT_TEXT,
-                "--case": st.sampled_from(["auto", "rheo-m1/T0.5", "nope", ""]),
-                "--fa-case": st.sampled_from(["rheo-m1/T0.5", "auto", "nope"]),
-                "--only": st.sampled_from(["fills-first", "nope", "leq-coin"]), "--seeds": INT_TEXT}
+MUTANT_FLAGS = {
+    "--json": None,
+    "--alpha": FLOAT_TEXT,
+    "--beta": FLOAT_TEXT,
+    "--tv": FLOAT_TEXT,
+    "--case": st.sampled_from(["auto", "rheo-m1/T0.5", "nope", ""]),
+    "--fa-case": st.sampled_from(["rheo-m1/T0.5", "auto", "nope"]),
+    "--only": st.sampled_from(["fills-first", "nope", "leq-coin"]),
+    "--seeds": INT_TEXT,
+}
 
 
 @fuzz(60)
 @given(argv=flags(MUTANT_FLAGS))
-@example(argv=["--seeds", str(10 ** 12)])  # accepted: a trillion gate tests
+@example(argv=["--seeds", str(10**12)])  # accepted: a trillion gate tests
 def test_mutants_argument_vectors(stub_mutants, argv):
     invoke(["mutants", *argv])
 
 
 # --- real-model commands: up to the model load -----------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def no_models():
@@ -573,6 +730,7 @@ def no_models():
     import rheo_fast.lm.draft_head as dh
     import rheo_fast.lm.target as tg
     import rheo_fast.lm.train_draft as td
+
     mp = pytest.MonkeyPatch()
     for mod in (tg, bench, td):
         mp.setattr(mod, "load_target", _reached)
@@ -582,19 +740,40 @@ def no_models():
     mp.undo()
 
 
-TREE_FLAGS = {"-K": INT_TEXT, "-W": INT_TEXT, "-D": INT_TEXT, "-R": INT_TEXT, "-S": INT_TEXT,
-              "--draft": st.sampled_from(["missing", "folder", "empty"]), "--force": None}
+TREE_FLAGS = {
+    "-K": INT_TEXT,
+    "-W": INT_TEXT,
+    "-D": INT_TEXT,
+    "-R": INT_TEXT,
+    "-S": INT_TEXT,
+    "--draft": st.sampled_from(["missing", "folder", "empty"]),
+    "--force": None,
+}
 RUN_FLAGS = {"--seed": INT_TEXT, "--max-new-tokens": INT_TEXT}
-METHOD_LISTS = st.lists(st.sampled_from(["ar", "chain", "topk", "rheo", "rheo-rrsw", "nope", ""]), min_size=1,
-                        max_size=3).map(",".join)
+METHOD_LISTS = st.lists(
+    st.sampled_from(["ar", "chain", "topk", "rheo", "rheo-rrsw", "nope", ""]), min_size=1, max_size=3
+).map(",".join)
 FLOAT_LISTS = st.lists(FLOAT_TEXT, min_size=1, max_size=3).map(",".join)
-GEN_FLAGS = {**TREE_FLAGS, **RUN_FLAGS, "--prompt": st.text(max_size=12), "--raw": None,
-             "--method": st.sampled_from(["rheo", "ar", "topk", "nope"]), "--temperature": FLOAT_TEXT,
-             "--threads": THREADS}
+GEN_FLAGS = {
+    **TREE_FLAGS,
+    **RUN_FLAGS,
+    "--prompt": st.text(max_size=12),
+    "--raw": None,
+    "--method": st.sampled_from(["rheo", "ar", "topk", "nope"]),
+    "--temperature": FLOAT_TEXT,
+    "--threads": THREADS,
+}
 REPORT_FLAGS = {**TREE_FLAGS, **RUN_FLAGS, "--json": OUT_PATHS, "--prompts": INT_TEXT, "--out": OUT_PATHS}
-TRAIN_FLAGS = {"--tiny": None, "--seed": INT_TEXT, "--epochs": INT_TEXT, "--windows": INT_TEXT, "--out": OUT_PATHS,
-               "--threads": THREADS,
-               "--quiet": None, "--force": None}
+TRAIN_FLAGS = {
+    "--tiny": None,
+    "--seed": INT_TEXT,
+    "--epochs": INT_TEXT,
+    "--windows": INT_TEXT,
+    "--out": OUT_PATHS,
+    "--threads": THREADS,
+    "--quiet": None,
+    "--force": None,
+}
 
 
 def _paths(files: Path, argv: list[str], leaf: str) -> list[str]:
@@ -604,8 +783,11 @@ def _paths(files: Path, argv: list[str], leaf: str) -> list[str]:
         if a in ("--json", "--out"):
             argv[i + 1] = out_path(files, argv[i + 1], leaf if a == "--json" or "train" in leaf else "")
         if a == "--draft":
-            argv[i + 1] = {"missing": str(files / "nope.safetensors"), "folder": str(files / "folder"),
-                           "empty": str(files / "empty.json")}.get(argv[i + 1], argv[i + 1])
+            argv[i + 1] = {
+                "missing": str(files / "nope.safetensors"),
+                "folder": str(files / "folder"),
+                "empty": str(files / "empty.json"),
+            }.get(argv[i + 1], argv[i + 1])
     return argv
 
 
@@ -628,16 +810,17 @@ def invalid_values(command: str, argv: list[str]) -> list[str]:
         v = a.get(name)
         if v is not None and not (lo <= v <= hi):
             bad.append(f"{name}={v}")
+
     for f in "KS":
         within(f, 1, 49152)
     for f in "WDR":
         within(f, 1, 8192)
-    within("seed", 0, 2 ** 64 - 1)
+    within("seed", 0, 2**64 - 1)
     within("max_new_tokens", 1, 8192)
     within("threads", 1, 1024)
     within("prompts", 1, 1000)
     within("epochs", 1, 1000)
-    within("windows", 1, 10 ** 9)
+    within("windows", 1, 10**9)
     within("temperature", 0, 1e308)
     for name, lo, hi in (("temperatures", 0, 1e308), ("alphas", 0, 1)):
         if a.get(name) is not None:
@@ -647,7 +830,9 @@ def invalid_values(command: str, argv: list[str]) -> list[str]:
             except ValueError:
                 bad.append(f"{name}={a[name]}")
     if a.get("methods") is not None:
-        allowed = {"ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw"} - ({"ar"} if command == "draft-ceiling" else set())
+        allowed = {"ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw"} - (
+            {"ar"} if command == "draft-ceiling" else set()
+        )
         bad += [f"methods={a['methods']}" for m in a["methods"].split(",") if m.strip() not in allowed]
     if a.get("draft") is not None and not os.path.isfile(a["draft"]):
         bad.append(f"draft={a['draft']}")
@@ -656,9 +841,9 @@ def invalid_values(command: str, argv: list[str]) -> list[str]:
 
 @fuzz(60)
 @given(argv=flags(GEN_FLAGS))
-@example(argv=["--prompt", "x", "-D", str(10 ** 6)])  # would have built a 10^6-level tree
+@example(argv=["--prompt", "x", "-D", str(10**6)])  # would have built a 10^6-level tree
 @example(argv=["--prompt", "x", "--threads", "-1"])  # RuntimeError from torch.set_num_threads
-@example(argv=["--prompt", "x", "--seed", str(2 ** 64)])  # ValueError: manual_seed overflow
+@example(argv=["--prompt", "x", "--seed", str(2**64)])  # ValueError: manual_seed overflow
 @example(argv=["--prompt", "x", "--temperature", "nan"])
 def test_generate_argument_vectors(files, no_models, argv):
     if "--prompt" not in argv:
@@ -687,16 +872,21 @@ def test_draft_ceiling_argument_vectors(files, no_models, argv):
 @given(argv=flags(TRAIN_FLAGS))
 @example(argv=["--epochs", "0"])  # silently trained the default 6 epochs
 @example(argv=["--epochs", "-1"])  # trained nothing and saved an untrained head
-@example(argv=["--windows", str(10 ** 9)])
+@example(argv=["--windows", str(10**9)])
 def test_train_draft_argument_vectors(files, no_models, argv):
     _lm(files, "train-draft", argv, "train/head.safetensors")
 
 
 # --- the top level, --help, and the console script -------------------------------------------
 
+
 @fuzz(30)
-@given(argv=st.lists(st.one_of(st.sampled_from([*SUBCOMMANDS, "--help", "-h", "nope", "", "--version"]),
-                               st.text(max_size=6)), max_size=3))
+@given(
+    argv=st.lists(
+        st.one_of(st.sampled_from([*SUBCOMMANDS, "--help", "-h", "nope", "", "--version"]), st.text(max_size=6)),
+        max_size=3,
+    )
+)
 def test_top_level_argument_vectors(no_models, argv):
     if len(argv) >= 1 and argv[0] in SUBCOMMANDS and argv[0] not in ("audit", "mutants"):
         invoke(argv)
@@ -714,9 +904,13 @@ def test_every_subcommand_is_fuzzed_and_documents_its_exit_status(command):
     assert res.rc == 0 and "usage:" in res.out
 
 
-CONSOLE = [["exact", "{nested}"], ["exact", "{small}", "--tokens", "1000000"], ["sample", "{small}", "--samples", "0",
-                                                                                 "--seed", "1"],
-           ["generate", "--prompt", "x", "-K", "0"], ["nope"]]
+CONSOLE = [
+    ["exact", "{nested}"],
+    ["exact", "{small}", "--tokens", "1000000"],
+    ["sample", "{small}", "--samples", "0", "--seed", "1"],
+    ["generate", "--prompt", "x", "-K", "0"],
+    ["nope"],
+]
 
 
 @pytest.mark.parametrize("argv", CONSOLE, ids=lambda a: " ".join(a)[:40])

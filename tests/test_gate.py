@@ -1,7 +1,7 @@
 """The lossless gate (`pytest -m lossless`): the fast path across the matrix of
 rheo.gate — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
-tables for temperatures 0.5 and 1; the fast path's own T = 0.5 and greedy T = 0 — on four checks each (first 2 and 3 tokens vs
-the target law, the first round's sequence vs the exact round law, its length law). The matrix
+tables for temperatures 0.5 and 1; the fast path's own T = 0.5 and greedy T = 0 — on four checks
+each (first 2 and 3 tokens vs the target law, the first round's sequence vs the exact round law, its length law). The matrix
 holds the static family's rows too (every lossless pairing on a branching and a delayed shape,
 and a parents shape): they run here, their coverage and references are tests/test_static_gate.py's.
 
@@ -10,15 +10,26 @@ power 1 − BETA (0.99) at TV = DELTA (0.025), and it asserts that its detectabl
 ≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo.pytest_plugin).
 The negative controls (mutants the same checks must reject) are in tests/test_mutants.py.
 """
+
 from __future__ import annotations
 
 import pytest
 
+from rheo.gate import (
+    ALPHA,
+    BETA,
+    CHECKS,
+    DELTA,
+    FAMILY_ALPHA_BOUND,
+    SCHEMES,
+    family_alpha,
+    fast_verdict,
+    gate_cases,
+    run_check,
+)
+from rheo.stats import seed_for
 from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
-from rheo.gate import ALPHA, BETA, CHECKS, DELTA, FAMILY_ALPHA_BOUND, SCHEMES, family_alpha, gate_cases, run_check
-from rheo.gate import fast_verdict
-from rheo.stats import seed_for
 from rheo_ref.tree import min_score_gap
 
 pytest.importorskip("rheo_fast.decode", reason="the gate drives the fast path (rheo_fast)")
@@ -47,8 +58,11 @@ def test_the_family_wise_false_alarm_rate_is_bounded(request):
 
 def test_matrix_covers_every_scheme():
     names = set(RHEO_CASES)
-    assert {n.split("/")[0] for n in names} == set(SCHEMES) == {"topk", "rheo-m0", "rheo-m1", "rheo-m1-R2", "rheo-m2",
-                                                               "rrsw", "chain"}
+    assert (
+        {n.split("/")[0] for n in names}
+        == set(SCHEMES)
+        == {"topk", "rheo-m0", "rheo-m1", "rheo-m1-R2", "rheo-m2", "rrsw", "chain"}
+    )
     assert any("zeros" in n for n in names) and any("zeros" not in n for n in names)
     assert {n.split("/")[1] for n in names} == {"T1", "T0.5", "T0", "fastT0.5"}
     for gc in CASES.values():

@@ -12,6 +12,7 @@ lossy), a candidate generator that returns a q it did not sample from (the bug c
 transformers #47932), a deterministic draft verified with a soft q (#32867), a broken variant of
 rheo's LM path; each must be rejected, and each of the first two must fit its own exact law.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,17 +24,16 @@ import pytest
 
 pytest.importorskip("transformers")
 
-import torch  # noqa: E402
+import torch
+from helpers import CASES
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf  # noqa: E402
-from rheo.hf_laws import Chain, Processing, lookup_candidates, lookup_drafter, table_drafter, table_row  # noqa: E402
-from rheo.stats import check_law, samples_for, seed_for  # noqa: E402
-from rheo_ref.errors import CaseError  # noqa: E402
-from rheo_ref.exact import Exact, target_law, tv  # noqa: E402
-from rheo_ref.models import Case, load_case  # noqa: E402
-from rheo_ref.static import StaticScheme  # noqa: E402
-
-from helpers import CASES  # noqa: E402
+from rheo.hf import HFDecoder, decode_batch, gate_hf
+from rheo.hf_laws import Chain, Processing, lookup_candidates, lookup_drafter, table_drafter, table_row
+from rheo.stats import check_law, samples_for, seed_for
+from rheo_ref.errors import CaseError
+from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.models import Case, load_case
+from rheo_ref.static import StaticScheme
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,8 +47,10 @@ ROWS: dict[str, tuple[str, dict[str, Any]]] = {
     "assisted-k2": ("assisted", {"num_assistant_tokens": 2, **EXACT_THR}),
     "assisted-k3": ("assisted", {"num_assistant_tokens": 3, **EXACT_THR}),
     "assisted-k4": ("assisted", {"num_assistant_tokens": 4, **EXACT_THR}),
-    "assisted-heuristic": ("assisted", {"num_assistant_tokens": 2, "num_assistant_tokens_schedule": "heuristic",
-                                        **EXACT_THR}),
+    "assisted-heuristic": (
+        "assisted",
+        {"num_assistant_tokens": 2, "num_assistant_tokens_schedule": "heuristic", **EXACT_THR},
+    ),
     "assisted-threshold": ("assisted", {"num_assistant_tokens": 4, "assistant_confidence_threshold": 0.4}),
     "assisted-processed": ("assisted", {"num_assistant_tokens": 3, "temperature": 0.5, "top_k": 3, "top_p": 0.9}),
     "prompt-lookup": ("prompt-lookup", {"prompt_lookup_num_tokens": 3}),
@@ -69,6 +71,7 @@ def assert_passes(res: dict, tv_: float) -> None:
 
 
 # --- lossless decoders: their rows pass ---------------------------------------------------------
+
 
 @pytest.mark.lossless
 @pytest.mark.parametrize("row", QUICK_ROWS)
@@ -100,8 +103,9 @@ def test_ensemble_exact_tv_is_the_static_chain_s():
     """The reference states the exact TV of transformers' static ensemble verification: rheo_ref's
     static chain with `ensemble_weight` and rheo.hf_laws' chain give the same law."""
     n = 2
-    case = Case(CASE.draft, CASE.target, StaticScheme("branching", (1, 1), "iid", "specinfer", Fraction(1, 2)),
-                CASE.context, n)
+    case = Case(
+        CASE.draft, CASE.target, StaticScheme("branching", (1, 1), "iid", "specinfer", Fraction(1, 2)), CASE.context, n
+    )
     ref = Exact(case).token_law(n)
     assert ref == HFDecoder.parse(*ENSEMBLE).exact_law(CASE, n)
     assert tv(ref, target_law(case, n)) == Fraction(4735, 18032)  # 0.263
@@ -141,6 +145,7 @@ def test_samples_split_over_worker_processes():
 
 
 # --- the q-processing question: what transformers hands its verifier ----------------------------
+
 
 @contextlib.contextmanager
 def spying_on_speculative_sampling(monkeypatch):
@@ -212,8 +217,9 @@ def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(
     res = gate_hf(CASE, dec, alpha=1e-3, tv=delta, tokens=n, seed=rheo_seed)
     print(json.dumps(res))
     assert res["verdict"] == "REJECT", res
-    own = decode_batch(CASE.to_json(), dec, list(CASE.context), n, seed_for(f"{rheo_seed}|own"),
-                       samples_for(law, 0.3, 1e-3, 0.01))
+    own = decode_batch(
+        CASE.to_json(), dec, list(CASE.context), n, seed_for(f"{rheo_seed}|own"), samples_for(law, 0.3, 1e-3, 0.01)
+    )
     assert not check_law(own, law, alpha=1e-3, tv=0.3).rejected
 
 
@@ -244,21 +250,29 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
 def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
     """rheo's LM path on TableLM running the verify-q-not-qtilde mutant (exact TV 0.264 on the first
     2 tokens, rheo_ref.mutants): rejected at α = 1e-3, δ = 0.25 (N ≈ 240, ≈ 2 s)."""
+    from rheo.stats import assert_lossless
     from rheo_fast.lm.decode import generate_tree
     from rheo_fast.lm.table_head import table_tree_model
+    from rheo_ref.errors import LosslessError
     from rheo_ref.mutants import MutantExact
     from rheo_ref.variants import MUTANTS
-
-    from rheo.stats import assert_lossless
-    from rheo_ref.errors import LosslessError
 
     n = 2
     assert tv(MutantExact(CASE, "verify-q-not-qtilde").token_law(n), target_law(CASE, n)) > 0.26
 
     def broken(case, seed, num):
-        lm, g = table_tree_model(CASE), torch.Generator().manual_seed(seed % 2 ** 63)
-        return [generate_tree(lm, list(case.context), CASE.rheo_scheme(), max_new=n, generator=g,
-                              variant=MUTANTS["verify-q-not-qtilde"]).tokens[:n] for _ in range(num)]
+        lm, g = table_tree_model(CASE), torch.Generator().manual_seed(seed % 2**63)
+        return [
+            generate_tree(
+                lm,
+                list(case.context),
+                CASE.rheo_scheme(),
+                max_new=n,
+                generator=g,
+                variant=MUTANTS["verify-q-not-qtilde"],
+            ).tokens[:n]
+            for _ in range(num)
+        ]
 
     with pytest.raises(LosslessError) as err:
         assert_lossless(broken, CASE, alpha=1e-3, tv=QUICK["tv"], tokens=n, seed=rheo_seed)
@@ -266,6 +280,7 @@ def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
 
 
 # --- transformers' behaviour that the rows depend on (findings) ---------------------------------
+
 
 def test_assistant_options_given_to_generate_are_ignored(monkeypatch):
     """Finding 1 (transformers 5.24): num_assistant_tokens and assistant_confidence_threshold passed to
@@ -278,8 +293,14 @@ def test_assistant_options_given_to_generate_are_ignored(monkeypatch):
     torch.manual_seed(0)
     with spying_on_speculative_sampling(monkeypatch) as calls:
         for _ in range(5):
-            target.generate(ids, assistant_model=draft, do_sample=True, max_new_tokens=12, num_assistant_tokens=1,
-                            assistant_confidence_threshold=0.0)
+            target.generate(
+                ids,
+                assistant_model=draft,
+                do_sample=True,
+                max_new_tokens=12,
+                num_assistant_tokens=1,
+                assistant_confidence_threshold=0.0,
+            )
     assert max(c[1].shape[1] for c in calls) > 1  # drafted more than the one token asked for
     draft.generation_config.num_assistant_tokens = 1
     with spying_on_speculative_sampling(monkeypatch) as calls:
@@ -289,6 +310,7 @@ def test_assistant_options_given_to_generate_are_ignored(monkeypatch):
 
 
 # --- the exact laws behind the rows -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("w", ["1", "1/2", "1/4"])
@@ -306,17 +328,28 @@ def test_transformers_chain_is_rheo_ref_s_static_chain(k, w):
 def test_processing_matches_transformers_warpers():
     """rheo.hf_laws.Processing against transformers' own TemperatureLogitsWarper, TopK and TopP, on
     every row of the case's tables (logits as TableLM gives them)."""
-    from transformers.generation.logits_process import (LogitsProcessorList, TemperatureLogitsWarper,
-                                                        TopKLogitsWarper, TopPLogitsWarper)
+    from transformers.generation.logits_process import (
+        LogitsProcessorList,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
     from rheo_fast.table_lm import log_rows
 
-    for gen in ({"temperature": 0.5}, {"top_k": 2}, {"top_p": 0.7}, {"temperature": 0.5, "top_k": 3, "top_p": 0.9},
-                {"temperature": 0.25, "top_p": 0.5}):
+    for gen in (
+        {"temperature": 0.5},
+        {"top_k": 2},
+        {"top_p": 0.7},
+        {"temperature": 0.5, "top_k": 3, "top_p": 0.9},
+        {"temperature": 0.25, "top_p": 0.5},
+    ):
         proc = Processing.from_gen(gen)
         warpers = LogitsProcessorList(
             ([TemperatureLogitsWarper(gen["temperature"])] if "temperature" in gen else [])
             + ([TopKLogitsWarper(gen["top_k"])] if "top_k" in gen else [])
-            + ([TopPLogitsWarper(gen["top_p"])] if "top_p" in gen else []))
+            + ([TopPLogitsWarper(gen["top_p"])] if "top_p" in gen else [])
+        )
         for table in (CASE.draft, CASE.target):
             for key, row in table.probs.items():
                 logits = log_rows(torch.tensor([[float(x) for x in row]], dtype=torch.float64)).float()
@@ -348,17 +381,21 @@ def test_lookup_candidates_are_transformers_s():
         k, ngram = rng.randint(1, 4), rng.randint(1, 3)
         gen = PromptLookupCandidateGenerator(num_output_tokens=k, max_matching_ngram_size=ngram, max_length=100)
         out, _ = gen.get_candidates(torch.tensor([ids]))
-        assert out[0, len(ids):].tolist() == lookup_candidates(ids, k, ngram), (ids, k, ngram)
+        assert out[0, len(ids) :].tolist() == lookup_candidates(ids, k, ngram), (ids, k, ngram)
 
 
 def test_decoder_names_and_options_are_checked():
-    for name, gen, msg in [("beam", {}, "unknown decoder 'beam'"), ("ensemble", {}, "unknown decoder"),
-                           ("ensemble:1", {}, "1 is plain assisted"), ("ensemble:0.5", {}, None),
-                           ("assisted", {"repetition_penalty": 1.2}, "repetition_penalty is not supported"),
-                           ("assisted", {"num_assistant_tokens": 0}, "num_assistant_tokens=0"),
-                           ("assisted", {"num_assistant_tokens_schedule": "fast"}, "allowed: constant"),
-                           ("rheo-lm", {"top_k": 2}, "top_k is not supported"),
-                           ("prompt-lookup", {"temperature": 2.0}, "1/T to be an integer")]:
+    for name, gen, msg in [
+        ("beam", {}, "unknown decoder 'beam'"),
+        ("ensemble", {}, "unknown decoder"),
+        ("ensemble:1", {}, "1 is plain assisted"),
+        ("ensemble:0.5", {}, None),
+        ("assisted", {"repetition_penalty": 1.2}, "repetition_penalty is not supported"),
+        ("assisted", {"num_assistant_tokens": 0}, "num_assistant_tokens=0"),
+        ("assisted", {"num_assistant_tokens_schedule": "fast"}, "allowed: constant"),
+        ("rheo-lm", {"top_k": 2}, "top_k is not supported"),
+        ("prompt-lookup", {"temperature": 2.0}, "1/T to be an integer"),
+    ]:
         if msg is None:
             assert HFDecoder.parse(name, gen).weight == Fraction(1, 2)
             continue
@@ -371,8 +408,12 @@ def test_ensemble_weight_in_the_case_format():
     s = StaticScheme.from_json(obj)
     assert s.weight == Fraction(1, 2) and not s.lossless and s.to_json() == obj
     assert StaticScheme.from_json({**obj, "ensemble_weight": 1}).lossless
-    for bad, msg in [(0.5, "floats are not exact"), ("0", r"must be in \(0, 1\]"), ("3/2", r"must be in \(0, 1\]"),
-                     ("x", "is not a number")]:
+    for bad, msg in [
+        (0.5, "floats are not exact"),
+        ("0", r"must be in \(0, 1\]"),
+        ("3/2", r"must be in \(0, 1\]"),
+        ("x", "is not a number"),
+    ]:
         with pytest.raises(CaseError, match=msg):
             StaticScheme.from_json({**obj, "ensemble_weight": bad})
     with pytest.raises(CaseError, match="needs verify 'specinfer'"):
@@ -383,8 +424,13 @@ def test_rheo_exact_states_the_ensemble_s_tv(tmp_path, capsys):
     """`rheo exact` on the case file with transformers' chain (two drafts) and ensemble weight 1/2."""
     obj = CASE.to_json()
     obj["tokens"] = 2
-    obj["scheme"] = {"family": "static", "branching": [1, 1], "sampling": "iid", "verify": "specinfer",
-                     "ensemble_weight": "1/2"}
+    obj["scheme"] = {
+        "family": "static",
+        "branching": [1, 1],
+        "sampling": "iid",
+        "verify": "specinfer",
+        "ensemble_weight": "1/2",
+    }
     path = tmp_path / "ensemble.json"
     path.write_text(json.dumps(obj))
     code, out, _ = run_cli(capsys, "exact", str(path))
@@ -392,6 +438,7 @@ def test_rheo_exact_states_the_ensemble_s_tv(tmp_path, capsys):
 
 
 # --- rheo gate-hf -------------------------------------------------------------------------------
+
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     from rheo.cli import main
@@ -411,19 +458,35 @@ def test_gate_hf_prints_the_verdict(capsys):
     assert code == 0 and rep["verdict"] == "pass" and rep["exact_tv"] == "0", rep
     assert rep["gen"] == {"prompt_lookup_num_tokens": 3, "max_matching_ngram_size": 2}
     assert {"N", "alpha", "detectable_tv", "p_value", "transformers", "seconds"} <= set(rep)
-    code, out, _ = run_cli(capsys, "gate-hf", case, "--decoder", "ensemble:1/2", "--gen", "num_assistant_tokens=2",
-                           "--gen", "assistant_confidence_threshold=0", "--tv", "0.25", "--tokens", "2")
+    code, out, _ = run_cli(
+        capsys,
+        "gate-hf",
+        case,
+        "--decoder",
+        "ensemble:1/2",
+        "--gen",
+        "num_assistant_tokens=2",
+        "--gen",
+        "assistant_confidence_threshold=0",
+        "--tv",
+        "0.25",
+        "--tokens",
+        "2",
+    )
     rep = json.loads(out)
     assert code == 1 and rep["verdict"] == "REJECT" and rep["exact_tv"] == "4735/18032", rep
 
 
-@pytest.mark.parametrize("argv, msg", [
-    (["--decoder", "beam"], "unknown decoder 'beam'"),
-    (["--decoder", "assisted", "--gen", "top_k"], "must be KEY=VALUE"),
-    (["--decoder", "assisted", "--gen", "repetition_penalty=1.1"], "repetition_penalty is not supported"),
-    (["--decoder", "assisted", "--gen", "temperature=0.3"], "1/T to be an integer"),
-    (["--decoder", "assisted", "--alpha", "2"], "--alpha 2.0 must be strictly between 0 and 1"),
-])
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["--decoder", "beam"], "unknown decoder 'beam'"),
+        (["--decoder", "assisted", "--gen", "top_k"], "must be KEY=VALUE"),
+        (["--decoder", "assisted", "--gen", "repetition_penalty=1.1"], "repetition_penalty is not supported"),
+        (["--decoder", "assisted", "--gen", "temperature=0.3"], "1/T to be an integer"),
+        (["--decoder", "assisted", "--alpha", "2"], "--alpha 2.0 must be strictly between 0 and 1"),
+    ],
+)
 def test_gate_hf_bad_input_is_one_line(capsys, argv, msg):
     code, out, err = run_cli(capsys, "gate-hf", str(CASES / "hf.json"), *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and msg in err, err

@@ -1,6 +1,7 @@
 """The recipe of docs/GATE.md ("Gate a decoder that takes a transformers model"), run exactly as
 written in a fresh pytest process (the plugin loaded through its entry point), and again with its
 decoder given transformers' documented-lossy `assistant_ensemble_weight`, which the gate must reject."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-
 from test_plugin import doc_example
 
 pytest.importorskip("transformers")
@@ -33,8 +33,9 @@ def test_the_broken_recipe_is_lossy_by_a_quarter():
     ns: dict = {}
     exec(compile(doc_example("table_lms").split("\n\ndef ")[0], "recipe", "exec"), ns)  # imports and CASE
     case = ns["CASE"]
-    chain = Chain(case.target, table_drafter(case.draft, Fraction(2, 5)), table_row(case.draft), Fraction(1, 4),
-                  20, horizon=2)
+    chain = Chain(
+        case.target, table_drafter(case.draft, Fraction(2, 5)), table_row(case.draft), Fraction(1, 4), 20, horizon=2
+    )
     assert tv(chain.token_law(2, case.context), target_law(case, 2)) == Fraction(1, 4)
 
 
@@ -45,9 +46,24 @@ def test_the_recipe_passes_and_catches_a_lossy_decoder(tmp_path):
     (tmp_path / "test_recipe.py").write_text(src, encoding="utf-8")
     (tmp_path / "test_recipe_broken.py").write_text(src.replace(*BROKEN), encoding="utf-8")
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf",
-                        "test_recipe.py", "test_recipe_broken.py"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=900, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rf",
+            "test_recipe.py",
+            "test_recipe_broken.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 1 and "1 failed, 1 passed" in out, out[-3000:]
     assert "FAILED test_recipe_broken.py::test_my_decoder_is_lossless" in out and "LosslessError" in out, out[-3000:]

@@ -1,15 +1,15 @@
 """The layers (rheo -> rheo_fast -> rheo_ref), held by import-linter's contracts in pyproject.toml,
 and the start-up promise that follows from them: the `rheo` parser, `rheo exact` and `rheo compare`
 never import torch (nor transformers: `gate-hf --help` does not load it)."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-
+import tomllib
 from helpers import CASES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,8 +19,14 @@ LINT = Path(sys.executable).parent / "lint-imports"
 def lint(cwd: Path, config: Path) -> subprocess.CompletedProcess:
     if not LINT.exists():
         pytest.fail(f"{LINT} is missing: install the test extra (pip install -e '.[test]')")
-    return subprocess.run([str(LINT), "--config", str(config), "--no-cache"], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={"PYTHONPATH": str(cwd), "PATH": ""})
+    return subprocess.run(
+        [str(LINT), "--config", str(config), "--no-cache"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(cwd), "PATH": ""},
+    )
 
 
 def test_the_repository_keeps_every_contract():
@@ -42,9 +48,14 @@ CROSSINGS = {
 @pytest.mark.parametrize("crossing", list(CROSSINGS))
 def test_a_crossed_layer_breaks_a_contract(tmp_path, crossing):
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    files = {"rheo/gate.py": "import rheo_fast.decode\n", "rheo_fast/decode.py": "import torch\nimport rheo_ref.exact\n",
-             "rheo_ref/models.py": "", "rheo_ref/exact.py": "from rheo_ref import models\n",
-             "proofs/claims.py": "import rheo_ref.exact\n", "torch/__init__.py": ""}
+    files = {
+        "rheo/gate.py": "import rheo_fast.decode\n",
+        "rheo_fast/decode.py": "import torch\nimport rheo_ref.exact\n",
+        "rheo_ref/models.py": "",
+        "rheo_ref/exact.py": "from rheo_ref import models\n",
+        "proofs/claims.py": "import rheo_ref.exact\n",
+        "torch/__init__.py": "",
+    }
     path, line, broken = CROSSINGS[crossing]
     files[path] += line
     for name in {*(f.split("/")[0] for f in files)}:
@@ -52,8 +63,11 @@ def test_a_crossed_layer_breaks_a_contract(tmp_path, crossing):
         (tmp_path / name / "__init__.py").write_text("")
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    lines = ["[tool.importlinter]", 'root_packages = ["rheo", "rheo_fast", "rheo_ref", "proofs"]',
-             "include_external_packages = true"]
+    lines = [
+        "[tool.importlinter]",
+        'root_packages = ["rheo", "rheo_fast", "rheo_ref", "proofs"]',
+        "include_external_packages = true",
+    ]
     for c in config["contracts"]:
         lines.append("[[tool.importlinter.contracts]]")
         lines += [f"{k} = {v!r}".replace("'", '"') for k, v in c.items()]
@@ -80,11 +94,22 @@ print("status", status, "torch" in sys.modules or "transformers" in sys.modules,
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["exact", "--help"], ["sample", "--help"], ["mutants", "--help"],
-                                  ["generate", "--help"], ["gate-hf", "--help"], ["sweep", "--help"],
-                                  ["exact", str(CASES / "small.json")],
-                                  ["compare", "--help"], ["compare", str(CASES / "small.json"), "--tokens", "1"]],
-                         ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["exact", "--help"],
+        ["sample", "--help"],
+        ["mutants", "--help"],
+        ["generate", "--help"],
+        ["gate-hf", "--help"],
+        ["sweep", "--help"],
+        ["exact", str(CASES / "small.json")],
+        ["compare", "--help"],
+        ["compare", str(CASES / "small.json"), "--tokens", "1"],
+    ],
+    ids=lambda a: " ".join(a).replace(str(CASES) + "/", ""),
+)
 def test_the_parser_rheo_exact_and_rheo_compare_do_not_import_torch(argv):
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -97,8 +122,9 @@ HEAVY = ("dask", "distributed", "pyarrow", "matplotlib")
 def test_rheo_sweep_help_imports_no_engine():
     """`rheo sweep --help` imports neither Dask nor pyarrow nor matplotlib (they load where used)."""
     probe = PROBE.replace('"rheo_fast.decode" in sys.modules', f"any(m in sys.modules for m in {HEAVY!r})")
-    r = subprocess.run([sys.executable, "-c", probe.format(argv=["sweep", "--help"])], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", probe.format(argv=["sweep", "--help"])], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "status 0 False False", r.stdout[-500:]
 

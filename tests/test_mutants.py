@@ -10,6 +10,7 @@
   check where it is (power ≥ 0.99 each), and each fast mutant's first-round law fits its exact
   counterpart's (α = 1e-6, δ = 0.05), so the exact TVs in `rheo mutants` describe what runs.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -18,18 +19,37 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 
+from rheo.gate import (
+    ALPHA,
+    BETA,
+    DELTA,
+    MUTANT_CASE,
+    MUTANT_CASES,
+    canonical,
+    exact_tvs,
+    gate_cases,
+    mutant_case,
+    mutant_cases,
+    run_check,
+)
 from rheo_ref.enumerate import BruteChooser
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact
-from rheo.gate import (ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, canonical, exact_tvs, gate_cases, mutant_case,
-                       mutant_cases, run_check)
-from rheo_ref.mutants import (EXACT_MUTANTS, ExactMutant, MutantExact, OrderByTreeKind, StaleBonus, _all_as_sampled,
-                              counterpart, half_coin_below)
+from rheo_ref.mutants import (
+    EXACT_MUTANTS,
+    ExactMutant,
+    MutantExact,
+    OrderByTreeKind,
+    StaleBonus,
+    _all_as_sampled,
+    counterpart,
+    half_coin_below,
+)
 from rheo_ref.strategies import cases
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 from rheo_ref.verify import Rules
 
-BELOW_DELTA = {"leq-coin", "float16"}       # float-level effects: exact TV far below any δ
+BELOW_DELTA = {"leq-coin", "float16"}  # float-level effects: exact TV far below any δ
 LOSSLESS = {"one-hot-sampled"}  # a point-mass check of a drawn token is lossless: caught by the round checks only
 GC = gate_cases()[MUTANT_CASE]
 
@@ -54,10 +74,24 @@ def test_mutants_are_never_the_default():
     from rheo_fast.decode import decode, run_round
     from rheo_ref import exact, static_exact, static_replay, verifiers
 
-    for fn in (decode, run_round, fast_static.static_round, fast_static.verify_topdown, fast_static.verify_traversal,
-               fast_static.traversal_reject, exact.Exact, static_exact.StaticRounds, static_exact.brute_round_law,
-               static_replay.replay_static_round, static_replay.replay_static_decode, verifiers.verify_tree_law,
-               verifiers.traversal_reject, verifiers.TraversalState, verifiers.topdown_law, verifiers.traversal_law):
+    for fn in (
+        decode,
+        run_round,
+        fast_static.static_round,
+        fast_static.verify_topdown,
+        fast_static.verify_traversal,
+        fast_static.traversal_reject,
+        exact.Exact,
+        static_exact.StaticRounds,
+        static_exact.brute_round_law,
+        static_replay.replay_static_round,
+        static_replay.replay_static_decode,
+        verifiers.verify_tree_law,
+        verifiers.traversal_reject,
+        verifiers.TraversalState,
+        verifiers.topdown_law,
+        verifiers.traversal_law,
+    ):
         assert inspect.signature(fn).parameters["variant"].default is SPEC, fn
     with pytest.raises(CaseError, match="unknown mutant"):
         MutantExact(GC.case, "no-such-mutant")
@@ -69,15 +103,22 @@ def test_seams_change_nothing_by_themselves(case):
     leq-coin and float16), rules that order by the tree's kinds, and the tagged rows of
     stale-bonus with its bonus unused: the same round law as the reference, exactly."""
     ref = Exact(case, "brute").round_law()
-    assert MutantExact(case, ExactMutant(Variant("points-as-sampled", ""), nodes=_all_as_sampled,
-                                         rules=OrderByTreeKind())).round_law() == ref
+    assert (
+        MutantExact(
+            case, ExactMutant(Variant("points-as-sampled", ""), nodes=_all_as_sampled, rules=OrderByTreeKind())
+        ).round_law()
+        == ref
+    )
 
     class TaggedOnly(StaleBonus):
         def bonus(self, r, p):
             return Rules.bonus(self, r, p)
 
     assert MutantExact(case, ExactMutant(Variant("tagged", ""), rules=TaggedOnly())).round_law() == ref
-    assert MutantExact(case, ExactMutant(Variant("identity", ""), chooser=lambda rec, c: BruteChooser())).round_law() == ref
+    assert (
+        MutantExact(case, ExactMutant(Variant("identity", ""), chooser=lambda rec, c: BruteChooser())).round_law()
+        == ref
+    )
 
 
 def test_exact_tv_of_every_mutant_on_the_gate_case(tvs):
@@ -96,7 +137,7 @@ def test_exact_tv_of_every_mutant_on_the_gate_case(tvs):
 def test_float_helpers():
     assert half_coin_below(Fraction(0)) == 0
     assert half_coin_below(Fraction(2)) == 1
-    assert half_coin_below(Fraction(1)) == 1 - Fraction(1, 2 ** 12)  # u >= 1 - 2^-12 rounds to 1.0
+    assert half_coin_below(Fraction(1)) == 1 - Fraction(1, 2**12)  # u >= 1 - 2^-12 rounds to 1.0
     assert canonical([1, 2, -1, 0], 3) == (1, 2, 3, 3)
 
 
@@ -128,6 +169,7 @@ def fit_cases(name: str) -> tuple[str, ...]:
     if v.family == "rheo":
         return FIT_CASES["rheo"]
     from rheo_ref.variants import READ_BY
+
     (setting,) = v.changed()
     extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.static_scheme().verify in READ_BY[setting]]
     return (*mutant_cases(name), *extra)

@@ -1,14 +1,12 @@
 """`rheo mutants [--json]`: the negative-control table and the false-alarm measurement."""
+
 from __future__ import annotations
 
 import json
 from fractions import Fraction
 
 import pytest
-
 from helpers import run_rheo
-
-
 
 
 def test_one_mutant_json_and_bad_input():

@@ -1,5 +1,6 @@
 """The notebooks/ (jupytext percent format) run top to bottom, write their PNGs and numbers, and
 the numbers make sense (lossless where the proofs say so, τ within [1, D+1])."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 def run_notebook(name: str, reports: Path) -> str:
     env = dict(os.environ, MPLBACKEND="Agg", RHEO_REPORTS=str(reports))
-    proc = subprocess.run([sys.executable, str(NOTEBOOKS / name)], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=NOTEBOOKS.parent)
+    proc = subprocess.run(
+        [sys.executable, str(NOTEBOOKS / name)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=NOTEBOOKS.parent,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 

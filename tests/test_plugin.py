@@ -1,6 +1,7 @@
 """The pytest plugin for downstream decoders (rheo.pytest_plugin, entry point pytest11) and
 the example of docs/GATE.md, run exactly as written — and once more with the decoder broken,
 which the gate must reject."""
+
 from __future__ import annotations
 
 import re
@@ -13,7 +14,10 @@ import pytest
 from rheo.stats import seed_for
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "GATE.md"
-BROKEN = ("generator=g)", 'generator=g, variant=__import__("rheo_ref.variants").variants.MUTANTS["verify-q-not-qtilde"])')
+BROKEN = (
+    "generator=g)",
+    'generator=g, variant=__import__("rheo_ref.variants").variants.MUTANTS["verify-q-not-qtilde"])',
+)
 
 
 def doc_example(marker: str = "TableTreeModel") -> str:
@@ -26,8 +30,13 @@ def doc_example(marker: str = "TableTreeModel") -> str:
 
 def run_pytest(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_example.py").write_text(source, encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_plugin_is_registered_through_the_entry_point(pytestconfig):

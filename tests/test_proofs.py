@@ -5,6 +5,7 @@ verdict equals the recorded one. The regression tests recompute every recorded c
 directly with rheo_ref (not through proofs' own checks), so a counterexample that stops
 refuting fails here by name.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,18 +18,16 @@ import pytest
 from proofs import all_claims
 from proofs.__main__ import main
 from proofs._claim import PROVED, REFUTED, Claim, Outcome, ProofError
-from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Proxy, Scheme
-
+from proofs.delayed import CE_73, CE_74, closed_form
 from proofs.dominance import CE_42, CE_42_TIE_FREE, CE_44, depth1_case
 from proofs.gen import one_row_case
 from proofs.one_level import FILLS_FIRST_CASE, fills_first_law
-from proofs.delayed import CE_73, CE_74, closed_form
 from proofs.seed_tables import TOPK_BEATS_RHEO
 from proofs.survival import CE_RRSW_LARGE_PROXY, TABLE1
 from proofs.symbolic import Explorer
 from proofs.traversal import BV_EXAMPLE, CE_64, CE_65, block_verification_law, symbolic_depth1
-from rheo_ref.models import TableModel
+from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.static import StaticScheme
 from rheo_ref.verifiers import DraftTree, verify_tree_law
 
@@ -38,7 +37,9 @@ F = Fraction
 
 def test_python_m_proofs_reproduces_every_recorded_verdict(tmp_path):
     out = tmp_path / "proofs.json"
-    proc = subprocess.run([sys.executable, "-m", "proofs", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proofs", "--json", str(out)], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads(out.read_text())
     ids = [c.id for c in all_claims()]
@@ -58,15 +59,19 @@ def _fake(verdict: str, recorded: str, raises: bool = False) -> Claim:
         if raises:
             raise ProofError("a lemma no longer holds")
         return Outcome(verdict, "fake")
+
     return Claim("9", "fake claim", "none", recorded, check)
 
 
-@pytest.mark.parametrize("claim, rc", [
-    (_fake(PROVED, PROVED), 0),
-    (_fake(REFUTED, PROVED), 1),
-    (_fake(PROVED, REFUTED), 1),
-    (_fake(PROVED, PROVED, raises=True), 1),
-])
+@pytest.mark.parametrize(
+    "claim, rc",
+    [
+        (_fake(PROVED, PROVED), 0),
+        (_fake(REFUTED, PROVED), 1),
+        (_fake(PROVED, REFUTED), 1),
+        (_fake(PROVED, PROVED, raises=True), 1),
+    ],
+)
 def test_exit_status_is_nonzero_when_a_verdict_differs(monkeypatch, capsys, claim, rc):
     monkeypatch.setattr("proofs.__main__.all_claims", lambda: [claim])
     assert main([]) == rc
@@ -85,6 +90,7 @@ def test_list_and_bad_only(capsys):
 
 
 # --- the recorded counterexamples, recomputed with rheo_ref -------------------------------------
+
 
 def _acc(case: Case) -> Fraction:
     return Exact(case, "brute").acceptance()
@@ -115,7 +121,8 @@ def test_claim_3_rrsw_large_proxy_is_lossy_only_with_rrsw():
     case = Case.from_json(CE_RRSW_LARGE_PROXY)
     assert tv(Exact(case, "brute").token_law(1), target_law(case, 1)) == F(1, 6)
     assert Exact(case, "brute").round_law()[(1,)] + sum(
-        pr for s, pr in Exact(case, "brute").round_law().items() if s[0] == 1 and len(s) > 1) == F(1, 3)
+        pr for s, pr in Exact(case, "brute").round_law().items() if s[0] == 1 and len(s) > 1
+    ) == F(1, 3)
     for changes in ({"verify": "rheo"}, {"proxy": "rheo"}):
         c = case.with_scheme(**changes)
         assert tv(Exact(c, "brute").token_law(2), target_law(c, 2)) == 0
@@ -145,6 +152,7 @@ def test_table4_setting_topk_can_beat_rheo():
 
 # --- claims 6 and 7: Traversal, Block Verification, delayed expansion ----------------------------------
 
+
 def _row(row, name):
     return TableModel(len(row), 0, {"": tuple(F(x) for x in row)}, name)
 
@@ -154,8 +162,9 @@ def _tau(law) -> Fraction:
 
 
 def _static_tau(q, p, kind, sizes, sampling, verify) -> Fraction:
-    return Exact(Case(_row(q, "draft"), _row(p, "target"), StaticScheme(kind, tuple(sizes), sampling, verify), (), 1),
-                 "brute").tau()
+    return Exact(
+        Case(_row(q, "draft"), _row(p, "target"), StaticScheme(kind, tuple(sizes), sampling, verify), (), 1), "brute"
+    ).tau()
 
 
 def test_claim_6_2_the_block_verification_papers_example():
@@ -167,10 +176,16 @@ def test_claim_6_2_the_block_verification_papers_example():
 
 
 def test_claim_6_2_block_verification_as_written_is_traversal_on_a_recorded_chain():
-    q = TableModel.from_rows({"": ["1/2", "1/3", "1/6"], "0": ["1/4", "1/4", "1/2"], "1": ["2/3", "1/6", "1/6"],
-                              "2": ["1/3", "1/3", "1/3"]}, context_length=1, name="draft")
-    p = TableModel.from_rows({"": ["1/6", "1/2", "1/3"], "0": ["1/2", "0", "1/2"], "1": ["1/4", "1/4", "1/2"],
-                              "2": ["0", "1/2", "1/2"]}, context_length=1, name="target")
+    q = TableModel.from_rows(
+        {"": ["1/2", "1/3", "1/6"], "0": ["1/4", "1/4", "1/2"], "1": ["2/3", "1/6", "1/6"], "2": ["1/3", "1/3", "1/3"]},
+        context_length=1,
+        name="draft",
+    )
+    p = TableModel.from_rows(
+        {"": ["1/6", "1/2", "1/3"], "0": ["1/2", "0", "1/2"], "1": ["1/4", "1/4", "1/2"], "2": ["0", "1/2", "1/2"]},
+        context_length=1,
+        name="target",
+    )
     differs = []
     for toks in ((0, 0, 1), (1, 2, 2), (2, 0, 0)):
         tree = DraftTree(tuple(range(len(toks))), toks)
@@ -187,8 +202,9 @@ def test_claim_6_4_one_fixed_chain_traversal_emits_less():
     t, s = (_tau(verify_tree_law(tree, p, q, verify=v, sampling="iid")) for v in ("traversal", "specinfer"))
     assert (t, s) == (F(35, 16), F(37, 16))
     # averaged over the draws of the same chain shape, traversal wins (claim 6.3)
-    assert _static_tau(c["q"], c["p"], "branching", [1, 1], "iid", "traversal") > \
-        _static_tau(c["q"], c["p"], "branching", [1, 1], "iid", "specinfer")
+    assert _static_tau(c["q"], c["p"], "branching", [1, 1], "iid", "traversal") > _static_tau(
+        c["q"], c["p"], "branching", [1, 1], "iid", "specinfer"
+    )
 
 
 @pytest.mark.parametrize("which", ["wor", "iid"])
@@ -198,8 +214,9 @@ def test_claim_6_5_on_a_tree_traversal_can_lose_on_average(which):
     s = _static_tau(c["q"], c["p"], "parents", c["parents"], c["sampling"], c["token_level"])
     assert (str(t), str(s)) == (c["tau_traversal"], c["tau_token_level"]) and t < s
     # the same tables on the chain of the same depth: traversal wins there (claim 6.3)
-    assert _static_tau(c["q"], c["p"], "branching", [1, 1, 1], "iid", "traversal") >= \
-        _static_tau(c["q"], c["p"], "branching", [1, 1, 1], "iid", "specinfer")
+    assert _static_tau(c["q"], c["p"], "branching", [1, 1, 1], "iid", "traversal") >= _static_tau(
+        c["q"], c["p"], "branching", [1, 1, 1], "iid", "specinfer"
+    )
 
 
 def test_claim_6_1_symbolic_check_rejects_the_wrong_ms_update():
@@ -237,4 +254,5 @@ def test_claim_7_delayed_against_root_rollouts(ce, winner):
 
 def test_proof_error_is_a_rheo_error():
     from rheo_ref.errors import RheoError
+
     assert issubclass(ProofError, RheoError)

@@ -1,6 +1,7 @@
 """Hypothesis over the claims of proofs/: inside each proved claim's hypotheses no counterexample
 exists (exact, rheo_ref); outside them hypothesis finds one (the hunts that produced the recorded
 counterexamples; the slow one is left to `pytest -m slow`)."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -109,8 +110,9 @@ def test_claim_3_survival_bias_found_for_the_true_proxy():
 
 
 def _hunt_settings(n: int):
-    return settings(max_examples=n, deadline=None, database=None, derandomize=True,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=n, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
 
 
 def test_hunt_claim_4_2_hypothesis_finds_a_fill_counterexample():

@@ -1,4 +1,5 @@
 """`rheo exact`: the JSON contract and bad-input behaviour (exit 2, one line, no traceback)."""
+
 from __future__ import annotations
 
 import copy
@@ -6,7 +7,6 @@ import json
 from fractions import Fraction
 
 import pytest
-
 from helpers import load_json, run_rheo, write_case
 
 SMALL = load_json("small.json")

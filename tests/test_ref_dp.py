@@ -1,6 +1,7 @@
 """Method `dp` (rheo_ref.bestfirst, docs/EXACT_AT_SCALE.md): exact, the same laws as brute force
 and as the class enumeration on generated cases of every family, the kept trees of the worked
 example of docs/ALGORITHM.md §4, far fewer outcomes, round laws cached by context, and its refusals."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,9 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
+from helpers import load_json, run_rheo, write_case
 from hypothesis import HealthCheck, example, given, settings
+from test_ref_exact import CONST_PROXY_MINIMAL, ONE_HOT, P_EQ_Q, TRUE_PROXY_MINIMAL, _table
 
 from rheo_ref.bestfirst import BestFirstRounds, Plans, kept_trees, shape_of
 from rheo_ref.errors import CaseError, TooLargeError
@@ -18,9 +21,6 @@ from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.strategies import cases, random_table, static_cases
 from rheo_ref.verify import Rules
-
-from helpers import load_json, run_rheo, write_case
-from test_ref_exact import CONST_PROXY_MINIMAL, ONE_HOT, P_EQ_Q, TRUE_PROXY_MINIMAL, _table
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 ALGORITHM = (Path(__file__).resolve().parents[1] / "docs" / "ALGORITHM.md").read_text()
@@ -147,8 +147,9 @@ def test_cli_default_is_dp_and_agrees_with_brute(tmp_path):
     path = write_case(tmp_path, DOC_CASE)
     out = {m: json.loads(run_rheo("exact", path, *(["--method", m] if m else [])).stdout) for m in ("", "brute")}
     assert out[""]["method"] == "dp" and out["brute"]["method"] == "brute"
-    assert {k: v for k, v in out[""].items() if k not in ("method", "enumerated", "seconds")} == \
-           {k: v for k, v in out["brute"].items() if k not in ("method", "enumerated", "seconds")}
+    assert {k: v for k, v in out[""].items() if k not in ("method", "enumerated", "seconds")} == {
+        k: v for k, v in out["brute"].items() if k not in ("method", "enumerated", "seconds")
+    }
 
 
 def test_cli_dp_limit_exits_2_with_one_line(tmp_path):

@@ -1,17 +1,17 @@
 """The exact reference: lossless where the paper says so, brute ≡ classes, Table 1, ad-hoc bias."""
+
 from __future__ import annotations
 
 from fractions import Fraction as F
 
 import pytest
+from helpers import load_json
 from hypothesis import HealthCheck, example, find, given, settings
 
 from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.strategies import cases, one_hot
-
-from helpers import load_json
 
 
 def _table(rows, name, L=1):
@@ -21,10 +21,14 @@ def _table(rows, name, L=1):
 # p == q everywhere, and one-hot target rows (T = 0 style): the STYLE's explicit examples.
 UNIFORM3 = {"": ["1/3"] * 3, "0": ["1/2", "1/4", "1/4"], "1": ["1/4", "1/2", "1/4"], "2": ["1/4", "1/4", "1/2"]}
 P_EQ_Q = Case(_table(UNIFORM3, "draft"), _table(UNIFORM3, "target"), Scheme(3, 1, 2, 3, 5), (0,), 3)
-ONE_HOT = Case(_table(UNIFORM3, "draft"),
-               _table({k: [str(x) for x in one_hot(3, i % 3)] for i, k in enumerate(UNIFORM3)}, "target"),
-               Scheme(2, 0, 2, 2, 4), (1,), 3,
-               _table({k: [str(x) for x in one_hot(3, (i + 1) % 3)] for i, k in enumerate(UNIFORM3)}, "draft_sample"))
+ONE_HOT = Case(
+    _table(UNIFORM3, "draft"),
+    _table({k: [str(x) for x in one_hot(3, i % 3)] for i, k in enumerate(UNIFORM3)}, "target"),
+    Scheme(2, 0, 2, 2, 4),
+    (1,),
+    3,
+    _table({k: [str(x) for x in one_hot(3, (i + 1) % 3)] for i, k in enumerate(UNIFORM3)}, "draft_sample"),
+)
 
 
 def exact_tv(case: Case, method: str = "classes") -> F:
@@ -73,6 +77,7 @@ def test_classes_enumerate_fewer_trees_when_the_tail_is_long():
 
 # --- the seeds' Table 1: q = (.5, .3, .2) over A, B, C; m = 1, K = 3, R = 2, depth 1 --------------
 
+
 def _survivors(case: Case) -> dict[int, tuple[str, ...]]:
     """Sampled token y -> names of the kept children, in score order (ties: earlier creation)."""
     out = {}
@@ -100,12 +105,18 @@ def test_table1_constant_quarter_proxy_drops_Y_when_it_is_C():
 TRUE_PROXY_MINIMAL = Case(
     _table({"": ["0", "1"], "0": ["1/3", "2/3"], "1": ["0", "1"]}, "draft"),
     _table({"": ["0", "1"], "0": ["1/2", "1/2"], "1": ["0", "1"]}, "target"),
-    Scheme(2, 0, 1, 1, 1, Proxy.parse("true")), (0,), 1)
+    Scheme(2, 0, 1, 1, 1, Proxy.parse("true")),
+    (0,),
+    1,
+)
 CONST_PROXY_MINIMAL = Case(
     _table({"": ["0", "1"], "0": ["0", "1"], "1": ["0", "1"]}, "draft"),
     _table({"": ["0", "1"], "0": ["0", "1"], "1": ["1/2", "1/2"]}, "target"),
-    Scheme(2, 0, 1, 1, 1, Proxy.parse("const:1/4")), (1,), 1,
-    _table({"": ["0", "1"], "0": ["0", "1"], "1": ["1/2", "1/2"]}, "draft_sample"))
+    Scheme(2, 0, 1, 1, 1, Proxy.parse("const:1/4")),
+    (1,),
+    1,
+    _table({"": ["0", "1"], "0": ["0", "1"], "1": ["1/2", "1/2"]}, "draft_sample"),
+)
 
 
 def test_true_proxy_minimal_case_by_hand():
@@ -126,7 +137,10 @@ def test_const_proxy_minimal_case_is_lossy_and_rheo_is_not():
 @pytest.mark.parametrize("proxy,minimal", [("true", TRUE_PROXY_MINIMAL), ("const:1/4", CONST_PROXY_MINIMAL)])
 def test_search_finds_a_lossy_case_for_each_ad_hoc_proxy(proxy, minimal):
     """The search is live (not only the recorded example) and shrinks to a case no larger than it."""
-    found = find(cases(proxy=proxy, max_tokens=1, max_depth=2), lambda c: exact_tv(c) > 0,
-                 settings=settings(max_examples=3000, database=None, derandomize=True))
+    found = find(
+        cases(proxy=proxy, max_tokens=1, max_depth=2),
+        lambda c: exact_tv(c) > 0,
+        settings=settings(max_examples=3000, database=None, derandomize=True),
+    )
     assert exact_tv(found) > 0
     assert found.vocab_size <= minimal.vocab_size and found.scheme.R <= minimal.scheme.R

@@ -7,6 +7,7 @@ first round is not comparable is discarded (`assume`). Coins are uniforms from a
 generator with a hypothesis-chosen share of exact zeros (a coin of 0 must not accept a token of
 probability 0, nor draw a token of probability 0).
 """
+
 from __future__ import annotations
 
 import random
@@ -43,7 +44,7 @@ def replay_cases(draw, *, proxy: str | None = None, verify: str | None = None, m
     V = draw(st.integers(2, max_vocab))
     scheme = draw(schemes(V, max_depth=3, proxy=proxy, verify=verify))
     L = draw(st.integers(0, 2)) if V <= 3 else draw(st.integers(0, 1))
-    t = lambda name: tables(V, L, name=name, max_weight=40)  # noqa: E731
+    t = lambda name: tables(V, L, name=name, max_weight=40)
     sample = draw(st.one_of(st.none(), t("draft_sample")))
     ctx = tuple(draw(st.lists(st.integers(0, V - 1), min_size=L, max_size=L + 1)))  # every reachable key has a row
     return Case(draw(t("draft")), draw(t("target")), scheme, ctx, draw(st.integers(1, 5)), sample)
@@ -91,9 +92,13 @@ def refuses_factor(case: Case) -> bool:
     return case.scheme.proxy.kind == "scaled"
 
 
-TABLE1 = Case(TableModel.from_rows({(): ["1/2", "3/10", "1/5"]}, context_length=0, name="draft"),
-              TableModel.from_rows({(): ["1/3", "1/3", "1/3"]}, context_length=0, name="target"),
-              Scheme(3, 1, 2, 1, 2), (), 2)
+TABLE1 = Case(
+    TableModel.from_rows({(): ["1/2", "3/10", "1/5"]}, context_length=0, name="draft"),
+    TableModel.from_rows({(): ["1/3", "1/3", "1/3"]}, context_length=0, name="target"),
+    Scheme(3, 1, 2, 1, 2),
+    (),
+    2,
+)
 
 
 @budget(5)
@@ -147,10 +152,18 @@ def fixed_case(m: int, verify: str) -> Case:
     """V = 6, K = 3, W = 2 < K, R = 7 < N = 15, a zero in every row, distinct weights (no ties)."""
     rng = random.Random(7)
 
-    rows = {(): distinct_weights(rng, 6, zero=5), **{(c,): distinct_weights(rng, 6, zero=(c + 1) % 6) for c in range(6)}}
+    rows = {
+        (): distinct_weights(rng, 6, zero=5),
+        **{(c,): distinct_weights(rng, 6, zero=(c + 1) % 6) for c in range(6)},
+    }
     tgt = {k: distinct_weights(rng, 6, zero=(i + 3) % 6) for i, k in enumerate(rows)}
-    return Case(TableModel.from_weights(rows, name="draft"), TableModel.from_weights(tgt, name="target"),
-                Scheme(3, m, 2, 3, 7, verify=verify), (0,), 4)
+    return Case(
+        TableModel.from_weights(rows, name="draft"),
+        TableModel.from_weights(tgt, name="target"),
+        Scheme(3, m, 2, 3, 7, verify=verify),
+        (0,),
+        4,
+    )
 
 
 @pytest.mark.parametrize("verify", ["rheo", "rrsw"])
@@ -170,8 +183,15 @@ def test_the_coupled_comparison_catches_a_mutant(mutant):
     """The comparison has teeth: a fast path with one step wrong disagrees with the reference."""
     case = fixed_case(1, "rheo")
     stream = Stream(case.scheme, 99, 0.05, trials=40)
-    fast = decode(TableTreeModel(case), [case.context] * 40, case.scheme, case.tokens, coins=stream,
-                  keep_rounds=True, variant=MUTANTS[mutant])
+    fast = decode(
+        TableTreeModel(case),
+        [case.context] * 40,
+        case.scheme,
+        case.tokens,
+        coins=stream,
+        keep_rounds=True,
+        variant=MUTANTS[mutant],
+    )
     with pytest.raises(AssertionError, match="!= reference"):
         for b in range(40):
             compare(case, case, stream, fast.per_round, b)
@@ -180,11 +200,15 @@ def test_the_coupled_comparison_catches_a_mutant(mutant):
 def test_zero_coins_take_the_first_positive_token():
     """All coins 0: y is the first tail token (id order) with q̃ > 0; every child with r(t) > 0 is
     accepted at once, none with r(t) = 0; the bonus is the first token with r > 0."""
-    case = Case(TableModel.from_rows({(): ["0", "1/2", "1/4", "1/4"]}, context_length=0, name="draft"),
-                TableModel.from_rows({(): ["0", "0", "1/2", "1/2"]}, context_length=0, name="target"),
-                Scheme(2, 1, 1, 1, 2), (), 1)
+    case = Case(
+        TableModel.from_rows({(): ["0", "1/2", "1/4", "1/4"]}, context_length=0, name="draft"),
+        TableModel.from_rows({(): ["0", "0", "1/2", "1/2"]}, context_length=0, name="target"),
+        Scheme(2, 1, 1, 1, 2),
+        (),
+        1,
+    )
     N, C = round_layout(case.scheme)
-    zeros = lambda i: [0.0] * C  # noqa: E731
+    zeros = lambda i: [0.0] * C
     rd = replay_round(case, (), zeros(0))
     assert [n.token for n in rd.nodes[1:]] == [1, 2]  # x_1 = 1 (det), y = 2: first tail id with q̃ > 0
     assert rd.emitted == (2, 2)  # y accepted (p(2) > 0 = coin), then the bonus at the leaf

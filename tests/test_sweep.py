@@ -1,6 +1,7 @@
 """`rheo sweep` (rheo.sweep, rheo_ref.grid): the grid's cells, the tidy table in CSV and Parquet,
 the plot, resumption after an interruption, bad input (exit 2, one line), and the same table
 from a local Dask cluster as from local processes."""
+
 from __future__ import annotations
 
 import json
@@ -8,26 +9,34 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from helpers import run_rheo
 
 import rheo.sweep as sweep_mod
 from rheo.sweep import load_grid, read_table, sweep
 from rheo_ref.errors import CaseError
 from rheo_ref.grid import COLUMN_NAMES, grid_cells, run_cells, same_rows
 
-from helpers import run_rheo
-
 # docs/SCHEMES.md §3: wor + specinfer on one level of two children is lossy here (TV 1/40 at T = 1).
-LOSSY = {"generator": "given", "name": "wor-specinfer",
-         "draft": {"vocab_size": 4, "context_length": 0, "probs": {"": ["3/8", "3/8", "1/8", "1/8"]}},
-         "target": {"vocab_size": 4, "context_length": 0, "probs": {"": ["1/8", "1/8", "1/2", "1/4"]}}}
+LOSSY = {
+    "generator": "given",
+    "name": "wor-specinfer",
+    "draft": {"vocab_size": 4, "context_length": 0, "probs": {"": ["3/8", "3/8", "1/8", "1/8"]}},
+    "target": {"vocab_size": 4, "context_length": 0, "probs": {"": ["1/8", "1/8", "1/2", "1/4"]}},
+}
 GRID = {
-    "tables": [{"generator": "random", "vocab_size": 4, "seeds": [0, 1]},
-               {"generator": "zipf", "vocab_size": 3, "seeds": [5]}, LOSSY],
-    "schemes": [{"K": 2, "m": 1, "W": 2, "D": 2, "R": 4},
-                {"K": 2, "m": 1, "W": 2, "D": 2, "R": 4, "proxy": "true"},
-                {"family": "static", "branching": [2], "sampling": "wor", "verify": "specinfer"}],
+    "tables": [
+        {"generator": "random", "vocab_size": 4, "seeds": [0, 1]},
+        {"generator": "zipf", "vocab_size": 3, "seeds": [5]},
+        LOSSY,
+    ],
+    "schemes": [
+        {"K": 2, "m": 1, "W": 2, "D": 2, "R": 4},
+        {"K": 2, "m": 1, "W": 2, "D": 2, "R": 4, "proxy": "true"},
+        {"family": "static", "branching": [2], "sampling": "wor", "verify": "specinfer"},
+    ],
     "temperatures": ["1", "1/2", 0],
-    "context": [0], "tokens": 2,
+    "context": [0],
+    "tokens": 2,
 }
 
 
@@ -46,8 +55,13 @@ def test_cells_are_tables_x_schemes_x_temperatures():
     assert len(cells) == 4 * 3 * 3
     assert len({c.key for c in cells}) == len(cells)
     first = cells[0]
-    assert first.labels == {"table": "random V=4 seed=0", "generator": "random", "vocab_size": 4, "seed": 0,
-                            "temperature": "1"}
+    assert first.labels == {
+        "table": "random V=4 seed=0",
+        "generator": "random",
+        "vocab_size": 4,
+        "seed": 0,
+        "temperature": "1",
+    }
     assert first.case.draft_sample is None  # T = 1: q_samp is q_rank
     zero = cells[2]  # T = 0: point masses for q_samp and p, q_rank untouched
     assert zero.case.draft == first.case.draft
@@ -56,8 +70,13 @@ def test_cells_are_tables_x_schemes_x_temperatures():
 
 
 def test_rows_are_exact_and_a_failing_cell_gets_an_error_row():
-    cells = grid_cells({**GRID, "tables": GRID["tables"][2:],
-                        "schemes": GRID["schemes"] + [{"K": 2, "m": 1, "W": 2, "D": 2, "R": 4, "proxy": "scaled:3"}]})
+    cells = grid_cells(
+        {
+            **GRID,
+            "tables": GRID["tables"][2:],
+            "schemes": GRID["schemes"] + [{"K": 2, "m": 1, "W": 2, "D": 2, "R": 4, "proxy": "scaled:3"}],
+        }
+    )
     rows = list(run_cells(cells))
     assert [r["case_hash"] for r in rows] == [c.case_hash for c in cells]
     assert all(set(r) == set(COLUMN_NAMES) for r in rows)
@@ -70,14 +89,17 @@ def test_rows_are_exact_and_a_failing_cell_gets_an_error_row():
     assert bad and all(r["error"] and r["tau"] is None for r in bad)
 
 
-@pytest.mark.parametrize("grid, needle", [
-    ({**GRID, "tables": [{"generator": "magic", "vocab_size": 3}]}, "generator 'magic' unknown"),
-    ({**GRID, "temperatures": ["-1"]}, "temperature '-1' must be >= 0"),
-    ({**GRID, "temperatures": [0.5]}, "must be a string"),
-    ({k: v for k, v in GRID.items() if k != "schemes"}, "grid is missing 'schemes'"),
-    ({**GRID, "method": "fast"}, "method 'fast' unknown"),
-    ({**GRID, "schemes": [{"K": 9, "m": 1, "W": 2, "D": 2, "R": 4}]}, "K=9 must be <= vocab_size"),
-])
+@pytest.mark.parametrize(
+    "grid, needle",
+    [
+        ({**GRID, "tables": [{"generator": "magic", "vocab_size": 3}]}, "generator 'magic' unknown"),
+        ({**GRID, "temperatures": ["-1"]}, "temperature '-1' must be >= 0"),
+        ({**GRID, "temperatures": [0.5]}, "must be a string"),
+        ({k: v for k, v in GRID.items() if k != "schemes"}, "grid is missing 'schemes'"),
+        ({**GRID, "method": "fast"}, "method 'fast' unknown"),
+        ({**GRID, "schemes": [{"K": 9, "m": 1, "W": 2, "D": 2, "R": 4}]}, "K=9 must be <= vocab_size"),
+    ],
+)
 def test_bad_grid_exits_2_with_one_line(tmp_path, grid, needle):
     res = run_rheo("sweep", write_grid(tmp_path, grid), "--out", str(tmp_path / "out"))
     assert res.returncode == 2, (res.stdout, res.stderr)
@@ -130,10 +152,19 @@ def test_a_local_dask_cluster_gives_the_same_table(tmp_path):
     grid = {**GRID, "temperatures": ["1", 0]}
     cells = load_grid(write_grid(tmp_path, grid))
     local = sweep(cells, tmp_path / "local", workers=2, progress=False, summary_plot=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
-        res = run_rheo("sweep", write_grid(tmp_path, grid), "--out", str(tmp_path / "dask"),
-                       "--scheduler", cluster.scheduler_address, "--no-progress", "--no-plot")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        res = run_rheo(
+            "sweep",
+            write_grid(tmp_path, grid),
+            "--out",
+            str(tmp_path / "dask"),
+            "--scheduler",
+            cluster.scheduler_address,
+            "--no-progress",
+            "--no-plot",
+        )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["computed"] == len(cells)
     on_dask = read_table(tmp_path / "dask" / "sweep.csv")

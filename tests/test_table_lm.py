@@ -5,6 +5,7 @@ NEG), batched, under 2D padding masks with transformers' position ids, 4D tree m
 `kvcache.tree_mask`, float and bool), the cache and its crops; position ids and masks that do not
 describe a path are refused; the table draft head of rheo's LM path rebuilds contexts the same way.
 """
+
 from __future__ import annotations
 
 import random
@@ -179,6 +180,7 @@ def test_importing_the_module_does_not_import_transformers():
 
 # --- rheo's LM path on TableLM: its bookkeeping decides which rows are read -----------------
 
+
 def _lm_case(L: int = 1) -> Case:
     q = random_table(4, L, seed=20 + L, zeros=False)
     p = random_table(4, L, seed=30 + L)
@@ -214,9 +216,13 @@ def test_rheo_lm_path_breaks_loudly_when_its_masks_or_positions_break(L, monkeyp
         with pytest.raises(CaseError, match="position ids"):
             generate_tokens(table_tree_model(case), [0, 1], case.rheo_scheme(), 4, g)
     real_forward = kv.forward
-    monkeypatch.setattr(kv, "forward", lambda model, cache, tokens, *, anc=None, depths=None, layers=():
-                        real_forward(model, cache, tokens, anc=anc, depths=None if depths is None else depths + 1,
-                                     layers=layers))
+    monkeypatch.setattr(
+        kv,
+        "forward",
+        lambda model, cache, tokens, *, anc=None, depths=None, layers=(): real_forward(
+            model, cache, tokens, anc=anc, depths=None if depths is None else depths + 1, layers=layers
+        ),
+    )
     with pytest.raises(CaseError, match="position ids"):
         generate_tokens(table_tree_model(case), [0, 1], case.rheo_scheme(), 4, g)
 

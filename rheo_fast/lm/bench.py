@@ -6,6 +6,7 @@ shared machine hits all methods alike; speedups are against the autoregressive r
 invocation. Writes `reports/bench_model.md` (table) and `reports/bench_model.png` (τ and speedup
 per scheme), and optionally JSON.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ GOAL_BUILD_RATIO = 1.05  # Rheo (m = 1) / Top-K tree-building time per round (th
 
 def _seed(*parts: Any) -> int:
     import hashlib
+
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:8], 16)
 
 
@@ -44,6 +46,7 @@ def target_cost(model: Any, prompt: list[int], nodes: tuple[int, ...] = COST_NOD
     autoregressive step). One warm-up pass over all sizes, then `reps` passes, sizes interleaved
     so that a slow spell hits all of them; the cache is cropped back after each forward."""
     from . import kvcache as kv
+
     cache = kv.new_cache(model)
     kv.forward(model, cache, torch.tensor(prompt))
     past = kv.cache_len(cache)
@@ -59,16 +62,32 @@ def target_cost(model: Any, prompt: list[int], nodes: tuple[int, ...] = COST_NOD
     return {n: sorted(v)[len(v) // 2] for n, v in ts.items()}
 
 
-def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int, size: TreeSize, S: int,
-          seed: int, draft: str | None = None, progress: bool = True) -> dict[str, Any]:
+def bench(
+    methods: list[str],
+    temps: list[float],
+    *,
+    per_set: int,
+    max_new: int,
+    size: TreeSize,
+    S: int,
+    seed: int,
+    draft: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     from tqdm import tqdm
+
     prompts = sample_prompts(per_set)  # before the models: a bad count costs no model load
     head, meta = load_head(draft)
     tgt = load_target()
     cost = target_cost(tgt.model, render(prompts[0], tgt.tokenizer))
     rows: dict[tuple[str, float], dict[str, float]] = {}
     runs = []
-    with tqdm(total=len(temps) * len(prompts) * len(methods), desc="bench-model", unit="run", disable=None if progress else True) as bar:
+    with tqdm(
+        total=len(temps) * len(prompts) * len(methods),
+        desc="bench-model",
+        unit="run",
+        disable=None if progress else True,
+    ) as bar:
         for T in temps:
             lm = LMTreeModel(tgt.model, head, T=T, S=S)
             for pr in prompts:
@@ -78,16 +97,40 @@ def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int,
                     if meth == "ar":
                         r = generate_ar(tgt.model, ids, T=T, max_new=max_new, generator=g, eos=tgt.eos_ids)
                     else:
-                        r = generate_tree(lm, ids, scheme_for(meth, size), max_new=max_new, generator=g, eos=tgt.eos_ids)
-                    acc = rows.setdefault((meth, T), {"tokens": 0, "emitted": 0, "rounds": 0, "seconds": 0.0,
-                                                      "build": 0.0, "target": 0.0, "verify": 0.0})
-                    acc["tokens"] += len(r.tokens); acc["emitted"] += r.emitted
-                    acc["rounds"] += r.rounds; acc["seconds"] += r.seconds
+                        r = generate_tree(
+                            lm, ids, scheme_for(meth, size), max_new=max_new, generator=g, eos=tgt.eos_ids
+                        )
+                    acc = rows.setdefault(
+                        (meth, T),
+                        {
+                            "tokens": 0,
+                            "emitted": 0,
+                            "rounds": 0,
+                            "seconds": 0.0,
+                            "build": 0.0,
+                            "target": 0.0,
+                            "verify": 0.0,
+                        },
+                    )
+                    acc["tokens"] += len(r.tokens)
+                    acc["emitted"] += r.emitted
+                    acc["rounds"] += r.rounds
+                    acc["seconds"] += r.seconds
                     for k, x in zip(("build", "target", "verify"), r.phase_seconds):
                         acc[k] += x
-                    runs.append({"method": meth, "T": T, "set": pr.set, "id": pr.id, "tokens": len(r.tokens),
-                                 "rounds": r.rounds, "tau": r.tau, "seconds": r.seconds,
-                                 "phase_seconds": list(r.phase_seconds)})
+                    runs.append(
+                        {
+                            "method": meth,
+                            "T": T,
+                            "set": pr.set,
+                            "id": pr.id,
+                            "tokens": len(r.tokens),
+                            "rounds": r.rounds,
+                            "tau": r.tau,
+                            "seconds": r.seconds,
+                            "phase_seconds": list(r.phase_seconds),
+                        }
+                    )
                     bar.update(1)
                     bar.set_postfix(T=T, method=meth, tau=f"{r.tau:.2f}")
     table = []
@@ -97,16 +140,36 @@ def bench(methods: list[str], temps: list[float], *, per_set: int, max_new: int,
         for meth in methods:
             a = rows[(meth, T)]
             tps = a["tokens"] / a["seconds"]
-            per_round = {f"{k}_ms": (1e3 * a[k] / a["rounds"] if meth != "ar" else float("nan"))
-                         for k in ("build", "target", "verify")}  # mean per round (tree methods)
-            table.append({"method": meth, "T": T, "tau": a["emitted"] / a["rounds"], "tokens_per_s": tps,
-                          "speedup": tps / ar_tps, "tokens": a["tokens"], "rounds": a["rounds"],
-                          "ms_per_round": 1e3 * a["seconds"] / a["rounds"],
-                          "break_even_tau": a["seconds"] / a["rounds"] * ar_tps,  # τ at which it would match AR
-                          **per_round})
-    return {"size": asdict(size), "S": S, "prompts": [f"{p.set}/{p.id}" for p in prompts], "max_new_tokens": max_new,
-            "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
-            "draft": meta, "table": table, "runs": runs, "target_ms_by_nodes": cost}
+            per_round = {
+                f"{k}_ms": (1e3 * a[k] / a["rounds"] if meth != "ar" else float("nan"))
+                for k in ("build", "target", "verify")
+            }  # mean per round (tree methods)
+            table.append(
+                {
+                    "method": meth,
+                    "T": T,
+                    "tau": a["emitted"] / a["rounds"],
+                    "tokens_per_s": tps,
+                    "speedup": tps / ar_tps,
+                    "tokens": a["tokens"],
+                    "rounds": a["rounds"],
+                    "ms_per_round": 1e3 * a["seconds"] / a["rounds"],
+                    "break_even_tau": a["seconds"] / a["rounds"] * ar_tps,  # τ at which it would match AR
+                    **per_round,
+                }
+            )
+    return {
+        "size": asdict(size),
+        "S": S,
+        "prompts": [f"{p.set}/{p.id}" for p in prompts],
+        "max_new_tokens": max_new,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor() or platform.machine(),
+        "draft": meta,
+        "table": table,
+        "runs": runs,
+        "target_ms_by_nodes": cost,
+    }
 
 
 def _cell(table: list[dict], meth: str, T: float, key: str) -> float:
@@ -121,52 +184,79 @@ def goals(res: dict[str, Any]) -> list[str]:
     ratio = _cell(t, "rheo", 1.0, "tau") / _cell(t, "topk", 1.0, "tau")
     sp = _cell(t, "rheo", 1.0, "speedup")
     build = _cell(t, "rheo", 1.0, "build_ms") / _cell(t, "topk", 1.0, "build_ms")
-    return [f"Rheo τ / Top-K τ at T=1: {ratio:.3f} (goal ≥ {GOAL_TAU_RATIO}): {'met' if ratio >= GOAL_TAU_RATIO else 'NOT met'}",
-            f"Rheo speedup over autoregressive at T=1: {sp:.2f}x (goal ≥ {GOAL_SPEEDUP}x): {'met' if sp >= GOAL_SPEEDUP else 'NOT met'}",
-            f"Tree building (draft forwards + slots + rerank) per round at T=1, Rheo / Top-K: {build:.3f} "
-            f"(goal ≤ {GOAL_BUILD_RATIO}: {'met' if build <= GOAL_BUILD_RATIO else 'NOT met'})"]
+    return [
+        f"Rheo τ / Top-K τ at T=1: {ratio:.3f} (goal ≥ {GOAL_TAU_RATIO}): {'met' if ratio >= GOAL_TAU_RATIO else 'NOT met'}",
+        f"Rheo speedup over autoregressive at T=1: {sp:.2f}x (goal ≥ {GOAL_SPEEDUP}x): {'met' if sp >= GOAL_SPEEDUP else 'NOT met'}",
+        f"Tree building (draft forwards + slots + rerank) per round at T=1, Rheo / Top-K: {build:.3f} "
+        f"(goal ≤ {GOAL_BUILD_RATIO}: {'met' if build <= GOAL_BUILD_RATIO else 'NOT met'})",
+    ]
 
 
 def markdown(res: dict[str, Any]) -> str:
     s = res["size"]
-    lines = ["# bench-model: SmolLM2-135M-Instruct target, EAGLE-style draft head", "",
-             f"Tree: K={s['K']} W={s['W']} D={s['D']} R={s['R']} (chain: D={s['chain_D']}), S={res['S']}; "
-             f"{len(res['prompts'])} prompts ({', '.join(res['prompts'])}), up to {res['max_new_tokens']} new tokens each; "
-             f"torch threads {res['threads']}. tokens/s exclude prefill. τ = tokens emitted per round.", "",
-             "ms per round: tree building (draft forwards, slots, rerank) / target forward / verification.", "",
-             "Break-even τ: the τ at which a scheme's rounds would match autoregressive tokens/s "
-             "(ms per round × AR tokens/s); speedup = τ / break-even τ.", "",
-             "| T | method | τ | tokens/s | speedup vs AR | break-even τ | tokens | rounds | ms per round: build / target / verify |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# bench-model: SmolLM2-135M-Instruct target, EAGLE-style draft head",
+        "",
+        f"Tree: K={s['K']} W={s['W']} D={s['D']} R={s['R']} (chain: D={s['chain_D']}), S={res['S']}; "
+        f"{len(res['prompts'])} prompts ({', '.join(res['prompts'])}), up to {res['max_new_tokens']} new tokens each; "
+        f"torch threads {res['threads']}. tokens/s exclude prefill. τ = tokens emitted per round.",
+        "",
+        "ms per round: tree building (draft forwards, slots, rerank) / target forward / verification.",
+        "",
+        "Break-even τ: the τ at which a scheme's rounds would match autoregressive tokens/s "
+        "(ms per round × AR tokens/s); speedup = τ / break-even τ.",
+        "",
+        "| T | method | τ | tokens/s | speedup vs AR | break-even τ | tokens | rounds | ms per round: build / target / verify |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["table"]:
         ms = "" if r["method"] == "ar" else f"{r['build_ms']:.1f} / {r['target_ms']:.1f} / {r['verify_ms']:.1f}"
-        lines.append(f"| {r['T']:g} | {r['method']} | {r['tau']:.3f} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x "
-                     f"| {r['break_even_tau']:.2f} | {r['tokens']} | {r['rounds']} | {ms} |")
+        lines.append(
+            f"| {r['T']:g} | {r['method']} | {r['tau']:.3f} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x "
+            f"| {r['break_even_tau']:.2f} | {r['tokens']} | {r['rounds']} | {ms} |"
+        )
     cost = {int(n): v for n, v in res["target_ms_by_nodes"].items()}
     one = cost[min(cost)]
-    lines += ["", "Target forward (with the LM head) over n new tokens on this machine, median ms "
-              "(n = 1 is one autoregressive step; a round verifies R + 1 nodes):", "",
-              "| n | " + " | ".join(str(n) for n in cost) + " |", "|---|" + "---|" * len(cost),
-              "| ms | " + " | ".join(f"{v:.1f}" for v in cost.values()) + " |",
-              "| × one step | " + " | ".join(f"{v / one:.2f}" for v in cost.values()) + " |"]
-    lines += ["", *[f"- {g}" for g in goals(res)], "",
-              f"Draft head: overlap Σmin(p,q) at T=1 on held-out text {res['draft'].get('overlap_depth1', float('nan')):.3f} "
-              f"(depth 2: {res['draft'].get('overlap_depth2', float('nan')):.3f}).", ""]
+    lines += [
+        "",
+        "Target forward (with the LM head) over n new tokens on this machine, median ms "
+        "(n = 1 is one autoregressive step; a round verifies R + 1 nodes):",
+        "",
+        "| n | " + " | ".join(str(n) for n in cost) + " |",
+        "|---|" + "---|" * len(cost),
+        "| ms | " + " | ".join(f"{v:.1f}" for v in cost.values()) + " |",
+        "| × one step | " + " | ".join(f"{v / one:.2f}" for v in cost.values()) + " |",
+    ]
+    lines += [
+        "",
+        *[f"- {g}" for g in goals(res)],
+        "",
+        f"Draft head: overlap Σmin(p,q) at T=1 on held-out text {res['draft'].get('overlap_depth1', float('nan')):.3f} "
+        f"(depth 2: {res['draft'].get('overlap_depth2', float('nan')):.3f}).",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     t = res["table"]
     methods = list(dict.fromkeys(r["method"] for r in t))
     temps = list(dict.fromkeys(r["T"] for r in t))
     fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     w = 0.8 / len(temps)
-    for ax, key, title in ((axes[0], "tau", "τ (tokens per round)"), (axes[1], "speedup", "speedup over autoregressive")):
+    for ax, key, title in (
+        (axes[0], "tau", "τ (tokens per round)"),
+        (axes[1], "speedup", "speedup over autoregressive"),
+    ):
         for i, T in enumerate(temps):
-            ax.bar([j + i * w for j in range(len(methods))], [_cell(t, m, T, key) for m in methods], w, label=f"T={T:g}")
+            ax.bar(
+                [j + i * w for j in range(len(methods))], [_cell(t, m, T, key) for m in methods], w, label=f"T={T:g}"
+            )
         ax.set_xticks([j + w * (len(temps) - 1) / 2 for j in range(len(methods))], methods, rotation=30)
         ax.set_title(title)
         ax.axhline(1.0, color="grey", lw=0.8)
@@ -193,8 +283,16 @@ def run_bench(args: Any) -> int:
     for m in methods:
         scheme_for(m, size)  # validates the name
     t0 = time.perf_counter()
-    res = bench(methods, temps, per_set=args.prompts, max_new=args.max_new_tokens, size=size, S=args.S,
-                seed=args.seed, draft=args.draft)
+    res = bench(
+        methods,
+        temps,
+        per_set=args.prompts,
+        max_new=args.max_new_tokens,
+        size=size,
+        S=args.S,
+        seed=args.seed,
+        draft=args.draft,
+    )
     res["wall_seconds"] = time.perf_counter() - t0
     return write_report(res, args, "bench_model", markdown(res), lambda path: plot(res, path))
 

@@ -17,6 +17,7 @@ something a real drafter could pay, which is why it is taken out of the timing.
 
 Writes reports/draft_ceiling.md and .png (τ and projected speedup against overlap, per scheme).
 """
+
 from __future__ import annotations
 
 import platform
@@ -28,9 +29,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rheo_fast.models import DraftRows, draft_probs, target_probs
 from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError
-from rheo_fast.models import DraftRows, draft_probs, target_probs
 
 from . import kvcache as kv
 from .decode import LMState, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
@@ -54,7 +55,7 @@ class OracleMixLM(LMTreeModel):
         super().__init__(target, head, T=1.0, S=S)
         self.oracle_seconds = 0.0
         self.overlap_head: dict[int, list[float]] = {}  # depth of the children -> overlaps of q_head
-        self.overlap_mix: dict[int, list[float]] = {}   # and of q_α
+        self.overlap_mix: dict[int, list[float]] = {}  # and of q_α
 
     def reset_stats(self) -> None:
         self.oracle_seconds = 0.0
@@ -106,8 +107,18 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def ceiling(alphas: list[float], methods: list[str], *, per_set: int, max_new: int, size: TreeSize, S: int,
-            seed: int, draft: str | None = None, progress: bool = True) -> dict[str, Any]:
+def ceiling(
+    alphas: list[float],
+    methods: list[str],
+    *,
+    per_set: int,
+    max_new: int,
+    size: TreeSize,
+    S: int,
+    seed: int,
+    draft: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     from tqdm import tqdm
 
     from .bench import _seed
@@ -120,13 +131,24 @@ def ceiling(alphas: list[float], methods: list[str], *, per_set: int, max_new: i
     tgt = load_target()
     ar = {"tokens": 0, "seconds": 0.0}
     rows: dict[tuple[str, float], dict[str, Any]] = {}
-    with tqdm(total=len(prompts) * (1 + len(alphas) * len(methods)), desc="draft-ceiling", unit="run",
-              disable=None if progress else True) as bar:
+    with tqdm(
+        total=len(prompts) * (1 + len(alphas) * len(methods)),
+        desc="draft-ceiling",
+        unit="run",
+        disable=None if progress else True,
+    ) as bar:
         for pr in prompts:  # interleaved: a slow spell of the machine hits every cell alike
             ids = render(pr, tgt.tokenizer)
-            r = generate_ar(tgt.model, ids, T=1.0, max_new=max_new, eos=tgt.eos_ids,
-                            generator=torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, "ar")))
-            ar["tokens"] += len(r.tokens); ar["seconds"] += r.seconds
+            r = generate_ar(
+                tgt.model,
+                ids,
+                T=1.0,
+                max_new=max_new,
+                eos=tgt.eos_ids,
+                generator=torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, "ar")),
+            )
+            ar["tokens"] += len(r.tokens)
+            ar["seconds"] += r.seconds
             bar.update(1)
             for a in alphas:
                 lm = OracleMixLM(tgt.model, head, alpha=a, S=S)
@@ -134,10 +156,13 @@ def ceiling(alphas: list[float], methods: list[str], *, per_set: int, max_new: i
                     lm.reset_stats()
                     g = torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, meth))  # the same coins for every α
                     r = generate_tree(lm, ids, scheme_for(meth, size), max_new=max_new, generator=g, eos=tgt.eos_ids)
-                    acc = rows.setdefault((meth, a), {"emitted": 0, "rounds": 0, "seconds": 0.0, "oracle": 0.0,
-                                                      "head": {}, "mix": {}})
-                    acc["emitted"] += r.emitted; acc["rounds"] += r.rounds
-                    acc["seconds"] += r.seconds; acc["oracle"] += lm.oracle_seconds
+                    acc = rows.setdefault(
+                        (meth, a), {"emitted": 0, "rounds": 0, "seconds": 0.0, "oracle": 0.0, "head": {}, "mix": {}}
+                    )
+                    acc["emitted"] += r.emitted
+                    acc["rounds"] += r.rounds
+                    acc["seconds"] += r.seconds
+                    acc["oracle"] += lm.oracle_seconds
                     for key, src in (("head", lm.overlap_head), ("mix", lm.overlap_mix)):
                         for d, xs in src.items():
                             acc[key].setdefault(d, []).extend(xs)
@@ -150,15 +175,33 @@ def ceiling(alphas: list[float], methods: list[str], *, per_set: int, max_new: i
             c = rows[(meth, a)]
             tau = c["emitted"] / c["rounds"]
             round_s = (c["seconds"] - c["oracle"]) / c["rounds"]  # the real head's round
-            table.append({"method": meth, "alpha": a, "tau": tau, "rounds": c["rounds"],
-                          "overlap_d1": _mean(c["mix"].get(1, [])), "overlap_d2": _mean(c["mix"].get(2, [])),
-                          "head_overlap_d1": _mean(c["head"].get(1, [])),
-                          "round_ms": 1e3 * round_s, "oracle_ms": 1e3 * c["oracle"] / c["rounds"],
-                          "break_even_tau": round_s * ar_tps, "projected_speedup": tau / (round_s * ar_tps)})
-    return {"size": asdict(size), "S": S, "T": 1.0,
-            "prompts": [f"{p.set}/{p.id}" for p in prompts], "max_new_tokens": max_new,
-            "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
-            "ar_tokens_per_s": ar_tps, "draft": meta, "table": table}
+            table.append(
+                {
+                    "method": meth,
+                    "alpha": a,
+                    "tau": tau,
+                    "rounds": c["rounds"],
+                    "overlap_d1": _mean(c["mix"].get(1, [])),
+                    "overlap_d2": _mean(c["mix"].get(2, [])),
+                    "head_overlap_d1": _mean(c["head"].get(1, [])),
+                    "round_ms": 1e3 * round_s,
+                    "oracle_ms": 1e3 * c["oracle"] / c["rounds"],
+                    "break_even_tau": round_s * ar_tps,
+                    "projected_speedup": tau / (round_s * ar_tps),
+                }
+            )
+    return {
+        "size": asdict(size),
+        "S": S,
+        "T": 1.0,
+        "prompts": [f"{p.set}/{p.id}" for p in prompts],
+        "max_new_tokens": max_new,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor() or platform.machine(),
+        "ar_tokens_per_s": ar_tps,
+        "draft": meta,
+        "table": table,
+    }
 
 
 def needed_overlap(res: dict[str, Any], method: str, goal: float) -> float | None:
@@ -175,35 +218,50 @@ def needed_overlap(res: dict[str, Any], method: str, goal: float) -> float | Non
 
 def markdown(res: dict[str, Any], goal: float) -> str:
     s = res["size"]
-    lines = ["# draft-ceiling: τ and speedup against draft quality (oracle-mixed drafts, T = 1)", "",
-             f"Tree: K={s['K']} W={s['W']} D={s['D']} R={s['R']} (chain: D={s['chain_D']}), S={res['S']}; "
-             f"{len(res['prompts'])} prompts ({', '.join(res['prompts'])}), up to {res['max_new_tokens']} new tokens each; "
-             f"torch threads {res['threads']}; autoregressive {res['ar_tokens_per_s']:.2f} tokens/s (same run).", "",
-             "q_α = trunc_S((1-α) q_head + α p̄). Overlap: mean Σ min(p, q_α) at the drafted tree nodes "
-             "(depth 1: the root's children, drafted from the target's features; depth 2: drafted from the head's "
-             "own prediction). Round ms: the real head's round (the oracle's target forwards are timed and "
-             "subtracted). Projected speedup = τ / (round s × AR tokens/s).", "",
-             "| method | α | overlap depth 1 | overlap depth 2 | τ | rounds | round ms (oracle ms removed) | break-even τ | projected speedup |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# draft-ceiling: τ and speedup against draft quality (oracle-mixed drafts, T = 1)",
+        "",
+        f"Tree: K={s['K']} W={s['W']} D={s['D']} R={s['R']} (chain: D={s['chain_D']}), S={res['S']}; "
+        f"{len(res['prompts'])} prompts ({', '.join(res['prompts'])}), up to {res['max_new_tokens']} new tokens each; "
+        f"torch threads {res['threads']}; autoregressive {res['ar_tokens_per_s']:.2f} tokens/s (same run).",
+        "",
+        "q_α = trunc_S((1-α) q_head + α p̄). Overlap: mean Σ min(p, q_α) at the drafted tree nodes "
+        "(depth 1: the root's children, drafted from the target's features; depth 2: drafted from the head's "
+        "own prediction). Round ms: the real head's round (the oracle's target forwards are timed and "
+        "subtracted). Projected speedup = τ / (round s × AR tokens/s).",
+        "",
+        "| method | α | overlap depth 1 | overlap depth 2 | τ | rounds | round ms (oracle ms removed) | break-even τ | projected speedup |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["table"]:
-        lines.append(f"| {r['method']} | {r['alpha']:g} | {r['overlap_d1']:.3f} | {r['overlap_d2']:.3f} | {r['tau']:.3f} "
-                     f"| {r['rounds']} | {r['round_ms']:.1f} ({r['oracle_ms']:.0f}) | {r['break_even_tau']:.2f} "
-                     f"| {r['projected_speedup']:.2f}x |")
+        lines.append(
+            f"| {r['method']} | {r['alpha']:g} | {r['overlap_d1']:.3f} | {r['overlap_d2']:.3f} | {r['tau']:.3f} "
+            f"| {r['rounds']} | {r['round_ms']:.1f} ({r['oracle_ms']:.0f}) | {r['break_even_tau']:.2f} "
+            f"| {r['projected_speedup']:.2f}x |"
+        )
     lines.append("")
     for meth in dict.fromkeys(r["method"] for r in res["table"]):
         need = needed_overlap(res, meth, goal)
-        lines.append(f"- {meth}: a {goal}x speedup needs depth-1 overlap ≈ {need:.2f}" if need is not None else
-                     f"- {meth}: {goal}x is not reached even at the largest α measured")
+        lines.append(
+            f"- {meth}: a {goal}x speedup needs depth-1 overlap ≈ {need:.2f}"
+            if need is not None
+            else f"- {meth}: {goal}x is not reached even at the largest α measured"
+        )
     d = res["draft"]
-    lines += [f"- the trained head: overlap {d.get('overlap_depth1', float('nan')):.3f} on held-out text "
-              f"(depth 1; depth 2: {d.get('overlap_depth2', float('nan')):.3f})", ""]
+    lines += [
+        f"- the trained head: overlap {d.get('overlap_depth1', float('nan')):.3f} on held-out text "
+        f"(depth 1; depth 2: {d.get('overlap_depth2', float('nan')):.3f})",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def plot(res: dict[str, Any], path: Path, goal: float) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for meth in dict.fromkeys(r["method"] for r in res["table"]):
         pts = sorted((r["overlap_d1"], r["tau"], r["projected_speedup"]) for r in res["table"] if r["method"] == meth)
@@ -228,6 +286,7 @@ def plot(res: dict[str, Any], path: Path, goal: float) -> None:
 
 def run_ceiling(args: Any) -> int:
     from .bench import GOAL_SPEEDUP, write_report
+
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     try:
         alphas = [float(x) for x in args.alphas.split(",")]
@@ -240,7 +299,17 @@ def run_ceiling(args: Any) -> int:
     for a in alphas:
         check_alpha(a)  # before any model loads
     t0 = time.perf_counter()
-    res = ceiling(alphas, methods, per_set=args.prompts, max_new=args.max_new_tokens, size=size, S=args.S,
-                  seed=args.seed, draft=args.draft)
+    res = ceiling(
+        alphas,
+        methods,
+        per_set=args.prompts,
+        max_new=args.max_new_tokens,
+        size=size,
+        S=args.S,
+        seed=args.seed,
+        draft=args.draft,
+    )
     res["wall_seconds"] = time.perf_counter() - t0
-    return write_report(res, args, "draft_ceiling", markdown(res, GOAL_SPEEDUP), lambda path: plot(res, path, GOAL_SPEEDUP))
+    return write_report(
+        res, args, "draft_ceiling", markdown(res, GOAL_SPEEDUP), lambda path: plot(res, path, GOAL_SPEEDUP)
+    )

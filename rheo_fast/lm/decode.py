@@ -24,21 +24,23 @@ Cache invariant between rounds: the target cache holds every context token but t
 root of the next tree); the draft cache holds the positions whose inputs used true target
 features, and the pending queue the inputs that became known in the last round.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from rheo_ref.errors import CaseError
-from rheo_ref.models import Scheme
-from rheo_ref.variants import SPEC, Variant
 from rheo_fast.decode import round_coins, run_round
 from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
 from rheo_fast.tree import Layout
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Scheme
+from rheo_ref.variants import SPEC, Variant
 
 from . import kvcache as kv
 from .draft_head import DraftHead
@@ -48,22 +50,22 @@ NEG = float("-inf")
 
 @dataclass
 class LMState:
-    ids: list[int]                      # the whole context so far
-    tcache: Any                         # target KV cache: ids[:-1]
-    dk: Tensor | None                   # draft keys [1, Hkv, P, d] (true-feature positions)
+    ids: list[int]  # the whole context so far
+    tcache: Any  # target KV cache: ids[:-1]
+    dk: Tensor | None  # draft keys [1, Hkv, P, d] (true-feature positions)
     dv: Tensor | None
-    pend_feat: Tensor                   # [P', h'] target features waiting for the draft (unfused)
-    pend_tok: list[int]                 # their next tokens
-    pend_pos: list[int]                 # and positions
+    pend_feat: Tensor  # [P', h'] target features waiting for the draft (unfused)
+    pend_tok: list[int]  # their next tokens
+    pend_pos: list[int]  # and positions
     # per round
-    node_hid: dict[int, Tensor] = field(default_factory=dict)   # node id -> predicted feature [h]
-    tree_k: list[Tensor] = field(default_factory=list)          # draft K/V of fed tree nodes [1,Hkv,1,d]
+    node_hid: dict[int, Tensor] = field(default_factory=dict)  # node id -> predicted feature [h]
+    tree_k: list[Tensor] = field(default_factory=list)  # draft K/V of fed tree nodes [1,Hkv,1,d]
     tree_v: list[Tensor] = field(default_factory=list)
-    tree_slot: dict[int, int] = field(default_factory=dict)     # node id -> index in tree_k
-    kept_ids: Tensor | None = None      # [n_kept] node ids the target ran over (root first)
-    kept_hid: Tensor | None = None      # [n_kept, h'] their target features
-    kept_p: Tensor | None = None        # [n_kept, V] their full-vocabulary p (for bucket bonuses)
-    past: int = 0                       # target cache length before the round
+    tree_slot: dict[int, int] = field(default_factory=dict)  # node id -> index in tree_k
+    kept_ids: Tensor | None = None  # [n_kept] node ids the target ran over (root first)
+    kept_hid: Tensor | None = None  # [n_kept, h'] their target features
+    kept_p: Tensor | None = None  # [n_kept, V] their full-vocabulary p (for bucket bonuses)
+    past: int = 0  # target cache length before the round
 
 
 class LMTreeModel(ModelDefaults):
@@ -100,8 +102,9 @@ class LMTreeModel(ModelDefaults):
         feats = kv.forward(self.model, cache, torch.tensor(ids[:-1]), layers=self.layers)  # [n-1, h']
         return LMState(ids, cache, None, None, feats, ids[1:], list(range(1, len(ids))))
 
-    def _draft_forward(self, st: LMState, feat: Tensor, toks: list[int], pos: list[int],
-                       allowed_tree: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    def _draft_forward(
+        self, st: LMState, feat: Tensor, toks: list[int], pos: list[int], allowed_tree: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """feat [F, h] -> predicted features [F, h]; allowed_tree [F, n_tree+F] (None: causal chain)."""
         F = feat.shape[0]
         P = 0 if st.dk is None else st.dk.shape[2]
@@ -114,8 +117,9 @@ class LMTreeModel(ModelDefaults):
             ks = ([st.dk] if st.dk is not None else []) + st.tree_k
             vs = ([st.dv] if st.dv is not None else []) + st.tree_v
             past = (torch.cat(ks, 2), torch.cat(vs, 2))  # [1, Hkv, P+T, d]
-        hid, (k, v) = self.head(feat[None], self.emb(torch.tensor(toks))[None], torch.tensor(pos)[None],
-                                past=past, mask=mask)
+        hid, (k, v) = self.head(
+            feat[None], self.emb(torch.tensor(toks))[None], torch.tensor(pos)[None], past=past, mask=mask
+        )
         return hid[0], k, v  # [F, h], [1, Hkv, F, d]
 
     @torch.inference_mode()
@@ -146,7 +150,8 @@ class LMTreeModel(ModelDefaults):
             for i, j in enumerate(ids):
                 st.node_hid[j] = out[i]
                 st.tree_slot[j] = n_tree + i
-                st.tree_k.append(k[:, :, i:i + 1]); st.tree_v.append(v[:, :, i:i + 1])
+                st.tree_k.append(k[:, :, i : i + 1])
+                st.tree_v.append(v[:, :, i : i + 1])
         small = self.head.draft_logits(out)  # [F, Vd]
         logits = torch.cat([small, small.new_full((small.shape[0], 1), NEG)], -1)  # [F, V'] bucket: q = 0
         rows = draft_probs(logits, S=self.S, T=self.T)  # [F, V'] each, float64
@@ -160,7 +165,7 @@ class LMTreeModel(ModelDefaults):
         toks, anc, depths = self.subtree_inputs(st, tree, kept)
         st.past = kv.cache_len(st.tcache)
         hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=depths, layers=self.layers)  # [n, h']
-        p = target_probs(kv.logits_of(self.model, hid[:, -self.hidden:]), T=self.T)  # [n, V] float64
+        p = target_probs(kv.logits_of(self.model, hid[:, -self.hidden :]), T=self.T)  # [n, V] float64
         st.kept_ids, st.kept_hid, st.kept_p = kept, hid, p
         full = torch.empty((1, tree.tokens.shape[1], self.vocab_size), dtype=torch.float64)  # [1, 1+N, V']
         full[0, kept] = self.compact(p)
@@ -208,10 +213,12 @@ class LMTreeModel(ModelDefaults):
 
 # --- schemes -------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TreeSize:
     """Tree sizes for this CPU: a target forward over 16 tree nodes costs ~1.5 single-token steps,
     and the head's overlap (~0.4-0.5) makes acceptance beyond depth 4 rare."""
+
     K: int = 6
     W: int = 4
     D: int = 4
@@ -243,11 +250,11 @@ def scheme_for(method: str, size: TreeSize) -> Scheme | None:
 class GenResult:
     tokens: list[int]
     rounds: int
-    emitted: int             # tokens the rounds emitted before the max_new / EOS cut (τ numerator)
-    seconds: float           # decoding wall time (prefill excluded)
+    emitted: int  # tokens the rounds emitted before the max_new / EOS cut (τ numerator)
+    seconds: float  # decoding wall time (prefill excluded)
     prefill_seconds: float
     phase_seconds: tuple[float, float, float] = (0.0, 0.0, 0.0)  # of `seconds`: tree building (draft),
-                                                                # target forward, verification
+    # target forward, verification
 
     @property
     def tau(self) -> float:
@@ -271,8 +278,16 @@ def _cut_eos(toks: list[int], eos: set[int]) -> tuple[list[int], bool]:
 
 
 @torch.inference_mode()
-def generate_ar(model: Any, prompt: list[int], *, T: float, max_new: int, generator: torch.Generator,
-                eos: set[int] = frozenset(), on_tokens: Callable[[list[int]], None] | None = None) -> GenResult:
+def generate_ar(
+    model: Any,
+    prompt: list[int],
+    *,
+    T: float,
+    max_new: int,
+    generator: torch.Generator,
+    eos: set[int] = frozenset(),
+    on_tokens: Callable[[list[int]], None] | None = None,
+) -> GenResult:
     """Plain autoregressive decoding with the KV cache: one target forward per token."""
     t0 = time.perf_counter()
     cache = kv.new_cache(model)
@@ -292,8 +307,9 @@ def generate_ar(model: Any, prompt: list[int], *, T: float, max_new: int, genera
 
 
 @torch.inference_mode()
-def tree_round(lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, generator: torch.Generator,
-               variant: Variant = SPEC) -> tuple[list[int], Any]:
+def tree_round(
+    lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, generator: torch.Generator, variant: Variant = SPEC
+) -> tuple[list[int], Any]:
     """One speculative round on st: build, target forward, verify (rheo_fast.decode.run_round), map
     the emitted compact ids to token ids and commit them (KV caches compacted). Returns (the emitted
     token ids, the RoundResult)."""
@@ -306,9 +322,17 @@ def tree_round(lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, gen
 
 
 @torch.inference_mode()
-def generate_tree(lm: LMTreeModel, prompt: list[int], scheme: Scheme, *, max_new: int,
-                  generator: torch.Generator, eos: set[int] = frozenset(),
-                  on_tokens: Callable[[list[int]], None] | None = None, variant: Variant = SPEC) -> GenResult:
+def generate_tree(
+    lm: LMTreeModel,
+    prompt: list[int],
+    scheme: Scheme,
+    *,
+    max_new: int,
+    generator: torch.Generator,
+    eos: set[int] = frozenset(),
+    on_tokens: Callable[[list[int]], None] | None = None,
+    variant: Variant = SPEC,
+) -> GenResult:
     """Speculative decoding rounds driven by rheo_fast.decode.run_round until max_new tokens or EOS
     (`variant`: the spec, or one of rheo_ref.variants.MUTANTS for negative controls)."""
     layout = Layout(scheme.K, scheme.W, scheme.D)

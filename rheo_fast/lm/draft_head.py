@@ -17,6 +17,7 @@ space as the head's own predictions that deeper tree nodes read.
 Weights live in one safetensors file (`draft_head.safetensors` in the cache folder) with the
 vocabulary map and the configuration in its metadata. No pickle anywhere.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,7 @@ from torch import nn
 
 from rheo_ref.atomic import write_with
 from rheo_ref.errors import CorruptFileError, MissingDependencyError
+
 from .target import cache_dir
 
 DRAFT_FILE = "draft_head.safetensors"
@@ -65,7 +67,7 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
     ang = pos[..., None].float() * inv  # [B, N, d/2]
     cos = torch.cat([ang.cos(), ang.cos()], -1)[:, None]  # [B, 1, N, d]
     sin = torch.cat([ang.sin(), ang.sin()], -1)[:, None]
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
 
@@ -99,9 +101,15 @@ class DraftHead(nn.Module):
         low = low * torch.rsqrt(low.pow(2).mean(-1, keepdim=True) + self.cfg.eps)
         return self.fuse_fc(torch.cat([low.flatten(-2), feats[..., -h:]], -1))
 
-    def forward(self, feat: torch.Tensor, emb: torch.Tensor, pos: torch.Tensor, *,
-                past: tuple[torch.Tensor, torch.Tensor] | None = None, mask: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self,
+        feat: torch.Tensor,
+        emb: torch.Tensor,
+        pos: torch.Tensor,
+        *,
+        past: tuple[torch.Tensor, torch.Tensor] | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """feat, emb: [B, N, h]; pos: [B, N]; past: keys/values [B, Hkv, P, d]; mask: additive
         [B or 1, 1, N, P+N] (None: causal). Returns predicted features [B, N, h] and this call's
         keys/values [B, Hkv, N, d] (the caller owns the cache). feat is already fused (`fuse`) or
@@ -171,6 +179,7 @@ def draft_path(path: str | Path | None = None) -> Path:
 
 def save_head(head: DraftHead, path: Path, meta: dict[str, Any]) -> None:
     from safetensors.torch import save_file
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in head.state_dict().items()}
     md = {"config": json.dumps(asdict(head.cfg)), "meta": json.dumps(meta)}
@@ -182,17 +191,20 @@ def load_head(path: str | Path | None = None) -> tuple[DraftHead, dict[str, Any]
     run when no trained head exists."""
     p = draft_path(path)
     if not p.is_file():
-        raise MissingDependencyError(f"no trained draft head at {p}; train one with `rheo train-draft` (about 14 min on 2 quiet cores)")
+        raise MissingDependencyError(
+            f"no trained draft head at {p}; train one with `rheo train-draft` (about 14 min on 2 quiet cores)"
+        )
     fix = "train a new one with `rheo train-draft` (or delete the file)"
     try:
         from safetensors import safe_open
+
         with safe_open(str(p), "pt") as f:
             md = f.metadata() or {}
         cfg = json.loads(md["config"])
         cfg["feature_layers"] = tuple(cfg.get("feature_layers", ()))
         head = DraftHead(HeadConfig(**cfg))
         meta = json.loads(md.get("meta", "{}"))
-    except Exception as e:  # noqa: BLE001  any failure to read the file's header means the same to the user
+    except Exception as e:
         raise CorruptFileError(f"draft head {p} is not a readable draft head ({_why(e)}); {fix}") from None
     state = read_safetensors(p, "draft head", ())
     try:
@@ -212,10 +224,13 @@ def _why(e: BaseException) -> str:
 def read_safetensors(path: Path, what: str, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
     """All tensors of a safetensors file rheo wrote (and must contain `names`), or CorruptFileError."""
     from safetensors.torch import load_file
+
     try:
         t = load_file(str(path))
-    except Exception as e:  # noqa: BLE001  safetensors raises its own error types for a damaged file
-        raise CorruptFileError(f"{what} {path} is not a readable safetensors file ({_why(e)}); delete it (rheo rebuilds it)") from None
+    except Exception as e:
+        raise CorruptFileError(
+            f"{what} {path} is not a readable safetensors file ({_why(e)}); delete it (rheo rebuilds it)"
+        ) from None
     missing = [n for n in names if n not in t]
     if missing:
         raise CorruptFileError(f"{what} {path} lacks the tensors {missing}; delete it (rheo rebuilds it)")

@@ -5,6 +5,7 @@ cached context and to its own ancestors (and itself), through an additive float 
 (0 / finfo.min; a bool mask is silently wrong with eager attention), at position id
 L + depth(i) - 1. After verification the cache is compacted to the accepted path.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,8 +44,15 @@ def cache_len(cache: Any) -> int:
 
 
 @torch.inference_mode()
-def forward(model: Any, cache: Any, tokens: torch.Tensor, *, anc: torch.Tensor | None = None,
-            depths: torch.Tensor | None = None, layers: tuple[int, ...] = ()) -> torch.Tensor:
+def forward(
+    model: Any,
+    cache: Any,
+    tokens: torch.Tensor,
+    *,
+    anc: torch.Tensor | None = None,
+    depths: torch.Tensor | None = None,
+    layers: tuple[int, ...] = (),
+) -> torch.Tensor:
     """Run the target over N new tokens on top of `cache` (extended in place).
 
     tokens: [N]; anc: [N, N] ancestor matrix (None: causal chain); depths: [N], 1 for the
@@ -58,8 +66,14 @@ def forward(model: Any, cache: Any, tokens: torch.Tensor, *, anc: torch.Tensor |
     assert depths is not None
     pos = (past + depths - 1)[None]  # [1, N]
     mask = tree_mask(anc, past, model.dtype)  # [1, 1, N, past+N]
-    out = model.model(input_ids=tokens[None], attention_mask=mask, position_ids=pos, cache=cache,
-                      use_cache=True, output_hidden_states=bool(layers))
+    out = model.model(
+        input_ids=tokens[None],
+        attention_mask=mask,
+        position_ids=pos,
+        cache=cache,
+        use_cache=True,
+        output_hidden_states=bool(layers),
+    )
     return features(out, layers)[0]  # [N, hidden * (len(layers) + 1)]
 
 
@@ -79,6 +93,7 @@ def logits_of(model: Any, hidden: torch.Tensor) -> torch.Tensor:
 
 def new_cache(model: Any) -> Any:
     from transformers import DynamicCache
+
     return DynamicCache(config=model.config)
 
 

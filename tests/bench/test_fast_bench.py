@@ -7,6 +7,7 @@ always recorded in `extra_info` and printed): >= 100,000 rounds/s; tree building
 as a ratio (per round). Torch runs on one thread: on these tiny tensors a second intra-op thread
 only contends with the other processes on the machine.
 """
+
 from __future__ import annotations
 
 import os
@@ -73,12 +74,19 @@ def test_tree_building_rheo_over_topk(benchmark):
         t_topk += _build_seconds(topk, 2)
     ratio = statistics.median(t_rheo) / statistics.median(t_topk)
     ratio_min = min(t_rheo) / min(t_topk)  # detail only: the fastest build of each, least disturbed by load
-    benchmark.extra_info.update(build_ratio_rheo_over_topk=ratio, rheo_ms=statistics.median(t_rheo) * 1e3,
-                                topk_ms=statistics.median(t_topk) * 1e3, build_ratio_of_minima=ratio_min,
-                                rheo_min_ms=min(t_rheo) * 1e3, topk_min_ms=min(t_topk) * 1e3)
+    benchmark.extra_info.update(
+        build_ratio_rheo_over_topk=ratio,
+        rheo_ms=statistics.median(t_rheo) * 1e3,
+        topk_ms=statistics.median(t_topk) * 1e3,
+        build_ratio_of_minima=ratio_min,
+        rheo_min_ms=min(t_rheo) * 1e3,
+        topk_min_ms=min(t_topk) * 1e3,
+    )
     benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\ntree building: rheo {statistics.median(t_rheo) * 1e3:.2f} ms, top-k {statistics.median(t_topk) * 1e3:.2f} ms, "
-          f"ratio {ratio:.3f} (B = {B}; minima {min(t_rheo) * 1e3:.2f} / {min(t_topk) * 1e3:.2f} ms = {ratio_min:.3f})")
+    print(
+        f"\ntree building: rheo {statistics.median(t_rheo) * 1e3:.2f} ms, top-k {statistics.median(t_topk) * 1e3:.2f} ms, "
+        f"ratio {ratio:.3f} (B = {B}; minima {min(t_rheo) * 1e3:.2f} / {min(t_topk) * 1e3:.2f} ms = {ratio_min:.3f})"
+    )
     if STRICT:
         assert ratio <= 1.05
 

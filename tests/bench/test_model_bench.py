@@ -14,6 +14,7 @@ forward) is `test_fast_bench.py::test_tree_building_rheo_over_topk`.
 Skipped without the model package or a trained head (`rheo train-draft`). The goal is asserted
 only with RHEO_BENCH_ASSERT=1 (shared cores make timings noisy); always printed and recorded.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,12 +34,14 @@ STRICT = os.environ.get("RHEO_BENCH_ASSERT") == "1"
 
 def test_real_draft_tree_building_rheo_over_topk(benchmark):
     import copy
+
     from rheo_fast.decode import round_coins, split_coins
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, scheme_for, tree_round
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.prompts import render, sample_prompts
     from rheo_fast.lm.target import load_target
     from rheo_fast.tree import Layout, build_tree
+
     try:
         head, _ = load_head()
     except RheoError as e:
@@ -57,16 +60,23 @@ def test_real_draft_tree_building_rheo_over_topk(benchmark):
             sample_c = split_coins(round_coins(g, 1, layout), layout)[0]
             for _ in range(5):
                 for m, scheme in schemes.items():  # the same state (a shallow copy: building only rebinds
-                    t0 = time.perf_counter()       # its fields) and the same coins for both
+                    t0 = time.perf_counter()  # its fields) and the same coins for both
                     build_tree(lm, copy.copy(st), scheme, layout, sample_c)
                     times[m].append(time.perf_counter() - t0)
             tree_round(lm, st, schemes["rheo"], layout, g)
     rheo, topk = statistics.median(times["rheo"]), statistics.median(times["topk"])
     ratio = rheo / topk
-    benchmark.extra_info.update(build_ratio_rheo_over_topk=ratio, rheo_build_ms=rheo * 1e3, topk_build_ms=topk * 1e3,
-                                builds=len(times["rheo"]), tree=str(size))
+    benchmark.extra_info.update(
+        build_ratio_rheo_over_topk=ratio,
+        rheo_build_ms=rheo * 1e3,
+        topk_build_ms=topk * 1e3,
+        builds=len(times["rheo"]),
+        tree=str(size),
+    )
     benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\nreal draft, tree building from the same states and coins: rheo {rheo * 1e3:.2f} ms, top-k {topk * 1e3:.2f} ms, "
-          f"ratio {ratio:.3f} (medians of {len(times['rheo'])} builds each; {size}, T = 1)")
+    print(
+        f"\nreal draft, tree building from the same states and coins: rheo {rheo * 1e3:.2f} ms, top-k {topk * 1e3:.2f} ms, "
+        f"ratio {ratio:.3f} (medians of {len(times['rheo'])} builds each; {size}, T = 1)"
+    )
     if STRICT:
         assert ratio <= 1.05

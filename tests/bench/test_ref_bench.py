@@ -11,6 +11,7 @@ V = 16, K = 4, W = 3, D = 4, R = 12: <= 60 s (moonshot: <= 10 s). Each run print
 stores it in the benchmark's extra_info; `test_three_token_law_costs_its_contexts` checks that a
 3-token law costs about one round per context it reaches.
 """
+
 from __future__ import annotations
 
 import random
@@ -49,9 +50,9 @@ class Stopped(Exception):
 @dataclass
 class Run:
     method: str
-    law: Law | None     # None: stopped at the cap
-    outcomes: int       # trees (kept trees for dp) visited; a lower bound when stopped
-    seconds: float      # a lower bound when stopped
+    law: Law | None  # None: stopped at the cap
+    outcomes: int  # trees (kept trees for dp) visited; a lower bound when stopped
+    seconds: float  # a lower bound when stopped
 
     @property
     def done(self) -> bool:
@@ -101,15 +102,27 @@ def test_dp_side_by_side(benchmark, name):
             assert other.law == dp.law, f"{other.method} and dp disagree on {name}"
     brute_trees = estimate_trees_per_round(case, "brute")  # exact here: every row is positive
     ratio = {r.method: r.seconds / t_dp for r in (classes, brute)}
-    row = (f"{name}: dp {dp.outcomes:,} in {t_dp:.3f} s | {fmt(classes)} | {fmt(brute, brute_trees)} | "
-           f"classes/dp {'' if classes.done else '> '}{ratio['classes']:.0f}x, "
-           f"brute/dp {'' if brute.done else '> '}{ratio['brute']:.0f}x")
+    row = (
+        f"{name}: dp {dp.outcomes:,} in {t_dp:.3f} s | {fmt(classes)} | {fmt(brute, brute_trees)} | "
+        f"classes/dp {'' if classes.done else '> '}{ratio['classes']:.0f}x, "
+        f"brute/dp {'' if brute.done else '> '}{ratio['brute']:.0f}x"
+    )
     print("\n" + row)
-    benchmark.extra_info.update(case=name, params=params, dp_outcomes=dp.outcomes, dp_seconds=t_dp,
-                                classes_outcomes=classes.outcomes, classes_seconds=classes.seconds,
-                                classes_done=classes.done,
-                                brute_trees=brute_trees, brute_seconds=brute.seconds, brute_done=brute.done,
-                                classes_ratio=ratio["classes"], brute_ratio=ratio["brute"], row=row)
+    benchmark.extra_info.update(
+        case=name,
+        params=params,
+        dp_outcomes=dp.outcomes,
+        dp_seconds=t_dp,
+        classes_outcomes=classes.outcomes,
+        classes_seconds=classes.seconds,
+        classes_done=classes.done,
+        brute_trees=brute_trees,
+        brute_seconds=brute.seconds,
+        brute_done=brute.done,
+        classes_ratio=ratio["classes"],
+        brute_ratio=ratio["brute"],
+        row=row,
+    )
     first: Law = {}
     for seq, pr in (dp.law or {}).items():
         first[seq[:1]] = first.get(seq[:1], Fraction(0)) + pr
@@ -135,8 +148,10 @@ def test_three_token_law_costs_its_contexts(benchmark):
     ex, law = benchmark.pedantic(three, rounds=1, iterations=1)
     t3 = benchmark.stats.stats.min
     per_round = t3 / (ex.counter.rounds * one.seconds)
-    print(f"\n3 tokens: {ex.counter.rounds} round laws (contexts), {t3:.2f} s = {per_round:.2f} x "
-          f"(contexts x one round of {one.seconds:.3f} s)")
+    print(
+        f"\n3 tokens: {ex.counter.rounds} round laws (contexts), {t3:.2f} s = {per_round:.2f} x "
+        f"(contexts x one round of {one.seconds:.3f} s)"
+    )
     benchmark.extra_info.update(rounds=ex.counter.rounds, seconds=t3, one_round=one.seconds, ratio=per_round)
     assert sum(law.values(), Fraction(0)) == 1 and tv(law, target_law(case, 3)) == 0
     assert per_round < 2

@@ -9,6 +9,7 @@ lossless pairings of `specinfer`, `rrsw` and `traversal`. Configurations are tim
 (so every one sees the same load); each reports rounds/s (B over the median batch time) and its
 ratio to the rheo family's. No goal is asserted: the ratios are the result.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,8 +29,11 @@ from rheo_ref.strategies import random_table
 
 pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("one_thread")]
 B = 4096
-STATIC = [(kind, sizes, sampling, verify) for kind, sizes in (("branching", (3, 2, 1)), ("delayed", (7, 1, 2)))
-          for sampling, verify in (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))]
+STATIC = [
+    (kind, sizes, sampling, verify)
+    for kind, sizes in (("branching", (3, 2, 1)), ("delayed", (7, 1, 2)))
+    for sampling, verify in (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
+]
 
 
 def tables():
