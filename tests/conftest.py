@@ -68,3 +68,15 @@ def pytest_terminal_summary(terminalreporter):
         ends = ", ".join(f"{how}: {k}" for (cmd, how), k in sorted(outcomes.items()) if cmd == name)
         terminalreporter.write_line(f"{name:18} {n:6}   ({ends})")
     terminalreporter.write_line(f"{'total':18} {sum(counts.values()):6}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """`slow` tests run only when the -m expression names them (`-m slow`, `-m "lossless or slow"`):
+    `pytest -m lossless`, the gate for decoder changes, stays quick, and the long third-party rows
+    and whole-table runs (each stating its wall time) are opt-in."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    slow = [i for i in items if i.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [i for i in items if not i.get_closest_marker("slow")]
