@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import log
+from typing import Protocol, TypeVar
 
 from .enumerate import expansions_per_round
 from .errors import CaseError
@@ -111,11 +112,33 @@ def replay_decode(
     case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None, rules: Rules = SPEC_RULES
 ) -> list[ReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
+    return replay_rounds(case, lambda ctx, block: replay_round(case, ctx, block, rules), coins, n)
+
+
+class Emits(Protocol):
+    """A replayed round: what it emitted."""
+
+    @property
+    def emitted(self) -> tuple[int, ...]: ...
+
+
+R = TypeVar("R", bound=Emits)
+
+
+def replay_rounds(
+    case: Case,
+    round_at: Callable[[Context, Sequence[float]], R],
+    coins: Callable[[int], Sequence[float]],
+    n: int | None = None,
+) -> list[R]:
+    """The multi-round loop of every family's replay: `round_at(context, coins(i))` for round i,
+    each continuing from what the previous ones emitted (`.emitted`), until n tokens (default
+    case.tokens)."""
     n = case.tokens if n is None else n
     ctx, total = tuple(case.context), 0
-    rounds: list[ReplayRound] = []
+    rounds: list[R] = []
     while total < n:
-        rd = replay_round(case, ctx, coins(len(rounds)), rules)
+        rd = round_at(ctx, coins(len(rounds)))
         rounds.append(rd)
         ctx += rd.emitted
         total += len(rd.emitted)

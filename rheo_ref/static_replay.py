@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from .errors import CaseError
 from .models import Case, Context, Row
-from .replay import _coin
+from .replay import _coin, replay_rounds
 from .slots import inverse_cdf
 from .static import StaticScheme, children_lists
 from .variants import SPEC, Variant
@@ -198,12 +198,4 @@ def replay_static_decode(
     case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None, variant: Variant = SPEC
 ) -> list[StaticReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
-    n = case.tokens if n is None else n
-    ctx, total = tuple(case.context), 0
-    rounds: list[StaticReplayRound] = []
-    while total < n:
-        rd = replay_static_round(case, ctx, coins(len(rounds)), variant)
-        rounds.append(rd)
-        ctx += rd.emitted
-        total += len(rd.emitted)
-    return rounds
+    return replay_rounds(case, lambda ctx, block: replay_static_round(case, ctx, block, variant), coins, n)
