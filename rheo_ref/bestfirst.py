@@ -201,7 +201,8 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
         yield prob, kept
 
     root = Node(0, -1, 0, "root", -1, (), ONE)
-    yield from grow([expansion((root,), root, 0)], (root,), (0,) * (scheme.D + 1), ONE)
+    # pops per depth: a kept node's depth is at most R (R nodes below the root), whatever D is
+    yield from grow([expansion((root,), root, 0)], (root,), (0,) * (min(scheme.D, scheme.R) + 1), ONE)
 
 
 def shape_of(kept: Nodes, nid: int = 0) -> Shape:

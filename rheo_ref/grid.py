@@ -34,9 +34,11 @@ from .errors import CaseError, RheoError
 from .exact import DEFAULT_MAX_TREES, Exact, target_law, tv
 from .generate import STYLES, random_pair, random_table, temper
 from .models import Case, TableModel, scheme_from_json
-from .validate import check_fields, is_int
+from .sizes import Size
+from .validate import check_fields, is_int, show
 
 GENERATORS = ("random", *STYLES, "given")
+MAX_TABLE_ENTRIES = 10**6  # probabilities per generated table: V^(context_length + 1)
 METHODS = ("dp", "classes", "brute")
 
 # The tidy table: one row per cell, these columns in this order (name, type).
@@ -140,6 +142,12 @@ def _tables(spec: Any, where: str) -> Tables:
     w = spec.get("max_weight", 20 if gen == "random" else 6)
     if not is_int(w) or w < 1:
         raise CaseError(f"{where}: max_weight {w!r} must be an integer >= 1")
+    entries = Size.power(V, L + 1) if gen != "random" else Size.power(V, 2)
+    if entries > MAX_TABLE_ENTRIES:
+        raise CaseError(
+            f"{where}: vocab_size {show(V)} with context_length {show(L)} makes tables of {entries} probabilities each; "
+            f"at most {MAX_TABLE_ENTRIES:,} are generated (an exact sweep is hopeless long before that)"
+        )
     out: Tables = []
     for seed in seeds:
         rng = random.Random(seed)

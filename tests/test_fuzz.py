@@ -31,10 +31,11 @@ import copy
 import io
 import json
 import os
+import resource
 import subprocess
 import sys
 from collections import Counter
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def invoke(argv: list[str], *, tally: str | None = None) -> Result:
     out, err = io.StringIO(), io.StringIO()
     threads = _torch_threads()
     reached = False
-    with redirect_stdout(out), redirect_stderr(err):
+    with redirect_stdout(out), redirect_stderr(err), memory_cap():
         try:
             rc = main(list(argv))
         except SystemExit as e:  # argparse: --help, usage errors
@@ -111,6 +112,27 @@ def invoke(argv: list[str], *, tally: str | None = None) -> Result:
     OUTCOMES[(name, "model load" if reached else str(rc))] += 1
     assert_contract(res, argv)
     return res
+
+
+MEMORY_HEADROOM = 3 << 30  # bytes of address space one input may add to the process
+
+
+@contextmanager
+def memory_cap():
+    """Cap this process's address space at its size now + MEMORY_HEADROOM while one input runs, so
+    that an input a size check missed ends as MemoryError (and fails the contract: "out of memory")
+    within seconds, instead of growing until the machine's OOM killer takes the test worker."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as fh:
+        now = int(fh.read().split()[0]) * resource.getpagesize()
+    cap = now + MEMORY_HEADROOM
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _torch_threads(n: int | None = None) -> int | None:
@@ -129,6 +151,7 @@ def assert_contract(res: Result, argv: list[str]) -> None:
     assert res.rc in (0, 1, 2, 130), (shown, res.rc, res.err[-2000:])
     assert "Traceback" not in res.err, (shown, res.err[-3000:])
     assert "internal error" not in res.err, (shown, res.err)
+    assert "out of memory" not in res.err, (shown, "a size check missed this input", res.err)
     assert len(lines) <= 2, (shown, res.err[-2000:])
     if res.rc != 0:
         assert lines and lines[-1].strip(), (shown, "a failure must say why", res.rc)

@@ -157,3 +157,14 @@ def test_cli_dp_limit_exits_2_with_one_line(tmp_path):
     res = run_rheo("exact", write_case(tmp_path, case), "--max-trees", "5")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "passed 5 kept trees" in res.stderr and "--force" in res.stderr
+
+
+@pytest.mark.parametrize("D", [10**18, 10**4000])
+def test_a_depth_past_R_costs_nothing_and_changes_nothing(D):
+    """A kept node's depth is at most R, so D >= R gives the laws of D = R, in no more memory (D
+    = 10^18 once allocated a per-depth counter of D + 1 entries: a MemoryError)."""
+    case = P_EQ_Q.with_scheme(K=3, m=1, W=2, D=4, R=4)
+    deep = case.with_scheme(D=D)
+    a, b = Exact(case, "dp"), Exact(deep, "dp")
+    assert b.round_law() == a.round_law() and b.token_law(2) == a.token_law(2)
+    assert b.tau() == a.tau()

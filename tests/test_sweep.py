@@ -97,6 +97,8 @@ def test_rows_are_exact_and_a_failing_cell_gets_an_error_row():
         ({**GRID, "temperatures": [0.5]}, "must be a string"),
         ({k: v for k, v in GRID.items() if k != "schemes"}, "grid is missing 'schemes'"),
         ({**GRID, "method": "fast"}, "method 'fast' unknown"),
+        ({**GRID, "tables": [{"generator": "random", "vocab_size": 10**6}]}, "at most 1,000,000 are generated"),
+        ({**GRID, "tables": [{"generator": "zipf", "vocab_size": 3, "context_length": 99}]}, "~5.2e47 probabilities"),
         ({**GRID, "schemes": [{"K": 9, "m": 1, "W": 2, "D": 2, "R": 4}]}, "K=9 must be <= vocab_size"),
     ],
 )
