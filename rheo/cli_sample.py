@@ -16,9 +16,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, load_case
+from rheo_ref.models import Case, Scheme, load_case
 from rheo_ref.sizes import Size, available_memory, batch_bytes, count, expansions, gib, nodes
-from rheo_ref.static import StaticScheme
 from rheo_ref.validate import integer, number, show, within_limit
 from rheo_ref.variants import MUTANTS, variant_named
 
@@ -112,7 +111,7 @@ def check_sizes(case: Case, n: int, args: argparse.Namespace) -> int:
     import math
 
     s, V = case.scheme, case.vocab_size
-    if isinstance(s, StaticScheme):  # q_samp rows of every node, [B, nodes + 1, V] per round
+    if not isinstance(s, Scheme):  # q_samp rows of every node, [B, nodes + 1, V] per round
         E = N = s.nodes + 1
     else:  # q̃ rows of the expansions [B, E, V]; N nodes
         E, N = expansions(s.K, s.W, s.D), nodes(s.K, s.W, s.D)

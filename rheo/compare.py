@@ -139,7 +139,7 @@ def cells_for(N: int, vocab_size: int) -> list[Cell]:
 def default_nodes(case: Case) -> int:
     """The node budget of the case's own scheme: R (family rheo) or its draft nodes (static)."""
     s = case.scheme
-    return s.nodes if isinstance(s, StaticScheme) else s.R
+    return s.nodes
 
 
 # --- running them -------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Scheme
+from rheo_ref.models import AnyScheme, Scheme
 from rheo_ref.static import StaticScheme
 from rheo_ref.variants import SPEC, Variant
 
@@ -110,7 +110,7 @@ def play_round(
 def decode(
     model: TreeModel,
     contexts: Sequence[Sequence[int]],
-    scheme: Scheme | StaticScheme,
+    scheme: AnyScheme,
     n: int,
     *,
     generator: torch.Generator | None = None,
@@ -127,6 +127,8 @@ def decode(
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
+    if not isinstance(scheme, (Scheme, StaticScheme)):
+        raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
     static = isinstance(scheme, StaticScheme)
     variant.check_family(scheme.family)
     layout = static_layout(scheme) if static else Layout(scheme.K, scheme.W, scheme.D)

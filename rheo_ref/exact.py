@@ -22,7 +22,7 @@ from fractions import Fraction
 from .bestfirst import BestFirstRounds
 from .enumerate import METHODS, enumerate_trees
 from .errors import CaseError
-from .models import Case, Context
+from .models import Case, Context, Scheme
 from .sizes import Size, law_outcomes, trees_per_round
 from .static import StaticScheme
 from .static_exact import StaticRounds, estimate_static
@@ -84,6 +84,8 @@ class Exact:
             self._static = StaticRounds(case, "classes" if method == "dp" else method, variant)
             what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
             est: int | Size = estimate_static(case, self._static.method)
+        elif not isinstance(s, Scheme):
+            raise CaseError(f"scheme family {s.family!r} has no exact method in this version")
         else:
             if variant is not SPEC:
                 raise CaseError(

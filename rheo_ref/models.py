@@ -17,13 +17,15 @@ from typing import Any, ClassVar
 
 from .errors import CaseError
 from .static import StaticScheme
+from .treespark import TreeSparkScheme
+from .tsubame import TsubameScheme
 from .validate import check_fields, is_int, show
 
 Row = tuple[Fraction, ...]
 Context = tuple[int, ...]
 
 VERIFY_ORDERS = ("rheo", "rrsw")
-FAMILIES = ("rheo", "static")  # the `family` of a scheme object; rheo when absent
+FAMILIES = ("rheo", "static", "tsubame", "treespark")  # the `family` of a scheme object; rheo when absent
 MAX_CASE_BYTES = 256 * 2**20  # a case file is read whole; V = 50 with context_length 2 is under 1 MiB
 MAX_NUMBER_CHARS = 1000  # characters of one rational ("1/3", "0.25e-3")
 MAX_EXPONENT = 1000  # |e| of a decimal exponent: "1e999999999" would build a billion-digit integer
@@ -289,12 +291,24 @@ class Scheme:
         if self.K > vocab_size:
             raise CaseError(f"scheme K={self.K} must be <= vocab_size {vocab_size}")
 
+    @property
+    def nodes(self) -> int:
+        """Draft nodes kept per round: R (the node budget every family is compared at)."""
+        return self.R
 
-def scheme_from_json(obj: Any) -> Scheme | StaticScheme:
+
+AnyScheme = Scheme | StaticScheme | TsubameScheme | TreeSparkScheme
+
+
+def scheme_from_json(obj: Any) -> AnyScheme:
     """The scheme object of a case: its `family` (default rheo) says which fields it has."""
     family = obj.get("family", "rheo") if isinstance(obj, dict) else "rheo"
     if family == "static":
         return StaticScheme.from_json(obj)
+    if family == "tsubame":
+        return TsubameScheme.from_json(obj)
+    if family == "treespark":
+        return TreeSparkScheme.from_json(obj)
     if family != "rheo":
         raise CaseError(f"unknown scheme family {family!r}; allowed: {', '.join(FAMILIES)}")
     return Scheme.from_json(obj)
@@ -306,7 +320,7 @@ class Case:
 
     draft: TableModel
     target: TableModel
-    scheme: Scheme | StaticScheme
+    scheme: AnyScheme
     context: Context = ()
     tokens: int = 1
     draft_sample: TableModel | None = None
@@ -338,6 +352,18 @@ class Case:
         """The scheme, for code that runs the static family only."""
         if not isinstance(self.scheme, StaticScheme):
             raise CaseError(f"this needs a scheme of family static; the case's is family {self.scheme.family!r}")
+        return self.scheme
+
+    def tsubame_scheme(self) -> TsubameScheme:
+        """The scheme, for code that runs the tsubame family only."""
+        if not isinstance(self.scheme, TsubameScheme):
+            raise CaseError(f"this needs a scheme of family tsubame; the case's is family {self.scheme.family!r}")
+        return self.scheme
+
+    def treespark_scheme(self) -> TreeSparkScheme:
+        """The scheme, for code that runs the treespark family only."""
+        if not isinstance(self.scheme, TreeSparkScheme):
+            raise CaseError(f"this needs a scheme of family treespark; the case's is family {self.scheme.family!r}")
         return self.scheme
 
     def visible(self, context: Context) -> Context:
