@@ -75,8 +75,8 @@ def test_both_methods_print_the_same_laws(tmp_path, verify, lossless):
 BAD = [
     (
         "unknown family",
-        dict(family="tsubame", branching=[2], sampling="iid", verify="rrsw"),
-        "unknown scheme family 'tsubame'; allowed: rheo, static",
+        dict(family="medusa", branching=[2], sampling="iid", verify="rrsw"),
+        "unknown scheme family 'medusa'; allowed: rheo, static, tsubame, treespark",
     ),
     (
         "unknown verifier",
