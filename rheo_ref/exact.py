@@ -7,8 +7,9 @@
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i), the same way;
 - `tv`, `tau`, `round_lengths`, `acceptance`.
 A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`,
-under a variant's settings (`variant=`: the spec by default, or a static mutant); the
-composition of rounds and everything computed from them is shared.
+under a variant's settings (`variant=`: the spec by default, or a static mutant), one of the
+`tsubame` family (a static round on the shape planned per context) from `rheo_ref.tsubame_exact`;
+the composition of rounds and everything computed from them is shared.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from .models import Case, Context, Scheme
 from .sizes import Size, law_outcomes, trees_per_round
 from .static import StaticScheme
 from .static_exact import StaticRounds, estimate_static
+from .tsubame import TsubameScheme
+from .tsubame_exact import TsubameRounds, estimate_tsubame
 from .validate import show, within_limit
 from .variants import SPEC, Variant
 from .verify import SPEC_RULES, Rules, verify_law
@@ -73,17 +76,28 @@ class Exact:
         self._progress = progress
         s = case.scheme
         variant.check_family(s.family)
+        est: int | Size
         if method == "dp" and rules is not SPEC_RULES:
             raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
-        self._static = None  # a fixed shape has its own round laws (static_exact)
+        self._static: StaticRounds | TsubameRounds | None = None  # static_exact / tsubame_exact
         self._dp = None
-        if isinstance(s, StaticScheme):
+        if isinstance(s, TsubameScheme):
+            if rules is not SPEC_RULES:
+                raise CaseError("verification rules (the rheo family's mutants) do not apply to the tsubame family")
+            # a static round on the shape planned per context; dp is the subtree recursion (`classes`)
+            self._static = TsubameRounds(case, "classes" if method == "dp" else method, variant)
+            what = (
+                f"method {show(method)}: outcomes per round (tsubame plan of {s.R} nodes, K={s.K}, W={s.W}, "
+                f"D={s.D}, V={case.vocab_size})"
+            )
+            est = estimate_tsubame(case, self._static.method, variant)
+        elif isinstance(s, StaticScheme):
             if rules is not SPEC_RULES:
                 raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
             # dp is the static family's subtree recursion (`classes`), already a memoised dynamic program
             self._static = StaticRounds(case, "classes" if method == "dp" else method, variant)
             what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
-            est: int | Size = estimate_static(case, self._static.method)
+            est = estimate_static(case, self._static.method)
         elif not isinstance(s, Scheme):
             raise CaseError(f"scheme family {s.family!r} has no exact method in this version")
         else:

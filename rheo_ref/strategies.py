@@ -19,6 +19,8 @@ from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' 
 from .models import Case, Proxy, Scheme, TableModel
 from .static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from .static_exact import estimate_static
+from .tsubame import TsubameScheme
+from .tsubame_exact import estimate_tsubame
 
 ONE = Fraction(1)
 
@@ -157,4 +159,54 @@ def static_cases(
     ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))  # tables have rows for these
     case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
     assume(estimate_static(case, method) <= max_trees)
+    return case
+
+
+@st.composite
+def tsubame_schemes(
+    draw,
+    vocab_size: int,
+    *,
+    max_depth: int = 3,
+    max_nodes: int = 5,
+    sampling: str | None = None,
+    verify: str | None = None,
+) -> TsubameScheme:
+    """K, W, D, R of the planning pass (R <= max_nodes), sibling sampling and a verifier."""
+    K = draw(st.integers(1, vocab_size))
+    W = draw(st.integers(1, K))
+    D = draw(st.integers(1, max_depth))
+    R = draw(st.integers(1, max_nodes))
+    samp = sampling if sampling is not None else draw(st.sampled_from(SAMPLINGS))
+    ver = verify if verify is not None else draw(st.sampled_from(VERIFIERS))
+    return TsubameScheme(K, W, D, R, samp, ver)
+
+
+@st.composite
+def tsubame_cases(
+    draw,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 4,
+    max_depth: int = 3,
+    max_nodes: int = 5,
+    max_tokens: int = 2,
+    sampling: str | None = None,
+    verify: str | None = None,
+    separate_sample: bool | None = None,
+    context_length: int = 1,
+    max_trees: int = 300,
+    method: str = "brute",
+    zeros: bool = True,
+):
+    """A small tsubame case whose `method` is estimated at <= max_trees outcomes per round."""
+    V = draw(st.integers(min_vocab, max_vocab))
+    scheme = draw(tsubame_schemes(V, max_depth=max_depth, max_nodes=max_nodes, sampling=sampling, verify=verify))
+    sep = draw(st.booleans()) if separate_sample is None else separate_sample
+    draft = draw(tables(V, context_length, name="draft", zeros=zeros))
+    target = draw(tables(V, context_length, name="target", zeros=zeros))
+    sample = draw(tables(V, context_length, name="draft_sample", zeros=zeros)) if sep else None
+    ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))
+    case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
+    assume(estimate_tsubame(case, method) <= max_trees)
     return case

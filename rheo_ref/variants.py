@@ -32,6 +32,7 @@ TraversalRate = Literal["residual", "one_minus_ms"]
 LeafOrder = Literal["post_order", "min_index"]
 MsUpdate = Literal["own", "other"]
 TraversalBonus = Literal["mb", "target"]
+PlanTokens = Literal["top_k", "sampled"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Variant:
     leaf_order: LeafOrder = "post_order"  # traversal's next leaf: first in post-order, or the live leaf created first
     ms_update: MsUpdate = "own"  # traversal's Ms update: the tree's own sampling mode's, or the other's
     traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
+    # the tsubame family (docs/SCHEMES.md, "Family tsubame")
+    plan_tokens: PlanTokens = "top_k"  # the topology planned on the deterministic Top-K tokens, or on the drawn ones
     note: str = ""  # what the gate can and cannot see of it
 
     def changed(self) -> dict[str, object]:
@@ -100,8 +103,13 @@ RHEO_SETTINGS = (
     "bonus_row",
 )
 STATIC_SETTINGS = ("sibling_order", "proposal_update", "traversal_rate", "leaf_order", "ms_update", "traversal_bonus")
-SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS
-FAMILY_OF = {**{name: "rheo" for name in RHEO_SETTINGS}, **{name: "static" for name in STATIC_SETTINGS}}
+TSUBAME_SETTINGS = ("plan_tokens",)
+SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS + TSUBAME_SETTINGS
+FAMILY_OF = {
+    **{name: "rheo" for name in RHEO_SETTINGS},
+    **{name: "static" for name in STATIC_SETTINGS},
+    **{name: "tsubame" for name in TSUBAME_SETTINGS},
+}
 # The static verifiers that read each static setting (a setting read by none leaves the round unchanged)
 READ_BY = {
     "sibling_order": ("specinfer", "rrsw", "traversal"),
