@@ -12,7 +12,8 @@ uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = n
 `rheo_ref.replay` consumes the very same block with exact arithmetic, so both emit the same
 tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depends on outcomes.
 A scheme of the `static` family runs `rheo_fast.static.static_round` instead (its own block of
-2(N+1)+1 coins, docs/SCHEMES.md §7); `decode` is the one multi-round loop of both families.
+2(N+1)+1 coins, docs/SCHEMES.md §7), one of the `tsubame` family `rheo_fast.tsubame.tsubame_round`
+(2(R+1)+1 coins); `layout_for` gives each family's block, and `decode` is the one multi-round loop.
 """
 
 from __future__ import annotations
@@ -28,18 +29,35 @@ from torch import Tensor
 from rheo_ref.errors import CaseError
 from rheo_ref.models import AnyScheme, Scheme
 from rheo_ref.static import StaticScheme
+from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
 
 from .models import TreeModel, as_rows
 from .static import check_static_round, static_round
 from .static_tree import StaticLayout, static_layout
 from .tree import Layout, Tree, build_tree
+from .tsubame import TsubameLayout, tsubame_layout, tsubame_round
 from .verify import Verdict, verify
 
 CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
 
 
-def round_coins(generator: torch.Generator, B: int, layout: Layout | StaticLayout) -> Tensor:
+AnyLayout = Layout | StaticLayout | TsubameLayout
+
+
+def layout_for(scheme: AnyScheme) -> AnyLayout:
+    """The object whose `.n_coins` sizes a round's coin block: Layout (rheo), StaticLayout
+    (static), TsubameLayout (tsubame)."""
+    if isinstance(scheme, StaticScheme):
+        return static_layout(scheme)
+    if isinstance(scheme, TsubameScheme):
+        return tsubame_layout(scheme)
+    if isinstance(scheme, Scheme):
+        return Layout(scheme.K, scheme.W, scheme.D)
+    raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
+
+
+def round_coins(generator: torch.Generator, B: int, layout: AnyLayout) -> Tensor:
     """The coin block of one round: [B, 2(N+1)+1] float64 uniforms on the generator's device."""
     return torch.rand((B, layout.n_coins), generator=generator, dtype=torch.float64, device=generator.device)
 
@@ -90,18 +108,23 @@ class Decoded:
 def play_round(
     model: TreeModel,
     state: Any,
-    scheme: Scheme | StaticScheme,
+    scheme: Scheme | StaticScheme | TsubameScheme,
     coins: Tensor,
     todo: Tensor,
     *,
     variant: Variant,
-    layout: Layout | StaticLayout,
+    layout: AnyLayout,
 ) -> Verdict:
-    """One round of either family, refusals checked for the trials still decoding (todo [B])."""
+    """One round of any family with a fast path, refusals checked for the trials still decoding (todo [B])."""
+    if isinstance(scheme, TsubameScheme):
+        assert isinstance(layout, TsubameLayout)
+        return tsubame_round(model, state, scheme, coins, todo, layout=layout, variant=variant).verdict
     if isinstance(scheme, StaticScheme):
+        assert isinstance(layout, StaticLayout)
         sres = static_round(model, state, scheme, coins, layout=layout, variant=variant)
         check_static_round(model, state, sres, todo)
         return sres.verdict
+    assert isinstance(layout, Layout)
     res = run_round(model, state, scheme, coins, variant=variant, layout=layout)
     check_round(model, state, res, scheme, todo)
     return res.verdict
@@ -127,11 +150,10 @@ def decode(
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
-    if not isinstance(scheme, (Scheme, StaticScheme)):
+    if not isinstance(scheme, (Scheme, StaticScheme, TsubameScheme)):
         raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
-    static = isinstance(scheme, StaticScheme)
     variant.check_family(scheme.family)
-    layout = static_layout(scheme) if static else Layout(scheme.K, scheme.W, scheme.D)
+    layout = layout_for(scheme)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)
     dev = model.device
