@@ -21,6 +21,7 @@ from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.static import StaticScheme
+from rheo_ref.tsubame import TsubameScheme
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
 
@@ -83,7 +84,15 @@ def audit_cases() -> list[tuple[str, Case]]:
             static.append(
                 (f"{name} {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"), Case(q, p, sch, (0,), 3))
             )
-    return rheo + static
+    tsubame = [
+        (
+            f"Tsubame K=3 W=2 D=3 R=4 {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"),
+            Case(q, p, sch, (0,), 3),
+        )
+        for sampling, verify in STATIC_PAIRINGS
+        for sch in [TsubameScheme(3, 2, 3, 4, sampling, verify)]
+    ]
+    return rheo + static + tsubame
 
 
 def _statistical(case: Case, seed: int) -> dict:

@@ -30,6 +30,8 @@ from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.static import MAX_NODES, StaticScheme
 from rheo_ref.static_exact import estimate_static
+from rheo_ref.tsubame import TsubameScheme
+from rheo_ref.tsubame_exact import estimate_tsubame
 
 # The compatible (lossless) pairings of the static family, in table order (docs/SCHEMES.md §3).
 PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
@@ -51,7 +53,7 @@ class Cell:
     label: str
     series: str
     pairing: str
-    scheme: Scheme | StaticScheme
+    scheme: Scheme | StaticScheme | TsubameScheme
 
 
 @dataclass
@@ -129,11 +131,21 @@ def static_cells(N: int) -> list[Cell]:
     return cells
 
 
+def tsubame_cells(N: int, vocab_size: int) -> list[Cell]:
+    """Tsubame with the rheo family's tree (K = min(3, V), W = min(2, K), D = ceil(N / W), R = N)
+    planned by Top-K, tokens sampled, x every compatible pairing."""
+    K = min(3, vocab_size)
+    W = min(2, K)
+    D = -(-N // W)
+    label = f"Tsubame K={K} W={W} D={D} R={N}"
+    return [Cell(N, "tsubame", label, "Tsubame", f"{s}+{v}", TsubameScheme(K, W, D, N, s, v)) for s, v in PAIRINGS]
+
+
 def cells_for(N: int, vocab_size: int) -> list[Cell]:
-    """Every cell with N draft nodes: the rheo family, then the static family."""
+    """Every cell with N draft nodes: the rheo family, the static family, then tsubame."""
     if isinstance(N, bool) or not isinstance(N, int) or not 1 <= N <= MAX_NODES:
         raise CaseError(f"--nodes {N!r} must be an integer in 1..{MAX_NODES}")
-    return rheo_cells(N, vocab_size) + static_cells(N)
+    return rheo_cells(N, vocab_size) + static_cells(N) + tsubame_cells(N, vocab_size)
 
 
 def default_nodes(case: Case) -> int:
@@ -145,7 +157,7 @@ def default_nodes(case: Case) -> int:
 # --- running them -------------------------------------------------------------------------------
 
 
-def case_with(case: Case, scheme: Scheme | StaticScheme, tokens: int | None = None) -> Case:
+def case_with(case: Case, scheme: Scheme | StaticScheme | TsubameScheme, tokens: int | None = None) -> Case:
     return Case(
         case.draft, case.target, scheme, case.context, case.tokens if tokens is None else tokens, case.draft_sample
     )
@@ -155,6 +167,8 @@ def estimate(case: Case) -> int:
     """Outcomes per round that the exact computation (classes) is bounded by."""
     if isinstance(case.scheme, StaticScheme):
         return estimate_static(case, "classes")
+    if isinstance(case.scheme, TsubameScheme):
+        return estimate_tsubame(case, "classes")
     return estimate_trees_per_round(case, "classes")
 
 

@@ -31,6 +31,7 @@ from rheo_ref.exact import tv as total_variation
 from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.replay import greedy_case
 from rheo_ref.static import StaticScheme
+from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import MUTANTS, READ_BY, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
@@ -75,7 +76,12 @@ STATIC_SCHEMES = {
         for sampling in ("iid", "wor")
     },
 }
-ALL_SCHEMES: dict[str, Scheme | StaticScheme] = {**SCHEMES, **STATIC_SCHEMES}
+# The tsubame family: the plan of K = 3, W = 2, D = 2, R = 4 (Top-K on q_rank), tokens sampled
+TSUBAME_SCHEMES = {
+    f"tsubame-{sampling}-{verify}": TsubameScheme(3, 2, 2, 4, sampling, verify) for sampling, verify in STATIC_PAIRINGS
+}
+TSUBAME_ROWS = ("iid-specinfer/T1", "wor-rrsw/T0.5/zeros", "iid-rrsw/T1", "iid-traversal/T0", "wor-traversal/T1")
+ALL_SCHEMES: dict[str, Scheme | StaticScheme | TsubameScheme] = {**SCHEMES, **STATIC_SCHEMES, **TSUBAME_SCHEMES}
 
 
 def table(weights: dict, name: str, power: int = 1) -> TableModel:
@@ -139,6 +145,10 @@ def gate_cases() -> dict[str, GateCase]:
         "parents-wor-traversal/T0.5/zeros", "parents-wor-traversal", zeros=True, temp="0.5"
     )
     out["parents-iid-traversal/T1"] = _gate_case("parents-iid-traversal/T1", "parents-iid-traversal")
+    for row in TSUBAME_ROWS:
+        pairing, temp, *z = row.split("/")
+        name = f"tsubame-{row}"
+        out[name] = _gate_case(name, f"tsubame-{pairing}", zeros=bool(z), temp=temp[1:])
     return out
 
 
