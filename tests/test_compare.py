@@ -36,13 +36,15 @@ def test_every_cell_has_the_budget_and_a_compatible_pairing(N):
     cells = cells_for(N, 4)
     assert [c.family for c in cells[:4]] == ["rheo"] * 4
     for c in cells:
-        if c.family == "rheo":
+        if c.family in ("rheo", "tsubame"):
             assert c.scheme.R == N and c.scheme.K <= 4
+            assert c.family == "rheo" or c.scheme.lossless
         else:
             assert isinstance(c.scheme, StaticScheme) and c.scheme.nodes == N and c.scheme.lossless
     shapes = static_shapes(N)
     assert len({(k, s) for k, s, _ in shapes}) == len(shapes), "a shape listed twice"
     assert len([c for c in cells if c.family == "static"]) == len(shapes) * len(PAIRINGS)
+    assert len([c for c in cells if c.family == "tsubame"]) == len(PAIRINGS)
     delayed = [s for k, s, _ in shapes if k == "delayed"]
     assert all(K >= 2 and L1 >= 1 and L2 >= 1 and L1 + K * L2 == N for K, L1, L2 in delayed)
     assert len(delayed) == sum(1 for K in range(2, N) for L2 in range(1, N) if N - K * L2 >= 1)
