@@ -32,6 +32,7 @@ TraversalRate = Literal["residual", "one_minus_ms"]
 LeafOrder = Literal["post_order", "min_index"]
 MsUpdate = Literal["own", "other"]
 TraversalBonus = Literal["mb", "target"]
+Admission = Literal["slot", "own_survival"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Variant:
     leaf_order: LeafOrder = "post_order"  # traversal's next leaf: first in post-order, or the live leaf created first
     ms_update: MsUpdate = "own"  # traversal's Ms update: the tree's own sampling mode's, or the other's
     traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
+    # the treespark family (docs/SCHEMES.md §11)
+    admission: Admission = "slot"  # θ tested on the slot's bound before its draw, or on the drawn child's own survival
     note: str = ""  # what the gate can and cannot see of it
 
     def changed(self) -> dict[str, object]:
@@ -100,8 +103,13 @@ RHEO_SETTINGS = (
     "bonus_row",
 )
 STATIC_SETTINGS = ("sibling_order", "proposal_update", "traversal_rate", "leaf_order", "ms_update", "traversal_bonus")
-SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS
-FAMILY_OF = {**{name: "rheo" for name in RHEO_SETTINGS}, **{name: "static" for name in STATIC_SETTINGS}}
+TREESPARK_SETTINGS = ("admission",)
+SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS + TREESPARK_SETTINGS
+FAMILY_OF = {
+    **{name: "rheo" for name in RHEO_SETTINGS},
+    **{name: "static" for name in STATIC_SETTINGS},
+    **{name: "treespark" for name in TREESPARK_SETTINGS},
+}
 # The static verifiers that read each static setting (a setting read by none leaves the round unchanged)
 READ_BY = {
     "sibling_order": ("specinfer", "rrsw", "traversal"),
@@ -110,6 +118,7 @@ READ_BY = {
     "leaf_order": ("traversal",),
     "ms_update": ("traversal",),
     "traversal_bonus": ("traversal",),
+    "admission": ("rrsw", "traversal"),  # treespark: the builder's, whatever the verifier
 }
 
 SPEC = Variant("spec", "the algorithm as pinned in docs/ALGORITHM.md")
@@ -204,6 +213,14 @@ MUTANTS: dict[str, Variant] = {
             "sorted-siblings",
             "children verified in token-id order (ties in draw order) instead of draw order",
             sibling_order="token_id",
+        ),
+        # the treespark family (docs/SCHEMES.md §8, §11)
+        Variant(
+            "treespark-own-survival",
+            "treespark: a child is admitted only if its own drawn survival surv(v)·g(q_rank(x|v)) >= θ "
+            "(a failing draw is discarded and the round stops) instead of testing the slot's bound before the draw",
+            admission="own_survival",
+            note="identical to the spec at θ = 0",
         ),
     ]
 }
