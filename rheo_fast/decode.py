@@ -28,18 +28,34 @@ from torch import Tensor
 from rheo_ref.errors import CaseError
 from rheo_ref.models import AnyScheme, Scheme
 from rheo_ref.static import StaticScheme
+from rheo_ref.treespark import TreeSparkScheme
 from rheo_ref.variants import SPEC, Variant
 
 from .models import TreeModel, as_rows
 from .static import check_static_round, static_round
 from .static_tree import StaticLayout, static_layout
 from .tree import Layout, Tree, build_tree
+from .treespark import TreeSparkLayout, check_treespark_round, treespark_layout, treespark_round
 from .verify import Verdict, verify
 
 CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
 
 
-def round_coins(generator: torch.Generator, B: int, layout: Layout | StaticLayout) -> Tensor:
+AnyLayout = Layout | StaticLayout | TreeSparkLayout
+
+
+def layout_for(scheme: AnyScheme) -> AnyLayout:
+    """The per-round coin layout of a scheme of any family with a fast path (`.n_coins` sizes the block)."""
+    if isinstance(scheme, StaticScheme):
+        return static_layout(scheme)
+    if isinstance(scheme, TreeSparkScheme):
+        return treespark_layout(scheme)
+    if isinstance(scheme, Scheme):
+        return Layout(scheme.K, scheme.W, scheme.D)
+    raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
+
+
+def round_coins(generator: torch.Generator, B: int, layout: AnyLayout) -> Tensor:
     """The coin block of one round: [B, 2(N+1)+1] float64 uniforms on the generator's device."""
     return torch.rand((B, layout.n_coins), generator=generator, dtype=torch.float64, device=generator.device)
 
@@ -90,14 +106,19 @@ class Decoded:
 def play_round(
     model: TreeModel,
     state: Any,
-    scheme: Scheme | StaticScheme,
+    scheme: Scheme | StaticScheme | TreeSparkScheme,
     coins: Tensor,
     todo: Tensor,
     *,
     variant: Variant,
-    layout: Layout | StaticLayout,
+    layout: AnyLayout,
 ) -> Verdict:
-    """One round of either family, refusals checked for the trials still decoding (todo [B])."""
+    """One round of any family with a fast path, refusals checked for the trials still decoding (todo [B])."""
+    if isinstance(scheme, TreeSparkScheme):
+        assert isinstance(layout, TreeSparkLayout)
+        tres = treespark_round(model, state, scheme, coins, layout=layout, variant=variant)
+        check_treespark_round(model, state, tres, todo)
+        return tres.verdict
     if isinstance(scheme, StaticScheme):
         sres = static_round(model, state, scheme, coins, layout=layout, variant=variant)
         check_static_round(model, state, sres, todo)
@@ -127,11 +148,8 @@ def decode(
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
-    if not isinstance(scheme, (Scheme, StaticScheme)):
-        raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
-    static = isinstance(scheme, StaticScheme)
+    layout = layout_for(scheme)
     variant.check_family(scheme.family)
-    layout = static_layout(scheme) if static else Layout(scheme.K, scheme.W, scheme.D)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)
     dev = model.device
