@@ -76,7 +76,7 @@ STATIC_SCHEMES = {
         for sampling in ("iid", "wor")
     },
 }
-# The treespark family (docs/SCHEMES.md §11): N = 4 nodes, k = 2, D = 3, each verifier at θ = 0
+# The treespark family (docs/SCHEMES.md §12): N = 4 nodes, k = 2, D = 3, each verifier at θ = 0
 # (identity calibration) and at a binding θ (the paper's sigmoid calibration, θ = 1/10)
 TREESPARK_SCHEMES = {
     f"spark-{verify}-{tag}": TreeSparkScheme(4, 2, 3, Fraction(theta), Calibration.parse(cal), verify)

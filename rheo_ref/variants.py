@@ -61,7 +61,7 @@ class Variant:
     leaf_order: LeafOrder = "post_order"  # traversal's next leaf: first in post-order, or the live leaf created first
     ms_update: MsUpdate = "own"  # traversal's Ms update: the tree's own sampling mode's, or the other's
     traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
-    # the treespark family (docs/SCHEMES.md §11)
+    # the treespark family (docs/SCHEMES.md §12)
     admission: Admission = "slot"  # θ tested on the slot's bound before its draw, or on the drawn child's own survival
     note: str = ""  # what the gate can and cannot see of it
 
@@ -214,7 +214,7 @@ MUTANTS: dict[str, Variant] = {
             "children verified in token-id order (ties in draw order) instead of draw order",
             sibling_order="token_id",
         ),
-        # the treespark family (docs/SCHEMES.md §8, §11)
+        # the treespark family (docs/SCHEMES.md §8, §12)
         Variant(
             "treespark-own-survival",
             "treespark: a child is admitted only if its own drawn survival surv(v)·g(q_rank(x|v)) >= θ "
