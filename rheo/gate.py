@@ -28,15 +28,16 @@ from functools import cache, lru_cache
 
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.models import AnyScheme, Case, Scheme, TableModel
 from rheo_ref.replay import greedy_case
 from rheo_ref.static import StaticScheme
+from rheo_ref.treespark import Calibration, TreeSparkScheme
 from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import MUTANTS, READ_BY, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
-ALPHA = 4e-7  # false-alarm probability of every gate test (the family's: `family_alpha`)
+ALPHA = 3e-7  # false-alarm probability of every gate test (the family's: `family_alpha`)
 FAMILY_ALPHA_BOUND = 1e-4  # what the whole matrix may cost a correct decoder (asserted by the tests)
 BETA = 0.01  # miss probability at TV = DELTA
 DELTA = 0.025  # the TV every gate test detects with power 1 - BETA
@@ -81,7 +82,26 @@ TSUBAME_SCHEMES = {
     f"tsubame-{sampling}-{verify}": TsubameScheme(3, 2, 2, 4, sampling, verify) for sampling, verify in STATIC_PAIRINGS
 }
 TSUBAME_ROWS = ("iid-specinfer/T1", "wor-rrsw/T0.5/zeros", "iid-rrsw/T1", "iid-traversal/T0", "wor-traversal/T1")
-ALL_SCHEMES: dict[str, Scheme | StaticScheme | TsubameScheme] = {**SCHEMES, **STATIC_SCHEMES, **TSUBAME_SCHEMES}
+# The treespark family (docs/SCHEMES.md §12): N = 4 nodes, k = 2, D = 3, each verifier at θ = 0
+# (identity calibration) and at a binding θ (the paper's sigmoid calibration, θ = 1/10)
+TREESPARK_SCHEMES = {
+    f"spark-{verify}-{tag}": TreeSparkScheme(4, 2, 3, Fraction(theta), Calibration.parse(cal), verify)
+    for verify in ("rrsw", "traversal")
+    for tag, theta, cal in (("theta0", "0", "identity"), ("theta", "1/10", "sigmoid:0.6684,-0.4587"))
+}
+# Eight rows (the family-wise α bound allows no more): each verifier at T = 1, 0.5 (with zeros)
+# and 0, each θ at every temperature across the two verifiers
+TREESPARK_ROWS = (
+    "spark-rrsw-theta0/T1",
+    "spark-rrsw-theta/T1",
+    "spark-rrsw-theta/T0.5/zeros",
+    "spark-rrsw-theta0/T0",
+    "spark-traversal-theta0/T1",
+    "spark-traversal-theta/T1",
+    "spark-traversal-theta0/T0.5/zeros",
+    "spark-traversal-theta/T0",
+)
+ALL_SCHEMES: dict[str, AnyScheme] = {**SCHEMES, **STATIC_SCHEMES, **TSUBAME_SCHEMES, **TREESPARK_SCHEMES}
 
 
 def table(weights: dict, name: str, power: int = 1) -> TableModel:
@@ -149,6 +169,9 @@ def gate_cases() -> dict[str, GateCase]:
         pairing, temp, *z = row.split("/")
         name = f"tsubame-{row}"
         out[name] = _gate_case(name, f"tsubame-{pairing}", zeros=bool(z), temp=temp[1:])
+    for name in TREESPARK_ROWS:
+        s, temp = name.split("/")[0], name.split("/")[1][1:]
+        out[name] = _gate_case(name, s, zeros=name.endswith("zeros"), temp=temp)
     return out
 
 
@@ -172,6 +195,10 @@ STATIC_MUTANT_CASES = (
 )
 
 
+# The treespark family's: the binding-θ rows at T = 1 (own survival differs from the spec only where θ binds)
+TREESPARK_MUTANT_CASES = ("spark-rrsw-theta/T1", "spark-traversal-theta/T1")
+
+
 def mutant_cases(name: str) -> tuple[str, ...]:
     """The gate cases a mutant's negative control may run on: its family's mutant cases whose
     verifier reads the setting it changes."""
@@ -180,6 +207,8 @@ def mutant_cases(name: str) -> tuple[str, ...]:
     v = MUTANTS[name]
     if v.family == "rheo":
         return MUTANT_CASES
+    if v.family == "treespark":
+        return TREESPARK_MUTANT_CASES
     (setting,) = v.changed()
     cases = gate_cases()
     return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.static_scheme().verify in READ_BY[setting])

@@ -29,6 +29,7 @@ from torch import Tensor
 from rheo_ref.errors import CaseError
 from rheo_ref.models import AnyScheme, Scheme
 from rheo_ref.static import StaticScheme
+from rheo_ref.treespark import TreeSparkScheme
 from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
 
@@ -36,22 +37,24 @@ from .models import TreeModel, as_rows
 from .static import check_static_round, static_round
 from .static_tree import StaticLayout, static_layout
 from .tree import Layout, Tree, build_tree
+from .treespark import TreeSparkLayout, check_treespark_round, treespark_layout, treespark_round
 from .tsubame import TsubameLayout, tsubame_layout, tsubame_round
 from .verify import Verdict, verify
 
 CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
 
 
-AnyLayout = Layout | StaticLayout | TsubameLayout
+AnyLayout = Layout | StaticLayout | TsubameLayout | TreeSparkLayout
 
 
 def layout_for(scheme: AnyScheme) -> AnyLayout:
-    """The object whose `.n_coins` sizes a round's coin block: Layout (rheo), StaticLayout
-    (static), TsubameLayout (tsubame)."""
+    """The per-round coin layout of a scheme of any family with a fast path (`.n_coins` sizes the block)."""
     if isinstance(scheme, StaticScheme):
         return static_layout(scheme)
     if isinstance(scheme, TsubameScheme):
         return tsubame_layout(scheme)
+    if isinstance(scheme, TreeSparkScheme):
+        return treespark_layout(scheme)
     if isinstance(scheme, Scheme):
         return Layout(scheme.K, scheme.W, scheme.D)
     raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
@@ -108,7 +111,7 @@ class Decoded:
 def play_round(
     model: TreeModel,
     state: Any,
-    scheme: Scheme | StaticScheme | TsubameScheme,
+    scheme: AnyScheme,
     coins: Tensor,
     todo: Tensor,
     *,
@@ -119,6 +122,11 @@ def play_round(
     if isinstance(scheme, TsubameScheme):
         assert isinstance(layout, TsubameLayout)
         return tsubame_round(model, state, scheme, coins, todo, layout=layout, variant=variant).verdict
+    if isinstance(scheme, TreeSparkScheme):
+        assert isinstance(layout, TreeSparkLayout)
+        tres = treespark_round(model, state, scheme, coins, layout=layout, variant=variant)
+        check_treespark_round(model, state, tres, todo)
+        return tres.verdict
     if isinstance(scheme, StaticScheme):
         assert isinstance(layout, StaticLayout)
         sres = static_round(model, state, scheme, coins, layout=layout, variant=variant)
@@ -150,10 +158,8 @@ def decode(
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
-    if not isinstance(scheme, (Scheme, StaticScheme, TsubameScheme)):
-        raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
-    variant.check_family(scheme.family)
     layout = layout_for(scheme)
+    variant.check_family(scheme.family)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)
     dev = model.device

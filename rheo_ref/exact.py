@@ -27,6 +27,8 @@ from .models import Case, Context, Scheme
 from .sizes import Size, law_outcomes, trees_per_round
 from .static import StaticScheme
 from .static_exact import StaticRounds, estimate_static
+from .treespark import TreeSparkScheme
+from .treespark_exact import TreeSparkRounds, estimate_treespark
 from .tsubame import TsubameScheme
 from .tsubame_exact import TsubameRounds, estimate_tsubame
 from .validate import show, within_limit
@@ -79,7 +81,7 @@ class Exact:
         est: int | Size
         if method == "dp" and rules is not SPEC_RULES:
             raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
-        self._static: StaticRounds | TsubameRounds | None = None  # static_exact / tsubame_exact
+        self._static: StaticRounds | TsubameRounds | TreeSparkRounds | None = None  # static, tsubame, treespark
         self._dp = None
         if isinstance(s, TsubameScheme):
             if rules is not SPEC_RULES:
@@ -98,6 +100,13 @@ class Exact:
             self._static = StaticRounds(case, "classes" if method == "dp" else method, variant)
             what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
             est = estimate_static(case, self._static.method)
+        elif isinstance(s, TreeSparkScheme):
+            if rules is not SPEC_RULES:
+                raise CaseError("verification rules (the rheo family's mutants) do not apply to the treespark family")
+            # every method enumerates the draw sequences; dp is `classes` (memoised subtree verification)
+            self._static = TreeSparkRounds(case, "classes" if method == "dp" else method, variant)
+            what = f"method {show(method)}: trees per round (treespark N={s.N}, V={case.vocab_size})"
+            est = estimate_treespark(case)
         elif not isinstance(s, Scheme):
             raise CaseError(f"scheme family {s.family!r} has no exact method in this version")
         else:

@@ -19,6 +19,9 @@ from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' 
 from .models import Case, Proxy, Scheme, TableModel
 from .static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from .static_exact import estimate_static
+from .treespark import VERIFIERS as TREESPARK_VERIFIERS
+from .treespark import Calibration, TreeSparkScheme
+from .treespark_exact import estimate_treespark
 from .tsubame import TsubameScheme
 from .tsubame_exact import estimate_tsubame
 
@@ -209,4 +212,43 @@ def tsubame_cases(
     ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))
     case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
     assume(estimate_tsubame(case, method) <= max_trees)
+    return case
+
+
+@st.composite
+def treespark_schemes(
+    draw, *, max_nodes: int = 4, verify: str | None = None, calibration: str | None = None
+) -> TreeSparkScheme:
+    """A treespark scheme of 1..max_nodes nodes; θ among 0, small and binding values; shrinks to θ = 0."""
+    N = draw(st.integers(1, max_nodes))
+    k, D = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    theta = draw(st.sampled_from(["0", "1/20", "1/5", "1/3", "1/2", "1"]))
+    cal = calibration if calibration is not None else draw(st.sampled_from(["identity", "sigmoid:0.6684,-0.4587"]))
+    ver = verify if verify is not None else draw(st.sampled_from(TREESPARK_VERIFIERS))
+    return TreeSparkScheme(N, k, D, Fraction(theta), Calibration.parse(cal), ver)
+
+
+@st.composite
+def treespark_cases(
+    draw,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 4,
+    max_nodes: int = 4,
+    max_tokens: int = 2,
+    verify: str | None = None,
+    calibration: str | None = None,
+    separate_sample: bool | None = None,
+    max_trees: int = 300,
+    zeros: bool = True,
+):
+    """A small treespark case whose enumeration is estimated at <= max_trees trees per round."""
+    V = draw(st.integers(min_vocab, max_vocab))
+    scheme = draw(treespark_schemes(max_nodes=max_nodes, verify=verify, calibration=calibration))
+    sep = draw(st.booleans()) if separate_sample is None else separate_sample
+    draft = draw(tables(V, name="draft", zeros=zeros))
+    target = draw(tables(V, name="target", zeros=zeros))
+    sample = draw(tables(V, name="draft_sample", zeros=zeros)) if sep else None
+    case = Case(draft, target, scheme, (draw(st.integers(0, V - 1)),), draw(st.integers(1, max_tokens)), sample)
+    assume(estimate_treespark(case) <= max_trees)
     return case

@@ -33,6 +33,7 @@ LeafOrder = Literal["post_order", "min_index"]
 MsUpdate = Literal["own", "other"]
 TraversalBonus = Literal["mb", "target"]
 PlanTokens = Literal["top_k", "sampled"]
+Admission = Literal["slot", "own_survival"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Variant:
     traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
     # the tsubame family (docs/SCHEMES.md, "Family tsubame")
     plan_tokens: PlanTokens = "top_k"  # the topology planned on the deterministic Top-K tokens, or on the drawn ones
+    # the treespark family (docs/SCHEMES.md §12)
+    admission: Admission = "slot"  # θ tested on the slot's bound before its draw, or on the drawn child's own survival
     note: str = ""  # what the gate can and cannot see of it
 
     def changed(self) -> dict[str, object]:
@@ -104,11 +107,13 @@ RHEO_SETTINGS = (
 )
 STATIC_SETTINGS = ("sibling_order", "proposal_update", "traversal_rate", "leaf_order", "ms_update", "traversal_bonus")
 TSUBAME_SETTINGS = ("plan_tokens",)
-SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS + TSUBAME_SETTINGS
+TREESPARK_SETTINGS = ("admission",)
+SETTINGS = RHEO_SETTINGS + STATIC_SETTINGS + TSUBAME_SETTINGS + TREESPARK_SETTINGS
 FAMILY_OF = {
     **{name: "rheo" for name in RHEO_SETTINGS},
     **{name: "static" for name in STATIC_SETTINGS},
     **{name: "tsubame" for name in TSUBAME_SETTINGS},
+    **{name: "treespark" for name in TREESPARK_SETTINGS},
 }
 # The static verifiers that read each static setting (a setting read by none leaves the round unchanged)
 READ_BY = {
@@ -118,6 +123,7 @@ READ_BY = {
     "leaf_order": ("traversal",),
     "ms_update": ("traversal",),
     "traversal_bonus": ("traversal",),
+    "admission": ("rrsw", "traversal"),  # treespark: the builder's, whatever the verifier
 }
 
 SPEC = Variant("spec", "the algorithm as pinned in docs/ALGORITHM.md")
@@ -212,6 +218,14 @@ MUTANTS: dict[str, Variant] = {
             "sorted-siblings",
             "children verified in token-id order (ties in draw order) instead of draw order",
             sibling_order="token_id",
+        ),
+        # the treespark family (docs/SCHEMES.md §8, §12)
+        Variant(
+            "treespark-own-survival",
+            "treespark: a child is admitted only if its own drawn survival surv(v)·g(q_rank(x|v)) >= θ "
+            "(a failing draw is discarded and the round stops) instead of testing the slot's bound before the draw",
+            admission="own_survival",
+            note="identical to the spec at θ = 0",
         ),
     ]
 }

@@ -5,7 +5,7 @@ each (first 2 and 3 tokens vs the target law, the first round's sequence vs the 
 holds the static family's rows too (every lossless pairing on a branching and a delayed shape,
 and a parents shape): they run here, their coverage and references are tests/test_static_gate.py's.
 
-Every test: α = ALPHA (4e-7; 216 tests, so the family's false-alarm probability is ≤ 8.64e-5),
+Every test: α = ALPHA (3e-7; 268 tests, so the family's false-alarm probability is ≤ 8.04e-5),
 power 1 − BETA (0.99) at TV = DELTA (0.025), and it asserts that its detectable TV at its N is
 ≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo.pytest_plugin).
 The negative controls (mutants the same checks must reject) are in tests/test_mutants.py.

@@ -168,6 +168,8 @@ def fit_cases(name: str) -> tuple[str, ...]:
     v = MUTANTS[name]
     if v.family == "rheo":
         return FIT_CASES["rheo"]
+    if v.family == "treespark":  # both of its mutant cases (rrsw and traversal, binding θ)
+        return mutant_cases(name)
     from rheo_ref.variants import READ_BY
 
     (setting,) = v.changed()
