@@ -26,7 +26,20 @@ MAX_THREADS = 1024
 
 
 def _methods() -> tuple[str, ...]:
-    return ("ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")
+    """rheo_fast.lm.decode.METHODS (spelled out here: the CLI parser must not import torch)."""
+    return (
+        "ar",
+        "chain",
+        "topk",
+        "rheo-m0",
+        "rheo",
+        "rheo-m2",
+        "rheo-rrsw",
+        "static-traversal",
+        "delayed-traversal",
+        "tsubame",
+        "treespark",
+    )
 
 
 def check_tree(args: argparse.Namespace) -> None:
@@ -103,10 +116,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise CaseError("--prompt '' with --raw: allowed: a non-empty text (the model needs a context)")
     import torch
 
-    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, describe, generate_ar, generate_tree, scheme_for
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.target import load_target
 
+    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
+    sc = scheme_for(args.method, size)
+    if sc is not None:
+        layout_for(sc)  # a family without a fast path in this version is refused before any model load
     if args.threads:
         torch.set_num_threads(args.threads)
     head = None if args.method == "ar" else load_head(args.draft)[0]  # fail fast, before loading the target
@@ -121,7 +139,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
             [{"role": "user", "content": args.prompt}], tokenize=False, add_generation_prompt=True
         )
         ids = tok(ids)["input_ids"]
-    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     gen = torch.Generator().manual_seed(args.seed)
     out: list[int] = []
     shown = [""]
@@ -133,7 +150,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         shown[0] = text
 
-    sc = scheme_for(args.method, size)
     if head is None or sc is None:  # autoregressive
         res = generate_ar(
             tgt.model,
@@ -147,10 +163,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     else:
         lm = LMTreeModel(tgt.model, head, T=args.temperature, S=args.S)
         res = generate_tree(lm, ids, sc, max_new=args.max_new_tokens, generator=gen, eos=tgt.eos_ids, on_tokens=stream)
-    shape = "" if sc is None else f" K={sc.K} m={sc.m} W={sc.W} D={sc.D} R={sc.R} S={args.S} verify={sc.verify}"
+    shape = "" if sc is None else f" {describe(sc)} S={args.S}"
     print(
         f"\n[{args.method}{shape} T={args.temperature:g}] {len(res.tokens)} tokens in {res.rounds} rounds: "
         f"τ={res.tau:.2f}, {res.tokens_per_s:.1f} tokens/s ({res.seconds:.1f} s, prefill {res.prefill_seconds:.1f} s)"
+        + ("" if sc is None else f", {res.draft_forwards / max(res.rounds, 1):.2f} draft forwards per round")
     )
     return 0
 

@@ -44,6 +44,16 @@ def round_coins(generator: torch.Generator, B: int, layout: Layout | StaticLayou
     return torch.rand((B, layout.n_coins), generator=generator, dtype=torch.float64, device=generator.device)
 
 
+def layout_for(scheme: AnyScheme) -> Layout | StaticLayout:
+    """The per-round layout of a scheme: its `.n_coins` sizes the round's coin block (`round_coins`).
+    Refuses a family without a fast path in this version (CaseError)."""
+    if isinstance(scheme, StaticScheme):
+        return static_layout(scheme)
+    if isinstance(scheme, Scheme):
+        return Layout(scheme.K, scheme.W, scheme.D)
+    raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
+
+
 def split_coins(coins: Tensor, layout: Layout) -> tuple[Tensor, Tensor, Tensor]:
     n = layout.N + 1
     return coins[:, :n], coins[:, n : 2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
@@ -90,7 +100,7 @@ class Decoded:
 def play_round(
     model: TreeModel,
     state: Any,
-    scheme: Scheme | StaticScheme,
+    scheme: AnyScheme,
     coins: Tensor,
     todo: Tensor,
     *,
@@ -98,6 +108,8 @@ def play_round(
     layout: Layout | StaticLayout,
 ) -> Verdict:
     """One round of either family, refusals checked for the trials still decoding (todo [B])."""
+    if not isinstance(scheme, (Scheme, StaticScheme)):
+        raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
     if isinstance(scheme, StaticScheme):
         sres = static_round(model, state, scheme, coins, layout=layout, variant=variant)
         check_static_round(model, state, sres, todo)
@@ -127,11 +139,8 @@ def decode(
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     if (generator is None) == (coins is None):
         raise CaseError("decode needs exactly one source of randomness: generator= or coins=")
-    if not isinstance(scheme, (Scheme, StaticScheme)):
-        raise CaseError(f"scheme family {scheme.family!r} has no fast path in this version")
-    static = isinstance(scheme, StaticScheme)
+    layout = layout_for(scheme)
     variant.check_family(scheme.family)
-    layout = static_layout(scheme) if static else Layout(scheme.K, scheme.W, scheme.D)
     B, D = len(contexts), scheme.D
     state = model.start(contexts)
     dev = model.device
