@@ -156,23 +156,48 @@ def test_missing_draft_head_says_how_to_train(tmp_path):
         load_head(tmp_path / "nope.safetensors")
 
 
-@pytest.mark.parametrize("method", ["chain", "topk", "rheo", "rheo-m0", "rheo-rrsw"])
+@pytest.mark.parametrize(
+    "method",
+    ["chain", "topk", "rheo", "rheo-m0", "rheo-rrsw", "static-traversal", "delayed-traversal", "tsubame", "treespark"],
+)
 def test_temperature_zero_is_exactly_greedy(target, tiny_head, method):
+    """Every method (the static shapes' wor nodes leave their later children undrafted at T = 0).
+    tsubame / treespark skip with the refusal while their fast path is not merged."""
     import torch
 
+    from rheo_fast.decode import layout_for
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+    from rheo_ref.errors import CaseError
 
+    scheme = scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3))
+    try:
+        layout_for(scheme)
+    except CaseError as e:
+        pytest.skip(str(e))
     ids = target.tokenizer(CODE)["input_ids"]
     greedy = generate_ar(target.model, ids, T=0, max_new=16, generator=torch.Generator().manual_seed(0))
     lm = LMTreeModel(target.model, tiny_head[0], T=0)
-    got = generate_tree(
-        lm,
-        ids,
-        scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3)),
-        max_new=16,
-        generator=torch.Generator().manual_seed(1),
-    )
+    got = generate_tree(lm, ids, scheme, max_new=16, generator=torch.Generator().manual_seed(1))
     assert got.tokens == greedy.tokens
+    assert got.draft_calls >= got.rounds and got.target_tokens > got.rounds  # every round drafts and verifies
+
+
+@pytest.mark.parametrize("method", ["static-traversal", "delayed-traversal"])
+def test_static_methods_at_t1_accept_and_count_their_cost(target, tiny_head, method):
+    """At T = 1 a static shape's round drafts once per depth with expanders and feeds the target
+    its drafted nodes; decoding runs to max_new with every round emitting 1..D+1 tokens."""
+    import torch
+
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_tree, scheme_for
+
+    scheme = scheme_for(method, TreeSize(K=4, W=3, D=3, R=8))
+    lay = layout_for(scheme)
+    lm = LMTreeModel(target.model, tiny_head[0], T=1.0)
+    got = generate_tree(lm, target.tokenizer(CODE)["input_ids"], scheme, max_new=12, generator=torch.Generator())
+    assert len(got.tokens) == 12 and got.rounds <= got.emitted <= got.rounds * (scheme.D + 1)
+    assert got.draft_calls == got.rounds * len(lay.levels)
+    assert got.rounds <= got.target_tokens <= got.rounds * (scheme.nodes + 1)
 
 
 def test_trained_head_t0_exact_and_accepts(target):
