@@ -88,14 +88,30 @@ def numbers(flag: str, text: str, *, lo: float, hi: float = math.inf) -> list[fl
     return out
 
 
-def methods(flag: str, text: str, *, tree_only: bool = False) -> list[str]:
-    """A comma-separated list of method names (tree_only: schemes that draft, not `ar`)."""
-    allowed = [m for m in _methods() if not (tree_only and m == "ar")]
+RHEO_FAMILY = ("chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")  # the draft-ceiling's methods
+
+
+def methods(flag: str, text: str, *, tree_only: bool = False, rheo_family: bool = False) -> list[str]:
+    """A comma-separated list of method names (tree_only: schemes that draft, not `ar`;
+    rheo_family: the rheo family's methods only)."""
+    allowed = [m for m in _methods() if not (tree_only and m == "ar") and not (rheo_family and m not in RHEO_FAMILY)]
     out = [m.strip() for m in text.split(",")]
     bad = [m for m in out if m not in allowed]
     if bad:
         raise CaseError(f"{flag} {show(text)}: unknown method {show(bad[0])}; allowed: {', '.join(allowed)}")
     return out
+
+
+def check_fast_path(names: list[str], args: argparse.Namespace) -> None:
+    """Refuse a method whose family has no fast path in this version (imports torch, loads no model)."""
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import TreeSize, scheme_for
+
+    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
+    for m in names:
+        sc = scheme_for(m, size)
+        if sc is not None:
+            layout_for(sc)
 
 
 def check_report(args: argparse.Namespace) -> None:
@@ -175,7 +191,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     check_report(args)
     numbers("--temperatures", args.temperatures, lo=0)
-    methods("--methods", args.methods)
+    if args.methods is not None:
+        check_fast_path(methods("--methods", args.methods), args)
     from rheo_fast.lm.bench import run_bench
 
     return run_bench(args)
@@ -184,7 +201,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_ceiling(args: argparse.Namespace) -> int:
     check_report(args)
     numbers("--alphas", args.alphas, lo=0, hi=1)
-    methods("--methods", args.methods, tree_only=True)
+    methods("--methods", args.methods, tree_only=True, rheo_family=True)
     from rheo_fast.lm.ceiling import run_ceiling
 
     return run_ceiling(args)
@@ -248,11 +265,17 @@ def register(sub: Any) -> None:
     b = sub.add_parser(
         "bench-model",
         help="τ, tokens/s and speedup of every scheme on HumanEval + MT-bench",
-        description="Benchmark every scheme at T in {0, 0.6, 1} on a fixed prompt sample; writes "
-        "reports/bench_model.md and reports/bench_model.png.",
+        description="Benchmark schemes at T in {1, 0.5} (default) on a fixed prompt sample, the same "
+        "seed per prompt for every method; τ per prompt with a 95% t interval over prompts, draft "
+        "forwards and target tokens per round; writes reports/bench_model.md and reports/bench_model.png.",
     )
-    b.add_argument("--temperatures", default="0,0.6,1.0")
-    b.add_argument("--methods", default=",".join(_methods()))
+    b.add_argument("--temperatures", default="1,0.5", help="comma-separated T values (default 1,0.5)")
+    b.add_argument(
+        "--methods",
+        default=None,
+        help=f"comma-separated methods of {', '.join(_methods())} (default: every method whose family "
+        "has a fast path in this version)",
+    )
     _report_options(b)
     b.set_defaults(func=cmd_bench)
 

@@ -223,3 +223,15 @@ def test_generate_tree_refuses_a_family_without_fast_path_before_any_model_call(
             generate_tree(Boom(), [0, 1], scheme, max_new=2, generator=torch.Generator())
     else:
         pytest.skip("treespark has a fast path now")
+
+
+def test_bench_t_interval_is_student_t_over_prompts():
+    import math
+
+    from rheo_fast.lm.bench import t_interval
+
+    lo, mid, hi = t_interval([1.0, 2.0, 3.0])  # mean 2, s = 1, t_{0.975, 2} = 4.302653
+    assert mid == 2.0 and math.isclose(hi - mid, 4.302653 / math.sqrt(3), rel_tol=1e-6)
+    assert math.isclose(mid - lo, hi - mid)
+    lo, mid, hi = t_interval([1.5])  # one prompt: no interval
+    assert mid == 1.5 and math.isnan(lo) and math.isnan(hi)

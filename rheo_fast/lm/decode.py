@@ -341,6 +341,20 @@ def scheme_for(method: str, size: TreeSize) -> AnyScheme | None:
     return out
 
 
+def available_methods(size: TreeSize) -> list[str]:
+    """The methods whose family has a fast path in this version (`layout_for` accepts it)."""
+    out = []
+    for m in METHODS:
+        sc = scheme_for(m, size)
+        try:
+            if sc is not None:
+                layout_for(sc)
+        except CaseError:
+            continue
+        out.append(m)
+    return out
+
+
 def describe(scheme: AnyScheme) -> str:
     """One line naming a scheme's sizes (for `rheo generate`'s summary)."""
     if isinstance(scheme, Scheme):
