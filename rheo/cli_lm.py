@@ -26,7 +26,20 @@ MAX_THREADS = 1024
 
 
 def _methods() -> tuple[str, ...]:
-    return ("ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")
+    """rheo_fast.lm.decode.METHODS (spelled out here: the CLI parser must not import torch)."""
+    return (
+        "ar",
+        "chain",
+        "topk",
+        "rheo-m0",
+        "rheo",
+        "rheo-m2",
+        "rheo-rrsw",
+        "static-traversal",
+        "delayed-traversal",
+        "tsubame",
+        "treespark",
+    )
 
 
 def check_tree(args: argparse.Namespace) -> None:
@@ -75,14 +88,30 @@ def numbers(flag: str, text: str, *, lo: float, hi: float = math.inf) -> list[fl
     return out
 
 
-def methods(flag: str, text: str, *, tree_only: bool = False) -> list[str]:
-    """A comma-separated list of method names (tree_only: schemes that draft, not `ar`)."""
-    allowed = [m for m in _methods() if not (tree_only and m == "ar")]
+RHEO_FAMILY = ("chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")  # the draft-ceiling's methods
+
+
+def methods(flag: str, text: str, *, tree_only: bool = False, rheo_family: bool = False) -> list[str]:
+    """A comma-separated list of method names (tree_only: schemes that draft, not `ar`;
+    rheo_family: the rheo family's methods only)."""
+    allowed = [m for m in _methods() if not (tree_only and m == "ar") and not (rheo_family and m not in RHEO_FAMILY)]
     out = [m.strip() for m in text.split(",")]
     bad = [m for m in out if m not in allowed]
     if bad:
         raise CaseError(f"{flag} {show(text)}: unknown method {show(bad[0])}; allowed: {', '.join(allowed)}")
     return out
+
+
+def check_fast_path(names: list[str], args: argparse.Namespace) -> None:
+    """Refuse a method whose family has no fast path in this version (imports torch, loads no model)."""
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import TreeSize, scheme_for
+
+    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
+    for m in names:
+        sc = scheme_for(m, size)
+        if sc is not None:
+            layout_for(sc)
 
 
 def check_report(args: argparse.Namespace) -> None:
@@ -103,10 +132,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise CaseError("--prompt '' with --raw: allowed: a non-empty text (the model needs a context)")
     import torch
 
-    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, describe, generate_ar, generate_tree, scheme_for
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.target import load_target
 
+    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
+    sc = scheme_for(args.method, size)
+    if sc is not None:
+        layout_for(sc)  # a family without a fast path in this version is refused before any model load
     if args.threads:
         torch.set_num_threads(args.threads)
     head = None if args.method == "ar" else load_head(args.draft)[0]  # fail fast, before loading the target
@@ -121,7 +155,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
             [{"role": "user", "content": args.prompt}], tokenize=False, add_generation_prompt=True
         )
         ids = tok(ids)["input_ids"]
-    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     gen = torch.Generator().manual_seed(args.seed)
     out: list[int] = []
     shown = [""]
@@ -133,7 +166,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         shown[0] = text
 
-    sc = scheme_for(args.method, size)
     if head is None or sc is None:  # autoregressive
         res = generate_ar(
             tgt.model,
@@ -147,10 +179,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     else:
         lm = LMTreeModel(tgt.model, head, T=args.temperature, S=args.S)
         res = generate_tree(lm, ids, sc, max_new=args.max_new_tokens, generator=gen, eos=tgt.eos_ids, on_tokens=stream)
-    shape = "" if sc is None else f" K={sc.K} m={sc.m} W={sc.W} D={sc.D} R={sc.R} S={args.S} verify={sc.verify}"
+    shape = "" if sc is None else f" {describe(sc)} S={args.S}"
     print(
         f"\n[{args.method}{shape} T={args.temperature:g}] {len(res.tokens)} tokens in {res.rounds} rounds: "
         f"τ={res.tau:.2f}, {res.tokens_per_s:.1f} tokens/s ({res.seconds:.1f} s, prefill {res.prefill_seconds:.1f} s)"
+        + ("" if sc is None else f", {res.draft_forwards / max(res.rounds, 1):.2f} draft forwards per round")
     )
     return 0
 
@@ -158,7 +191,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     check_report(args)
     numbers("--temperatures", args.temperatures, lo=0)
-    methods("--methods", args.methods)
+    if args.methods is not None:
+        check_fast_path(methods("--methods", args.methods), args)
     from rheo_fast.lm.bench import run_bench
 
     return run_bench(args)
@@ -167,7 +201,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_ceiling(args: argparse.Namespace) -> int:
     check_report(args)
     numbers("--alphas", args.alphas, lo=0, hi=1)
-    methods("--methods", args.methods, tree_only=True)
+    methods("--methods", args.methods, tree_only=True, rheo_family=True)
     from rheo_fast.lm.ceiling import run_ceiling
 
     return run_ceiling(args)
@@ -231,11 +265,17 @@ def register(sub: Any) -> None:
     b = sub.add_parser(
         "bench-model",
         help="τ, tokens/s and speedup of every scheme on HumanEval + MT-bench",
-        description="Benchmark every scheme at T in {0, 0.6, 1} on a fixed prompt sample; writes "
-        "reports/bench_model.md and reports/bench_model.png.",
+        description="Benchmark schemes at T in {1, 0.5} (default) on a fixed prompt sample, the same "
+        "seed per prompt for every method; τ per prompt with a 95% t interval over prompts, draft "
+        "forwards and target tokens per round; writes reports/bench_model.md and reports/bench_model.png.",
     )
-    b.add_argument("--temperatures", default="0,0.6,1.0")
-    b.add_argument("--methods", default=",".join(_methods()))
+    b.add_argument("--temperatures", default="1,0.5", help="comma-separated T values (default 1,0.5)")
+    b.add_argument(
+        "--methods",
+        default=None,
+        help=f"comma-separated methods of {', '.join(_methods())} (default: every method whose family "
+        "has a fast path in this version)",
+    )
     _report_options(b)
     b.set_defaults(func=cmd_bench)
 

@@ -774,7 +774,12 @@ TREE_FLAGS = {
 }
 RUN_FLAGS = {"--seed": INT_TEXT, "--max-new-tokens": INT_TEXT}
 METHOD_LISTS = st.lists(
-    st.sampled_from(["ar", "chain", "topk", "rheo", "rheo-rrsw", "nope", ""]), min_size=1, max_size=3
+    st.sampled_from(
+        ["ar", "chain", "topk", "rheo", "rheo-rrsw", "static-traversal", "delayed-traversal", "tsubame", "treespark"]
+        + ["nope", ""]
+    ),
+    min_size=1,
+    max_size=3,
 ).map(",".join)
 FLOAT_LISTS = st.lists(FLOAT_TEXT, min_size=1, max_size=3).map(",".join)
 GEN_FLAGS = {
@@ -782,7 +787,7 @@ GEN_FLAGS = {
     **RUN_FLAGS,
     "--prompt": st.text(max_size=12),
     "--raw": None,
-    "--method": st.sampled_from(["rheo", "ar", "topk", "nope"]),
+    "--method": st.sampled_from(["rheo", "ar", "topk", "static-traversal", "delayed-traversal", "tsubame", "nope"]),
     "--temperature": FLOAT_TEXT,
     "--threads": THREADS,
 }
@@ -824,6 +829,19 @@ def _lm(files: Path, command: str, argv: list[str], leaf: str) -> Result:
     return res
 
 
+def _has_fast_path(method: str) -> bool:
+    """tsubame / treespark run once their fast path is merged (rheo_fast.decode.layout_for)."""
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import TreeSize, scheme_for
+    from rheo_ref.errors import RheoError
+
+    try:
+        layout_for(scheme_for(method, TreeSize()))
+    except RheoError:
+        return False
+    return True
+
+
 def invalid_values(command: str, argv: list[str]) -> list[str]:
     """The values of `argv` outside what docs/CLI.md allows (an oracle independent of rheo's checks)."""
     a = vars(build_parser().parse_args([command, *argv]))
@@ -852,11 +870,14 @@ def invalid_values(command: str, argv: list[str]) -> list[str]:
                 bad += [f"{name}={a[name]}" for x in xs if not lo <= x <= hi]
             except ValueError:
                 bad.append(f"{name}={a[name]}")
+    rheo_family = {"chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw"}
+    static = {"static-traversal", "delayed-traversal"}
+    runnable = {"ar"} | rheo_family | static | {m for m in ("tsubame", "treespark") if _has_fast_path(m)}
     if a.get("methods") is not None:
-        allowed = {"ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw"} - (
-            {"ar"} if command == "draft-ceiling" else set()
-        )
+        allowed = rheo_family if command == "draft-ceiling" else runnable
         bad += [f"methods={a['methods']}" for m in a["methods"].split(",") if m.strip() not in allowed]
+    if a.get("method") is not None and a["method"] not in runnable:
+        bad.append(f"method={a['method']}")
     if a.get("draft") is not None and not os.path.isfile(a["draft"]):
         bad.append(f"draft={a['draft']}")
     return bad

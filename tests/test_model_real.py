@@ -156,23 +156,41 @@ def test_missing_draft_head_says_how_to_train(tmp_path):
         load_head(tmp_path / "nope.safetensors")
 
 
-@pytest.mark.parametrize("method", ["chain", "topk", "rheo", "rheo-m0", "rheo-rrsw"])
+@pytest.mark.parametrize(
+    "method",
+    ["chain", "topk", "rheo", "rheo-m0", "rheo-rrsw", "static-traversal", "delayed-traversal", "tsubame", "treespark"],
+)
 def test_temperature_zero_is_exactly_greedy(target, tiny_head, method):
+    """Every method (the static shapes' wor nodes leave their later children undrafted at T = 0)."""
     import torch
 
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
 
+    scheme = scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3))
     ids = target.tokenizer(CODE)["input_ids"]
     greedy = generate_ar(target.model, ids, T=0, max_new=16, generator=torch.Generator().manual_seed(0))
     lm = LMTreeModel(target.model, tiny_head[0], T=0)
-    got = generate_tree(
-        lm,
-        ids,
-        scheme_for(method, TreeSize(K=4, W=3, D=3, R=8, chain_D=3)),
-        max_new=16,
-        generator=torch.Generator().manual_seed(1),
-    )
+    got = generate_tree(lm, ids, scheme, max_new=16, generator=torch.Generator().manual_seed(1))
     assert got.tokens == greedy.tokens
+    assert got.draft_calls >= got.rounds and got.target_tokens > got.rounds  # every round drafts and verifies
+
+
+@pytest.mark.parametrize("method", ["static-traversal", "delayed-traversal"])
+def test_static_methods_at_t1_accept_and_count_their_cost(target, tiny_head, method):
+    """At T = 1 a static shape's round drafts once per depth with expanders and feeds the target
+    its drafted nodes; decoding runs to max_new with every round emitting 1..D+1 tokens."""
+    import torch
+
+    from rheo_fast.decode import layout_for
+    from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_tree, scheme_for
+
+    scheme = scheme_for(method, TreeSize(K=4, W=3, D=3, R=8))
+    lay = layout_for(scheme)
+    lm = LMTreeModel(target.model, tiny_head[0], T=1.0)
+    got = generate_tree(lm, target.tokenizer(CODE)["input_ids"], scheme, max_new=12, generator=torch.Generator())
+    assert len(got.tokens) == 12 and got.rounds <= got.emitted <= got.rounds * (scheme.D + 1)
+    assert got.draft_calls == got.rounds * len(lay.levels)
+    assert got.rounds <= got.target_tokens <= got.rounds * (scheme.nodes + 1)
 
 
 def test_trained_head_t0_exact_and_accepts(target):
@@ -240,8 +258,8 @@ def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
         D=2,
         R=4,
         S=128,
-        temperatures="0",
-        methods="ar,topk,rheo",
+        temperatures="0,1",
+        methods="ar,topk,rheo,static-traversal,delayed-traversal",
         prompts=1,
         max_new_tokens=4,
         out=str(tmp_path),
@@ -260,16 +278,32 @@ def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
 
     assert [int(n) for n in res["target_ms_by_nodes"]] == list(COST_NODES)
     assert all(v > 0 for v in res["target_ms_by_nodes"].values())
+    assert "| 1 | static-traversal |" in md and "draft fwd / round" in md and "95% CI" in md
+    by = {(r["method"], r["T"]): r for r in res["table"]}
+    assert set(by) == {(m, T) for m in ("ar", "topk", "rheo", "static-traversal", "delayed-traversal") for T in (0, 1)}
+    for T in (0, 1):  # R = 4, D = 2: rollouts [2, 1] (2 draft calls per round), rheo: D = 2 calls
+        assert by[("static-traversal", T)]["draft_calls_per_round"] == 2 == by[("rheo", T)]["draft_calls_per_round"]
+        assert 1 <= by[("static-traversal", T)]["target_tokens_per_round"] <= 5
+        assert by[("ar", T)]["draft_forwards_per_round"] == 0
+    for run in res["runs"]:
+        assert run["draft_calls"] >= run["rounds"] or run["method"] == "ar"
+        assert run["tokens"] == 4
     for row in res["table"]:
         if row["method"] != "ar":  # the three phases are timed parts of each round
             phases = row["build_ms"] + row["target_ms"] + row["verify_ms"]
             assert min(row["build_ms"], row["target_ms"], row["verify_ms"]) > 0 and phases <= row["ms_per_round"]
 
 
-@pytest.mark.slow  # ~5 min on 2 cores: kept out of `-m lossless` (the gate stays <= 5 min, model-free)
-def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target):
-    """χ² on the first token and on the second given the top-2 first tokens, α = 1e-3; the
-    mutant `bonus-full-p` (bonus from p instead of the residual) must be rejected."""
+@pytest.mark.slow  # ~5 min on 2 cores per method: kept out of `-m lossless` (the gate stays <= 5 min, model-free)
+@pytest.mark.parametrize(
+    "method, mutant",
+    [("rheo", "bonus-full-p"), ("static-traversal", "traversal-stale-bonus")],
+)
+def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target, method, mutant):
+    """χ² on the first token and on the second given the top-2 first tokens, α = 1e-3 (each test
+    states the smallest TV it detects with power 0.99); the mutant must be rejected: `bonus-full-p`
+    (rheo: bonus from p instead of the residual), `traversal-stale-bonus` (static-traversal,
+    rollouts [3, 1] wor: the bonus from the accepted node's original p instead of Mb)."""
     from rheo.lm_lossless import lossless_check
     from rheo_fast.lm.decode import TreeSize, scheme_for
     from rheo_fast.lm.draft_head import load_head
@@ -278,11 +312,11 @@ def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target):
         head, _ = load_head()
     except MissingDependencyError as e:
         pytest.skip(str(e))
-    scheme = scheme_for("rheo", TreeSize(K=4, W=2, D=2, R=6))
+    scheme = scheme_for(method, TreeSize(K=4, W=2, D=2, R=6))
     rep = lossless_check(target, head, scheme, n=400, alpha=1e-3, tv=0.25, seed=7)
     print(rep.summary())
     assert not rep.rejected, rep.summary()
-    bad = lossless_check(target, head, scheme, n=400, alpha=1e-3, tv=0.25, seed=8, mutant="bonus-full-p")
+    bad = lossless_check(target, head, scheme, n=400, alpha=1e-3, tv=0.25, seed=8, mutant=mutant)
     print(bad.summary())
     assert bad.rejected, bad.summary()
 

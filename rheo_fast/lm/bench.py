@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 
+from rheo_fast.decode import layout_for
 from rheo_ref.atomic import check_writable, savefig_atomic, write_text_atomic
 
-from .decode import LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+from .decode import LMTreeModel, TreeSize, available_methods, generate_ar, generate_tree, scheme_for
 from .draft_head import load_head
 from .prompts import render, sample_prompts
 from .target import load_target
@@ -93,7 +94,8 @@ def bench(
             for pr in prompts:
                 ids = render(pr, tgt.tokenizer)
                 for meth in methods:
-                    g = torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, T, meth))
+                    g = torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, T))  # the same per prompt for
+                    # every method: the coin stream starts alike (methods consume it at different rates)
                     if meth == "ar":
                         r = generate_ar(tgt.model, ids, T=T, max_new=max_new, generator=g, eos=tgt.eos_ids)
                     else:
@@ -110,8 +112,13 @@ def bench(
                             "build": 0.0,
                             "target": 0.0,
                             "verify": 0.0,
+                            "draft_forwards": 0,
+                            "draft_calls": 0,
+                            "target_tokens": 0,
                         },
                     )
+                    for k in ("draft_forwards", "draft_calls", "target_tokens"):
+                        acc[k] += getattr(r, k)
                     acc["tokens"] += len(r.tokens)
                     acc["emitted"] += r.emitted
                     acc["rounds"] += r.rounds
@@ -129,6 +136,9 @@ def bench(
                             "tau": r.tau,
                             "seconds": r.seconds,
                             "phase_seconds": list(r.phase_seconds),
+                            "draft_forwards": r.draft_forwards,
+                            "draft_calls": r.draft_calls,
+                            "target_tokens": r.target_tokens,
                         }
                     )
                     bar.update(1)
@@ -144,11 +154,17 @@ def bench(
                 f"{k}_ms": (1e3 * a[k] / a["rounds"] if meth != "ar" else float("nan"))
                 for k in ("build", "target", "verify")
             }  # mean per round (tree methods)
+            lo, mid, hi = t_interval([x["tau"] for x in runs if x["method"] == meth and x["T"] == T])
             table.append(
                 {
                     "method": meth,
                     "T": T,
                     "tau": a["emitted"] / a["rounds"],
+                    "tau_prompt_mean": mid,
+                    "tau_ci95": [lo, hi],
+                    "draft_forwards_per_round": a["draft_forwards"] / a["rounds"] if meth != "ar" else 0.0,
+                    "draft_calls_per_round": a["draft_calls"] / a["rounds"] if meth != "ar" else 0.0,
+                    "target_tokens_per_round": a["target_tokens"] / a["rounds"],
                     "tokens_per_s": tps,
                     "speedup": tps / ar_tps,
                     "tokens": a["tokens"],
@@ -170,6 +186,22 @@ def bench(
         "runs": runs,
         "target_ms_by_nodes": cost,
     }
+
+
+def t_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(low, mean, high): the two-sided Student t interval of the mean of xs (per-prompt τ),
+    mean ± t_{(1+level)/2, n-1} · s / √n; NaN bounds for fewer than two values."""
+    import math
+
+    from scipy.stats import t
+
+    n = len(xs)
+    mean = sum(xs) / n if n else float("nan")
+    if n < 2:
+        return float("nan"), mean, float("nan")
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    h = float(t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n)
+    return mean - h, mean, mean + h
 
 
 def _cell(table: list[dict], meth: str, T: float, key: str) -> float:
@@ -206,14 +238,25 @@ def markdown(res: dict[str, Any]) -> str:
         "Break-even τ: the τ at which a scheme's rounds would match autoregressive tokens/s "
         "(ms per round × AR tokens/s); speedup = τ / break-even τ.",
         "",
-        "| T | method | τ | tokens/s | speedup vs AR | break-even τ | tokens | rounds | ms per round: build / target / verify |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "τ per prompt: the mean over prompts of each prompt's τ, with the 95% Student t interval "
+        "(mean ± t_{0.975, n-1} s/√n over the n prompts; the prompts are the sample, decoding noise "
+        "included). Every method decodes a prompt from the same seed (same coin stream).",
+        "",
+        "Cost per round: draft forwards (head forwards; the first of a decode also feeds the prompt) "
+        "and target tokens (root + verified nodes in the one target forward).",
+        "",
+        "| T | method | τ | τ per prompt [95% CI] | tokens/s | speedup vs AR | break-even τ | draft fwd / round "
+        "| target tokens / round | tokens | rounds | ms per round: build / target / verify |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["table"]:
         ms = "" if r["method"] == "ar" else f"{r['build_ms']:.1f} / {r['target_ms']:.1f} / {r['verify_ms']:.1f}"
+        lo, hi = r["tau_ci95"]
         lines.append(
-            f"| {r['T']:g} | {r['method']} | {r['tau']:.3f} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x "
-            f"| {r['break_even_tau']:.2f} | {r['tokens']} | {r['rounds']} | {ms} |"
+            f"| {r['T']:g} | {r['method']} | {r['tau']:.3f} | {r['tau_prompt_mean']:.2f} [{lo:.2f}, {hi:.2f}] "
+            f"| {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x "
+            f"| {r['break_even_tau']:.2f} | {r['draft_forwards_per_round']:.2f} | {r['target_tokens_per_round']:.1f} "
+            f"| {r['tokens']} | {r['rounds']} | {ms} |"
         )
     cost = {int(n): v for n, v in res["target_ms_by_nodes"].items()}
     one = cost[min(cost)]
@@ -277,11 +320,13 @@ def plot(res: dict[str, Any], path: Path) -> None:
 def run_bench(args: Any) -> int:
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     temps = [float(x) for x in args.temperatures.split(",")]
-    methods = [m.strip() for m in args.methods.split(",")]
+    methods = available_methods(size) if args.methods is None else [m.strip() for m in args.methods.split(",")]
     if "ar" not in methods:
         methods = ["ar"] + methods
     for m in methods:
-        scheme_for(m, size)  # validates the name
+        sc = scheme_for(m, size)  # validates the name
+        if sc is not None:
+            layout_for(sc)  # refuses a family without a fast path, before any model load
     t0 = time.perf_counter()
     res = bench(
         methods,

@@ -27,6 +27,7 @@ features, and the pending queue the inputs that became known in the last round.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,11 +36,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rheo_fast.decode import round_coins, run_round
+from rheo_fast.decode import layout_for, play_round, round_coins
 from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
-from rheo_fast.tree import Layout
+from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Scheme
+from rheo_ref.models import AnyScheme, Scheme
+from rheo_ref.static import StaticScheme
+from rheo_ref.treespark import Calibration, TreeSparkScheme
+from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
 
 from . import kvcache as kv
@@ -66,6 +70,14 @@ class LMState:
     kept_hid: Tensor | None = None  # [n_kept, h'] their target features
     kept_p: Tensor | None = None  # [n_kept, V] their full-vocabulary p (for bucket bonuses)
     past: int = 0  # target cache length before the round
+    root_hid: Tensor | None = None  # the head's predicted feature at the root of this round's tree
+    tree: Any = None  # the tree the target last ran over (its nodes' tokens and parents give the accepted path)
+    target_span: tuple[float, float] = (0.0, 0.0)  # perf_counter at the start and end of the last target forward
+    # counters over the whole decode (cost per round: divide by the rounds)
+    draft_calls: int = 0  # LMTreeModel.draft calls
+    draft_forwards: int = 0  # draft-head forwards (a call over only undrafted nodes runs none)
+    target_forwards: int = 0
+    target_tokens: int = 0  # tokens fed to the target's forwards (root + tree nodes)
 
 
 class LMTreeModel(ModelDefaults):
@@ -107,6 +119,7 @@ class LMTreeModel(ModelDefaults):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """feat [F, h] -> predicted features [F, h]; allowed_tree [F, n_tree+F] (None: causal chain)."""
         F = feat.shape[0]
+        st.draft_forwards += 1
         P = 0 if st.dk is None else st.dk.shape[2]
         if allowed_tree is None:
             allowed_tree = torch.ones(F, F, dtype=torch.bool).tril()  # [F, F]
@@ -124,16 +137,39 @@ class LMTreeModel(ModelDefaults):
 
     @torch.inference_mode()
     def draft(self, st: LMState, tree: Any, nodes: Tensor) -> DraftRows:
+        """Rows at the F nodes `nodes` [1, F] (all at one depth). Nodes with token -1 (undrafted
+        nodes of a fixed shape, `rheo_fast.static_tree`) are not fed to the head; their rows are
+        zero (no mass: their children stay undrafted)."""
+        st.draft_calls += 1
         d = int(tree.depth[nodes[0, 0]])
-        if d == 0:  # new round: feed the pending true-feature inputs, root = last output
-            st.node_hid, st.tree_k, st.tree_v, st.tree_slot = {}, [], [], {}
-            hid, k, v = self._draft_forward(st, self.head.fuse(st.pend_feat), st.pend_tok, st.pend_pos, None)
-            st.dk = k if st.dk is None else torch.cat([st.dk, k], 2)  # [1, Hkv, P, d]
-            st.dv = v if st.dv is None else torch.cat([st.dv, v], 2)
-            st.node_hid[0] = hid[-1]
-            out = hid[-1:]  # [1, h]
+        ids = nodes[0].tolist()
+        live = ids if d == 0 else [j for j in ids if int(tree.tokens[0, j]) >= 0]
+        if not live:
+            zero = torch.zeros((1, len(ids), self.vocab_size), dtype=torch.float64)  # [1, F, V']
+            return DraftRows.one(zero) if self.T == 1 else DraftRows(zero, zero.clone(), False)
+        rows = self._draft_rows(st, tree, d, live)  # [1, F', V'] each
+        if len(live) == len(ids):
+            return rows
+        at = torch.tensor([ids.index(j) for j in live])  # [F'] rows of the live nodes
+        q_rank, q_samp = (torch.zeros((1, len(ids), self.vocab_size), dtype=torch.float64) for _ in range(2))
+        q_rank[:, at], q_samp[:, at] = rows.q_rank, rows.q_samp
+        return DraftRows(q_rank, q_rank if rows.shared else q_samp, rows.shared)
+
+    def _draft_rows(self, st: LMState, tree: Any, d: int, ids: list[int]) -> DraftRows:
+        """The head's rows at the depth-d nodes ids (every one with a token), one forward."""
+        if d == 0:  # a tree starts: feed the pending true-feature inputs (once), root = last output
+            st.tree_k, st.tree_v = [], []  # the last tree's nodes are not the new tree's context
+            if st.pend_tok:
+                hid, k, v = self._draft_forward(st, self.head.fuse(st.pend_feat), st.pend_tok, st.pend_pos, None)
+                st.dk = k if st.dk is None else torch.cat([st.dk, k], 2)  # [1, Hkv, P, d]
+                st.dv = v if st.dv is None else torch.cat([st.dv, v], 2)
+                st.root_hid = hid[-1]  # [h]
+                st.pend_feat, st.pend_tok, st.pend_pos = st.pend_feat[:0], [], []  # fed: a second tree
+                # of the same round (a family that drafts twice) starts from the same root
+            assert st.root_hid is not None, "start() queues the prompt's inputs"
+            st.node_hid, st.tree_slot = {0: st.root_hid}, {}
+            out = st.root_hid[None]  # [1, h]
         else:
-            ids = nodes[0].tolist()
             n_tree = len(st.tree_k)
             allowed = torch.zeros(len(ids), n_tree + len(ids), dtype=torch.bool)  # [F, T+F]
             parents = tree.parent[0]
@@ -144,7 +180,7 @@ class LMTreeModel(ModelDefaults):
                     allowed[i, st.tree_slot[a]] = True
                     a = int(parents[a])
             feat = torch.stack([st.node_hid[int(parents[j])] for j in ids])  # [F, h]
-            toks = self.ids[tree.tokens[0, nodes[0]]].tolist()  # compact -> real token ids
+            toks = self.ids[tree.tokens[0, ids]].tolist()  # compact -> real token ids
             pos = [len(st.ids) - 1 + d] * len(ids)
             out, k, v = self._draft_forward(st, feat, toks, pos, allowed)
             for i, j in enumerate(ids):
@@ -161,15 +197,40 @@ class LMTreeModel(ModelDefaults):
 
     @torch.inference_mode()
     def target(self, st: LMState, tree: Any) -> Tensor:
-        kept = tree.kept[0].nonzero()[:, 0]  # [n] node ids, creation order (parents first)
+        """p at the tree's nodes that hold a token: `kept` (the rheo family's reranked tree) or
+        `drafted` (a fixed shape's drawn nodes); other rows are NaN (no row)."""
+        t0 = time.perf_counter()
+        nodes = tree.kept if hasattr(tree, "kept") else tree.drafted  # [1, 1+N] bool, the root True
+        kept = nodes[0].nonzero()[:, 0]  # [n] node ids, creation order (parents first)
         toks, anc, depths = self.subtree_inputs(st, tree, kept)
         st.past = kv.cache_len(st.tcache)
         hid = kv.forward(self.model, st.tcache, toks, anc=anc, depths=depths, layers=self.layers)  # [n, h']
         p = target_probs(kv.logits_of(self.model, hid[:, -self.hidden :]), T=self.T)  # [n, V] float64
-        st.kept_ids, st.kept_hid, st.kept_p = kept, hid, p
-        full = torch.empty((1, tree.tokens.shape[1], self.vocab_size), dtype=torch.float64)  # [1, 1+N, V']
+        st.kept_ids, st.kept_hid, st.kept_p, st.tree = kept, hid, p, tree
+        st.target_forwards += 1
+        st.target_tokens += len(kept)
+        full = torch.full((1, tree.tokens.shape[1], self.vocab_size), math.nan, dtype=torch.float64)  # [1, 1+N, V']
         full[0, kept] = self.compact(p)
+        st.target_span = (t0, time.perf_counter())
         return full
+
+    def accepted_path(self, st: LMState, accepted: list[int]) -> list[int]:
+        """Node ids root, a_1..a_k of the accepted compact tokens `accepted` in the tree the target
+        last ran over: at each depth, the first node (creation order) among the target's nodes
+        whose parent is the previous one and whose token is the accepted one. Duplicate siblings
+        (iid) have the same context, so any of them is the path. Works for any family whose
+        round verifies nodes the target ran over (the verdict's own node ids differ by family)."""
+        assert st.tree is not None and st.kept_ids is not None
+        kept = st.kept_ids.tolist()
+        toks = st.tree.tokens[0, st.kept_ids].tolist()
+        par = st.tree.parent[0, st.kept_ids].tolist()
+        path = [0]
+        for t in accepted:
+            nxt = next((v for v, x, u in zip(kept, toks, par) if u == path[-1] and x == t), None)
+            if nxt is None:
+                raise CaseError(f"accepted token {t} is no child of node {path[-1]} the target ran over (a bug)")
+            path.append(nxt)
+        return path
 
     def subtree_inputs(self, st: LMState, tree: Any, nodes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Inputs of one target forward over tree nodes `nodes` [n] (ids in creation order, the root
@@ -226,24 +287,83 @@ class TreeSize:
     chain_D: int = 3
 
 
-METHODS = ("ar", "chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw")
+METHODS = (
+    "ar",
+    "chain",
+    "topk",
+    "rheo-m0",
+    "rheo",
+    "rheo-m2",
+    "rheo-rrsw",
+    "static-traversal",
+    "delayed-traversal",
+    "tsubame",
+    "treespark",
+)
+TREESPARK_CALIBRATION = "sigmoid:0.6684,-0.4587"  # the TreeSpark paper's fit
 
 
-def scheme_for(method: str, size: TreeSize) -> Scheme | None:
-    """The fast-path Scheme of a method name (None: plain autoregressive decoding)."""
+def rollouts(size: TreeSize) -> StaticScheme:
+    """`static-traversal`: R // D rollouts of depth D from the root (branching [R // D, 1, ..., 1]),
+    wor siblings at the root (distinct first tokens), traversal verification. R // D * D <= R nodes:
+    the whole budget when D divides R (16 = 4 x 4 by default). docs/REAL_MODELS.md says why."""
+    return StaticScheme("branching", (max(1, size.R // size.D),) + (1,) * (size.D - 1), "wor", "traversal")
+
+
+def delayed(size: TreeSize) -> StaticScheme:
+    """`delayed-traversal`: delayed [K, L1, L2] with a trunk of L1 = 1 and K = (R - 1) // (D - 1)
+    rollouts of L2 = D - 1 from its tip (depth D, L1 + K·L2 <= R nodes: 1 + 5 x 3 = 16 by default);
+    D = 1: [R, 0, 1] (R root children). wor siblings, traversal verification."""
+    if size.D == 1:
+        return StaticScheme("delayed", (size.R, 0, 1), "wor", "traversal")
+    return StaticScheme("delayed", (max(1, (size.R - 1) // (size.D - 1)), 1, size.D - 1), "wor", "traversal")
+
+
+def scheme_for(method: str, size: TreeSize) -> AnyScheme | None:
+    """The fast-path scheme of a method name (None: plain autoregressive decoding)."""
     K, W, D, R = size.K, size.W, size.D, size.R
-    table = {
-        "ar": None,
-        "chain": Scheme(1, 0, 1, size.chain_D, size.chain_D),
-        "topk": Scheme(K, K, W, D, R),
-        "rheo-m0": Scheme(K, 0, W, D, R),
-        "rheo": Scheme(K, 1, W, D, R),
-        "rheo-m2": Scheme(K, 2, W, D, R),
-        "rheo-rrsw": Scheme(K, 1, W, D, R, verify="rrsw"),
-    }
-    if method not in table:
+    if method not in METHODS:
         raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-    return table[method]
+    table: dict[str, Any] = {
+        "ar": lambda: None,
+        "chain": lambda: Scheme(1, 0, 1, size.chain_D, size.chain_D),
+        "topk": lambda: Scheme(K, K, W, D, R),
+        "rheo-m0": lambda: Scheme(K, 0, W, D, R),
+        "rheo": lambda: Scheme(K, 1, W, D, R),
+        "rheo-m2": lambda: Scheme(K, 2, W, D, R),
+        "rheo-rrsw": lambda: Scheme(K, 1, W, D, R, verify="rrsw"),
+        "static-traversal": lambda: rollouts(size),
+        "delayed-traversal": lambda: delayed(size),
+        "tsubame": lambda: TsubameScheme(K, W, D, R, "wor", "traversal"),
+        "treespark": lambda: TreeSparkScheme(R, K, D, "0", Calibration.parse(TREESPARK_CALIBRATION), "rrsw"),
+    }
+    out: AnyScheme | None = table[method]()
+    return out
+
+
+def available_methods(size: TreeSize) -> list[str]:
+    """The methods whose family has a fast path in this version (`layout_for` accepts it)."""
+    out = []
+    for m in METHODS:
+        sc = scheme_for(m, size)
+        try:
+            if sc is not None:
+                layout_for(sc)
+        except CaseError:
+            continue
+        out.append(m)
+    return out
+
+
+def describe(scheme: AnyScheme) -> str:
+    """One line naming a scheme's sizes (for `rheo generate`'s summary)."""
+    if isinstance(scheme, Scheme):
+        return f"K={scheme.K} m={scheme.m} W={scheme.W} D={scheme.D} R={scheme.R} verify={scheme.verify}"
+    if isinstance(scheme, StaticScheme):
+        return f"{scheme.kind} {list(scheme.sizes)} ({scheme.nodes} nodes) {scheme.sampling}+{scheme.verify}"
+    if isinstance(scheme, TsubameScheme):
+        return f"K={scheme.K} W={scheme.W} D={scheme.D} R={scheme.R} {scheme.sampling}+{scheme.verify}"
+    return f"N={scheme.N} k={scheme.k} D={scheme.D} theta={scheme.theta} {scheme.calibration} verify={scheme.verify}"
 
 
 @dataclass
@@ -255,6 +375,9 @@ class GenResult:
     prefill_seconds: float
     phase_seconds: tuple[float, float, float] = (0.0, 0.0, 0.0)  # of `seconds`: tree building (draft),
     # target forward, verification
+    draft_forwards: int = 0  # draft-head forwards of the whole decode (the first feeds the prompt)
+    draft_calls: int = 0  # LMTreeModel.draft calls
+    target_tokens: int = 0  # tokens fed to target forwards after prefill (AR: one per step)
 
     @property
     def tau(self) -> float:
@@ -303,29 +426,65 @@ def generate_ar(
         if tok in eos or len(out) >= max_new:
             break
         hid = kv.forward(model, cache, torch.tensor([tok]))  # [1, h]
-    return GenResult(out, len(out), len(out), time.perf_counter() - t1, t1 - t0)
+    return GenResult(out, len(out), len(out), time.perf_counter() - t1, t1 - t0, target_tokens=max(len(out) - 1, 0))
+
+
+@dataclass
+class RoundInfo:
+    """What one real-model round did: the verdict, wall time of its phases, model calls."""
+
+    verdict: Verdict
+    seconds: tuple[float, float, float]  # drafting (up to the target forward), target forward, verification
+    draft_forwards: int
+    draft_calls: int
+    target_tokens: int
 
 
 @torch.inference_mode()
 def tree_round(
-    lm: LMTreeModel, st: LMState, scheme: Scheme, layout: Layout, generator: torch.Generator, variant: Variant = SPEC
-) -> tuple[list[int], Any]:
-    """One speculative round on st: build, target forward, verify (rheo_fast.decode.run_round), map
-    the emitted compact ids to token ids and commit them (KV caches compacted). Returns (the emitted
-    token ids, the RoundResult)."""
-    res = run_round(lm, st, scheme, round_coins(generator, 1, layout), layout=layout, variant=variant)
-    n = int(res.verdict.n_emitted[0])
-    visited = res.verdict.visited[0, :n].tolist()
-    emitted = lm.real_tokens(st, res.verdict.emitted[0, :n].tolist(), visited, generator)
+    lm: LMTreeModel,
+    st: LMState,
+    scheme: AnyScheme,
+    layout: Any,
+    generator: torch.Generator,
+    variant: Variant = SPEC,
+) -> tuple[list[int], RoundInfo]:
+    """One speculative round on st, of any family with a fast path: `rheo_fast.decode.play_round`
+    (layout: `layout_for(scheme)`), then the emitted compact ids mapped to token ids and committed
+    (KV caches compacted to the accepted path). Returns (the emitted token ids, the RoundInfo)."""
+    counts = (st.draft_forwards, st.draft_calls, st.target_tokens)
+    t0 = time.perf_counter()
+    v = play_round(
+        lm,
+        st,
+        scheme,
+        round_coins(generator, 1, layout),
+        torch.ones(1, dtype=torch.bool),
+        variant=variant,
+        layout=layout,
+    )
+    t1 = time.perf_counter()
+    a, b = st.target_span
+    n = int(v.n_emitted[0])
+    compact = v.emitted[0, :n].tolist()
+    visited = lm.accepted_path(st, compact[:-1])
+    emitted = lm.real_tokens(st, compact, visited, generator)
     lm.commit(st, emitted, visited)
-    return emitted, res
+    info = RoundInfo(
+        v,
+        (a - t0, b - a, t1 - b),
+        st.draft_forwards - counts[0],
+        st.draft_calls - counts[1],
+        st.target_tokens - counts[2],
+    )
+    return emitted, info
 
 
 @torch.inference_mode()
 def generate_tree(
     lm: LMTreeModel,
     prompt: list[int],
-    scheme: Scheme,
+    scheme: AnyScheme,
     *,
     max_new: int,
     generator: torch.Generator,
@@ -335,13 +494,17 @@ def generate_tree(
 ) -> GenResult:
     """Speculative decoding rounds driven by rheo_fast.decode.run_round until max_new tokens or EOS
     (`variant`: the spec, or one of rheo_ref.variants.MUTANTS for negative controls)."""
-    layout = Layout(scheme.K, scheme.W, scheme.D)
+    layout = layout_for(scheme)  # refuses a family without a fast path before any model call
+    if not isinstance(variant, Variant):
+        raise CaseError(f"variant={variant!r} must be a rheo_ref.variants.Variant (SPEC, or MUTANTS[name])")
+    variant.check_family(scheme.family)
     t0 = time.perf_counter()
     st = lm.start([prompt])
     t1 = time.perf_counter()
     out: list[int] = []
     rounds = total = 0
     phases = [0.0, 0.0, 0.0]
+    calls = st.draft_calls
     while len(out) < max_new:
         emitted, res = tree_round(lm, st, scheme, layout, generator, variant)
         phases = [a + b for a, b in zip(phases, res.seconds)]
@@ -354,4 +517,14 @@ def generate_tree(
             on_tokens(emitted)
         if stop:
             break
-    return GenResult(out, rounds, total, time.perf_counter() - t1, t1 - t0, tuple(phases))
+    return GenResult(
+        out,
+        rounds,
+        total,
+        time.perf_counter() - t1,
+        t1 - t0,
+        tuple(phases),
+        st.draft_forwards,
+        st.draft_calls - calls,
+        st.target_tokens,
+    )
