@@ -168,6 +168,8 @@ def fit_cases(name: str) -> tuple[str, ...]:
     v = MUTANTS[name]
     if v.family == "rheo":
         return FIT_CASES["rheo"]
+    if v.family == "tsubame":  # its sampler is the reference replay: this checks the coins' wiring
+        return mutant_cases(name)
     from rheo_ref.variants import READ_BY
 
     (setting,) = v.changed()
