@@ -59,17 +59,20 @@ def case_at(style, T):
 
 
 def wanted(cell):
-    return cell.family == "static" or cell.series == "Rheo m=1"
+    return cell.family in ("static", "tsubame") or cell.series == "Rheo m=1"
 
 
 # %% [markdown]
 # ## The sweep: every static shape x pairing with N = 4 nodes, at every T
 
 # %%
-TAU, TV, SHAPES = {}, {}, []
+TAU, TV, SHAPES, TSUBAME = {}, {}, [], {}
 for style in TABLES:
     for T in TEMPS:
         for r in compare(case_at(style, T), [N], select=wanted):
+            if r.cell.family == "tsubame":  # the plan K = 3, W = 2, D = 2, R = 4 (Top-K on q_rank), tokens sampled
+                TSUBAME[(style, r.cell.pairing, T)], TV[(style, "tsubame", r.cell.pairing, T)] = r.tau, r.tv
+                continue
             key = (style, r.cell.label if r.cell.family == "static" else "Rheo m=1", r.cell.pairing, T)
             TAU[key], TV[key] = r.tau, r.tv
             if r.cell.family == "static" and r.cell.label not in SHAPES:
@@ -98,6 +101,13 @@ for i, style in enumerate(TABLES):
         for pr, marker in zip(PAIRS, "os^vD"):
             ax.plot(xs, [float(tau(style, shape, pr, T)) for T in TEMPS], marker=marker, ms=4, label=pr)
         ax.plot(xs, [float(TAU[(style, "Rheo m=1", "OT", T)]) for T in TEMPS], "k--", lw=1, label="Rheo m=1 (R=4)")
+        ax.plot(
+            xs,
+            [float(TSUBAME[(style, "wor+traversal", T)]) for T in TEMPS],
+            "k:",
+            lw=1.2,
+            label="Tsubame wor+traversal",
+        )
         ax.set(title=f"{style}: {shape}", xlabel="temperature T (q_samp and p)", ylabel="exact τ")
         ax.grid(alpha=0.3)
 axes[0][0].legend(fontsize=7)
@@ -119,6 +129,7 @@ fig.savefig(REPORTS / "verifiers_tau.png", dpi=100)
                 for pr in PAIRS
             },
             "tv": {f"{k[0]}|{k[1]}|{k[2]}|{k[3]}": str(v) for k, v in TV.items()},
+            "tsubame": {f"{s}|{pr}": [str(TSUBAME[(s, pr, T)]) for T in TEMPS] for s in TABLES for pr in PAIRS},
         },
         indent=1,
     )
@@ -178,6 +189,28 @@ print(
         f"{pr} {float(tau('zipf', 'delayed [3, 1, 1]', pr, hot[0])):.3f}" for pr in ("iid+specinfer", "wor+rrsw")
     ),
 )
+
+# %% [markdown]
+# ## Tsubame on the same budget
+#
+# The tsubame family (docs/SCHEMES.md §12) plans the topology with Top-K on q_rank (K = 3, W = 2,
+# D = 2, R = 4, the rheo family's tree at this budget) and samples the tokens into it; the dotted
+# line is its wor+traversal pairing. Printed: its τ per pairing and T against the best static shape.
+
+# %%
+for style in TABLES:
+    for pr in PAIRS:
+        print(f"{style}: Tsubame {pr:14}", " ".join(f"{float(TSUBAME[(style, pr, T)]):.3f}" for T in TEMPS))
+    print(
+        f"{style}: Tsubame wor+traversal - best static shape (same pairing) per T > 0:",
+        [
+            f"{float(TSUBAME[(style, 'wor+traversal', T)] - max(tau(style, sh, 'wor+traversal', T) for sh in SHAPES)):+.3f}"
+            for T in hot
+        ],
+    )
+    for T in TEMPS:  # same plan at every T: sampling the tokens without replacement never hurts here either
+        assert TSUBAME[(style, "wor+rrsw", T)] >= TSUBAME[(style, "iid+specinfer", T)]
+    assert len({TSUBAME[(style, pr, Fraction(0))] for pr in PAIRS}) == 1, "T = 0: every pairing is the greedy one"
 
 # %% [markdown]
 # ## Answer

@@ -11,13 +11,14 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
 - `traversal`   claim 6: Traversal Verification against the token-level verifiers (depth 1, chains,
                 trees; symbolic execution of rheo_ref with `symbolic`, exact counterexamples)
 - `delayed`     claim 7: delayed tree expansion against root rollouts at equal node count
+- `tsubame`     claim 8: Tsubame (Top-K plan, sampled tokens) against deterministic Top-K and a chain
 """
 
 from __future__ import annotations
 
 import importlib
 
-MODULES = ("ranking", "one_level", "survival", "dominance", "seed_tables", "traversal", "delayed")
+MODULES = ("ranking", "one_level", "survival", "dominance", "seed_tables", "traversal", "delayed", "tsubame")
 
 
 def all_claims():

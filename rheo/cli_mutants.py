@@ -1,6 +1,6 @@
 """`rheo mutants`: the negative controls of the lossless gate and its false-alarm rate.
 
-For every mutant (`rheo_ref.variants.MUTANTS`, both families) on its gate case (per mutant, the
+For every mutant (`rheo_ref.variants.MUTANTS`, every family) on its gate case (per mutant, the
 one of its family's mutant cases where its exact TV is largest): its exact TV per check (from
 its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path running that
 variant (N, p-values) and whether they reject. Then the correct fast path under
@@ -22,8 +22,8 @@ columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/
 round: first round's sequence vs the spec's round law; lengths: its length law), as rationals
 in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
 A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
---case C runs the mutants of C's scheme family (a mutant of the other family named in --only is
-refused).
+--case C runs the mutants of C's scheme family (a mutant of another family named in --only is
+refused). tsubame-plan-after-sampling has no vectorised fast path: its sampler is the reference replay.
 exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
 with α (binomial p >= 0.001); 1 otherwise; 2 bad input; 130 interrupted (docs/CLI.md).
 size limit: --seeds <= 100,000 (each seed runs one gate test)."""
@@ -32,7 +32,7 @@ MAX_SEEDS = 100_000
 
 
 def register(subparsers) -> None:
-    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, STATIC_MUTANT_CASES
+    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, STATIC_MUTANT_CASES, TSUBAME_MUTANT_CASES
 
     sp = subparsers.add_parser(
         "mutants",
@@ -55,7 +55,8 @@ def register(subparsers) -> None:
         default="auto",
         help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
         f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
-        f"{', '.join(STATIC_MUTANT_CASES)}); a case runs its own family's mutants",
+        f"{', '.join(STATIC_MUTANT_CASES)}; tsubame: {', '.join(TSUBAME_MUTANT_CASES)}); a case runs its own "
+        "family's mutants",
     )
     sp.add_argument(
         "--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})"

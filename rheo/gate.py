@@ -82,6 +82,15 @@ TSUBAME_SCHEMES = {
     f"tsubame-{sampling}-{verify}": TsubameScheme(3, 2, 2, 4, sampling, verify) for sampling, verify in STATIC_PAIRINGS
 }
 TSUBAME_ROWS = ("iid-specinfer/T1", "wor-rrsw/T0.5/zeros", "iid-rrsw/T1", "iid-traversal/T0", "wor-traversal/T1")
+# A smaller plan (K = 2, W = 1, D = 2, R = 3) for the mutant tsubame-plan-after-sampling, whose exact
+# law is a brute enumeration of every draw during the build (K = 3, W = 2 iid: 4^9 builds per context)
+TSUBAME_SCHEMES.update(
+    {
+        f"tsubame-w1-{sampling}-{verify}": TsubameScheme(2, 1, 2, 3, sampling, verify)
+        for sampling, verify in STATIC_PAIRINGS
+    }
+)
+TSUBAME_MUTANT_ROWS = ("w1-wor-traversal/T1",)  # one row (the α budget)
 # The treespark family (docs/SCHEMES.md §12): N = 4 nodes, k = 2, D = 3, each verifier at θ = 0
 # (identity calibration) and at a binding θ (the paper's sigmoid calibration, θ = 1/10)
 TREESPARK_SCHEMES = {
@@ -165,7 +174,7 @@ def gate_cases() -> dict[str, GateCase]:
         "parents-wor-traversal/T0.5/zeros", "parents-wor-traversal", zeros=True, temp="0.5"
     )
     out["parents-iid-traversal/T1"] = _gate_case("parents-iid-traversal/T1", "parents-iid-traversal")
-    for row in TSUBAME_ROWS:
+    for row in TSUBAME_ROWS + TSUBAME_MUTANT_ROWS:
         pairing, temp, *z = row.split("/")
         name = f"tsubame-{row}"
         out[name] = _gate_case(name, f"tsubame-{pairing}", zeros=bool(z), temp=temp[1:])
@@ -193,6 +202,10 @@ STATIC_MUTANT_CASES = (
     "branching-wor-traversal/T0.5/zeros",
     "parents-wor-traversal/T0.5/zeros",
 )
+# The tsubame family's: the small plan at T = 1 (wor, traversal; the larger of its exact TVs, 0.107 on
+# joint3, vs 0.100 for iid-rrsw at T = 0.5 with zeros). Its mutant's sampler reads the exact tables at
+# T = 1, so a T = 0.5 row must give q_samp as a table (as every gate row does), never T = 0
+TSUBAME_MUTANT_CASES = tuple(f"tsubame-{row}" for row in TSUBAME_MUTANT_ROWS)
 
 
 # The treespark family's: the binding-θ rows at T = 1 (own survival differs from the spec only where θ binds)
@@ -209,6 +222,8 @@ def mutant_cases(name: str) -> tuple[str, ...]:
         return MUTANT_CASES
     if v.family == "treespark":
         return TREESPARK_MUTANT_CASES
+    if v.family == "tsubame":
+        return TSUBAME_MUTANT_CASES
     (setting,) = v.changed()
     cases = gate_cases()
     return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.static_scheme().verify in READ_BY[setting])
@@ -217,7 +232,7 @@ def mutant_cases(name: str) -> tuple[str, ...]:
 @cache
 def mutant_case(name: str) -> str:
     """The gate case of a mutant's negative control: among `mutant_cases` (MUTANT_CASES for the
-    rheo family, STATIC_MUTANT_CASES for the static family), the one where its exact TV on the
+    rheo family, STATIC_MUTANT_CASES for the static family, TSUBAME_MUTANT_CASES for tsubame), the one where its exact TV on the
     first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
     cases = gate_cases()
     return max(mutant_cases(name), key=lambda c: tuple(exact_tvs(cases[c], name, ("joint3", "round")).values()))

@@ -39,6 +39,7 @@ from .static_tree import StaticLayout, static_layout
 from .tree import Layout, Tree, build_tree
 from .treespark import TreeSparkLayout, check_treespark_round, treespark_layout, treespark_round
 from .tsubame import TsubameLayout, tsubame_layout, tsubame_round
+from .tsubame_mutant import sampled_plan_round
 from .verify import Verdict, verify
 
 CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
@@ -121,6 +122,8 @@ def play_round(
     """One round of any family with a fast path, refusals checked for the trials still decoding (todo [B])."""
     if isinstance(scheme, TsubameScheme):
         assert isinstance(layout, TsubameLayout)
+        if variant.plan_tokens == "sampled":  # the mutant: reference sampler per trial (rheo_fast.tsubame_mutant)
+            return sampled_plan_round(model, state, scheme, coins, todo)
         return tsubame_round(model, state, scheme, coins, todo, layout=layout, variant=variant).verdict
     if isinstance(scheme, TreeSparkScheme):
         assert isinstance(layout, TreeSparkLayout)

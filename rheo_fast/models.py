@@ -202,6 +202,7 @@ class TableTreeModel:
             raise CaseError(f"temperature T={T!r} must be a number >= 0")
         self.device = torch.device(device)
         self.vocab_size = case.vocab_size
+        self.case, self.T = case, T  # (the tsubame mutant's reference sampler reads the exact tables)
         keep = lambda t: t
         temp = (lambda t: greedy(t)) if T == 0 else keep if T == 1 else (lambda t: _power(t, 1.0 / T))
         self.q_rank = _Table(case.draft, self.device, keep)

@@ -15,13 +15,13 @@ Its exact round law is enumerated by brute force (every joint draw during the bu
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 from .models import Case, Context
-from .slots import inverse_cdf
 from .static import next_draw
 from .static_exact import Law, _add
 from .verifiers import DraftTree, topdown_law, traversal_law
@@ -106,40 +106,82 @@ def sampled_plan_round_law(case: Case, context: Context) -> tuple[Law, int]:
     return dict(law), trees
 
 
+def _cdf(items: Sequence, masses: Sequence[Fraction]) -> tuple[list, list[Fraction], list[float]]:
+    cums, cum = [], Fraction(0)
+    for m in masses:
+        cum += m
+        cums.append(cum)
+    return list(items), cums, [float(c) for c in cums]
+
+
+def _first_above(cums: Sequence[Fraction], floats: Sequence[float], u: float) -> int:
+    """The first i with u < cums[i] (len(cums) if none). floats[i] = float(cums[i]) rounded to
+    nearest, so a float u < floats[i] is < cums[i] and u > floats[i] is > cums[i]: only a tie is
+    compared exactly."""
+    i = bisect_left(floats, u)
+    while i < len(cums) and floats[i] == u and not u < cums[i]:
+        i += 1
+    return i
+
+
+class SampledPlanReplay:
+    """The mutant's round from uniforms, with the draw laws and the verifier's law of each kept tree
+    cached per context (the gate draws tens of thousands of rounds from a handful of contexts).
+    Coins are read in order: one per draw during the build (inverse CDF in token-id order over the
+    next draw's law), then one for the verifier's exact law of the kept tree (inverse CDF over its
+    sequences in sorted order). The first cumulative mass above the coin is found on the
+    correctly rounded floats of the cumulative masses and settled exactly where the coin equals
+    one (`_first_above`), so the draw is the exact inverse CDF's."""
+
+    def __init__(self, case: Case) -> None:
+        self.case, self.scheme = case, case.tsubame_scheme()
+        self._draws: dict[tuple, tuple[list, list[Fraction], list[float]]] = {}
+        self._laws: dict[tuple, tuple[list, list[Fraction], list[float]]] = {}
+
+    def _draw_cdf(self, ctx: Context, drawn: tuple[int, ...]) -> tuple[list, list[Fraction], list[float]]:
+        key = (ctx, drawn)
+        if key not in self._draws:
+            law = next_draw(self.case.q_samp_model.row(ctx), drawn, self.scheme.sampling)
+            self._draws[key] = _cdf([x for x, _ in law], [px for _, px in law])
+        return self._draws[key]
+
+    def _law_cdf(self, ctx: Context, tree: DraftTree) -> tuple[list, list[Fraction], list[float]]:
+        key = (ctx, tree)
+        if key not in self._laws:
+            law = verify_law(self.case, tree, ctx)
+            seqs = sorted(law)
+            self._laws[key] = _cdf(seqs, [law[s] for s in seqs])
+        return self._laws[key]
+
+    def round(self, context: Context, coins: Sequence[float]) -> tuple[int, ...]:
+        it = iter(coins)
+        sch = self.scheme
+        ctx0 = tuple(context)
+        nodes = [Drawn(0, -1, 0, -1, ONE, ())]
+        queue, depth = [0], 0
+        while True:
+            for nid in queue:
+                parent = nodes[nid]
+                ctx = ctx0 + parent.path
+                qr = self.case.draft.row(ctx)
+                drawn: tuple[int, ...] = ()
+                for _ in range(sch.K):
+                    toks, cums, floats = self._draw_cdf(ctx, drawn)
+                    if not toks:  # wor: the support is used up
+                        break
+                    x = toks[_first_above(cums, floats, next(it))]
+                    nodes.append(Drawn(len(nodes), nid, depth + 1, x, parent.score * qr[x], parent.path + (x,)))
+                    drawn += (x,)
+            if depth + 1 >= sch.D:
+                break
+            queue, depth = _frontier(nodes, depth + 1, sch.W), depth + 1
+            if not queue:
+                break
+        seqs, cums, floats = self._law_cdf(ctx0, _kept_tree(nodes, sch.R))
+        return seqs[min(_first_above(cums, floats, next(it)), len(seqs) - 1)]
+
+
 def replay_sampled_plan_round(case: Case, context: Context, coins: Sequence[float]) -> tuple[int, ...]:
     """One round of the mutant from uniforms (read in order: one per draw, then the verifier's
     law sampled by the last coin): a sampler of the exact law, for the gate's negative control."""
-    it = iter(coins)
-    sch = case.tsubame_scheme()
-    ctx0 = tuple(context)
-    nodes = [Drawn(0, -1, 0, -1, ONE, ())]
-    queue, depth = [0], 0
-    while True:
-        for nid in queue:
-            parent = nodes[nid]
-            ctx = ctx0 + parent.path
-            qr = case.draft.row(ctx)
-            drawn: tuple[int, ...] = ()
-            for _ in range(sch.K):
-                sib = next_draw(case.q_samp_model.row(ctx), drawn, sch.sampling)
-                if not sib:
-                    break
-                row = [Fraction(0)] * case.vocab_size
-                for x, px in sib:
-                    row[x] = px
-                x = inverse_cdf(row, Fraction(next(it)))
-                nodes.append(Drawn(len(nodes), nid, depth + 1, x, parent.score * qr[x], parent.path + (x,)))
-                drawn += (x,)
-        if depth + 1 >= sch.D:
-            break
-        queue, depth = _frontier(nodes, depth + 1, sch.W), depth + 1
-        if not queue:
-            break
-    law = verify_law(case, _kept_tree(nodes, sch.R), ctx0)
-    seqs = sorted(law)
-    u, cum = Fraction(next(it)), Fraction(0)
-    for seq in seqs:
-        cum += law[seq]
-        if u < cum:
-            return seq
-    return seqs[-1]
+    return SampledPlanReplay(case).round(context, coins)

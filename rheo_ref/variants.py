@@ -227,6 +227,14 @@ MUTANTS: dict[str, Variant] = {
             admission="own_survival",
             note="identical to the spec at θ = 0",
         ),
+        # the tsubame family (docs/SCHEMES.md §12)
+        Variant(
+            "tsubame-plan-after-sampling",
+            "tsubame: the topology planned on the drawn tokens (K children drawn per expanded node, "
+            "the best W per depth expanded, the best R kept) instead of on the Top-K tokens",
+            plan_tokens="sampled",
+            note="no vectorised fast path: its sampler is the reference replay (rheo_fast.tsubame_mutant)",
+        ),
     ]
 }
 

@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from rheo_fast.decode import decode, run_round
+from rheo_fast.decode import decode, layout_for, run_round
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
@@ -18,6 +18,7 @@ from rheo_ref.models import Case, Scheme, TableModel
 from rheo_ref.static import VERIFIERS, StaticScheme
 from rheo_ref.static_replay import static_layout as static_coins
 from rheo_ref.strategies import distinct_weights
+from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import (
     FAMILY_OF,
     MUTANTS,
@@ -26,6 +27,8 @@ from rheo_ref.variants import (
     SETTINGS,
     SPEC,
     STATIC_SETTINGS,
+    TREESPARK_SETTINGS,
+    TSUBAME_SETTINGS,
     Variant,
     variant_named,
 )
@@ -56,9 +59,22 @@ def static_mutant_case(sampling: str, verify: str, V: int = 6, seed: int = 3) ->
     )
 
 
+def tsubame_mutant_case(sampling: str = "wor", verify: str = "traversal") -> Case:
+    """The tsubame family's: the tables of `mutant_case`, a plan of K = 2, W = 1, D = 2, R = 3 (the
+    frontier and the rerank each cut nodes, so planning on drawn tokens changes which are kept)."""
+    base = mutant_case()
+    return Case(base.draft, base.target, TsubameScheme(2, 1, 2, 3, sampling, verify), (0,), 4, base.draft_sample)
+
+
 def case_for(variant: Variant) -> Case:
     """A case of the variant's family on which its step runs: for a static setting, wor siblings
     and the last verifier that reads it (traversal, or rrsw for the proposal update)."""
+    if variant.family == "tsubame":
+        return tsubame_mutant_case()
+    if variant.family == "treespark":  # its gate case: traversal at a binding θ (sigmoid calibration)
+        from rheo.gate import gate_cases
+
+        return gate_cases()["spark-traversal-theta/T1"].case
     if variant.family != "static":
         return mutant_case()
     (setting,) = variant.changed()
@@ -67,11 +83,7 @@ def case_for(variant: Variant) -> Case:
 
 def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    n_coins = (
-        static_coins(case.scheme)[1]
-        if isinstance(case.scheme, StaticScheme)
-        else Layout(case.scheme.K, case.scheme.W, case.scheme.D).n_coins
-    )
+    n_coins = static_coins(case.scheme)[1] if isinstance(case.scheme, StaticScheme) else layout_for(case.scheme).n_coins
     blocks: list[torch.Tensor] = []
 
     def coins(i: int) -> torch.Tensor:
@@ -138,6 +150,7 @@ def test_required_mutants_are_registered_with_descriptions():
     }  # docs/SCHEMES.md §8
     assert required <= {n for n, v in MUTANTS.items() if v.family == "rheo"}
     assert static == {n for n, v in MUTANTS.items() if v.family == "static"}
+    assert {n for n, v in MUTANTS.items() if v.family == "tsubame"} == {"tsubame-plan-after-sampling"}  # §12
     assert all(v.name == k and v.description and "\n" not in v.description for k, v in MUTANTS.items())
 
 
@@ -148,8 +161,10 @@ def test_every_mutant_changes_exactly_one_setting_and_the_spec_none():
     assert {s for v in MUTANTS.values() for s in v.changed()} == set(SETTINGS)  # every setting is exercised
     assert len({tuple(v.changed().items()) for v in MUTANTS.values()}) == len(MUTANTS)  # no two alike
     # every setting belongs to one family, and the static ones name the verifiers that read them
-    assert set(FAMILY_OF) == set(SETTINGS) == set(RHEO_SETTINGS) | set(STATIC_SETTINGS)
-    assert not set(RHEO_SETTINGS) & set(STATIC_SETTINGS) and set(READ_BY) == set(STATIC_SETTINGS)
+    families = (RHEO_SETTINGS, STATIC_SETTINGS, TSUBAME_SETTINGS, TREESPARK_SETTINGS)
+    assert set(FAMILY_OF) == set(SETTINGS) == set().union(*families)
+    assert len(SETTINGS) == sum(map(len, families))  # disjoint
+    assert set(READ_BY) == set(STATIC_SETTINGS) | set(TREESPARK_SETTINGS)  # settings read by some verifiers only
     assert all(set(vs) <= set(VERIFIERS) for vs in READ_BY.values())
     for v in MUTANTS.values():
         assert v.family == FAMILY_OF[next(iter(v.changed()))]
@@ -208,3 +223,19 @@ def test_a_massless_bonus_ends_the_trial_with_minus_one():
         variant=MUTANTS["residual-unnormalised"],
     )
     assert bad.tokens.tolist() == [[-1, -1, -1]] and bad.rounds.tolist() == [1]
+
+
+def test_the_tsubame_mutant_sampler_refuses_what_it_cannot_run():
+    """Its sampler is the reference replay (rheo_fast.tsubame_mutant): it needs the exact tables at
+    T = 1 and a coin block that holds every draw of the build; anything else is refused by name."""
+    from rheo_fast.tsubame_mutant import coins_needed
+
+    bad = MUTANTS["tsubame-plan-after-sampling"]
+    case = tsubame_mutant_case()
+    assert coins_needed(case.tsubame_scheme()) == 2 * (1 + 1) + 1 <= layout_for(case.scheme).n_coins
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(CaseError, match=r"at T = 0\.5"):
+        decode(TableTreeModel(case, T=0.5), [case.context], case.scheme, 2, generator=g, variant=bad)
+    wide = Case(case.draft, case.target, TsubameScheme(3, 3, 3, 2, "iid", "rrsw"), (0,), 2, case.draft_sample)
+    with pytest.raises(CaseError, match="coins per round"):
+        decode(TableTreeModel(wide), [wide.context], wide.scheme, 2, generator=g, variant=bad)

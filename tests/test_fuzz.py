@@ -51,6 +51,11 @@ SCALE = 10 if os.environ.get("RHEO_HYPOTHESIS_PROFILE") == "nightly" else 1
 COUNTS: Counter = Counter()  # inputs tried per subcommand
 OUTCOMES: Counter = Counter()  # (subcommand, exit status or "reached the model load")
 SMALL = load_json("small.json")
+# the same tables under the tsubame family (plan K = 2, W = 1, D = 2, R = 3; tokens drawn wor, traversal)
+SMALL_TSUBAME = {
+    **SMALL,
+    "scheme": {"family": "tsubame", "K": 2, "W": 1, "D": 2, "R": 3, "sampling": "wor", "verify": "traversal"},
+}
 ROOT = Path(__file__).resolve().parents[1]
 SUBCOMMANDS = (
     "exact",
@@ -237,8 +242,9 @@ FLOAT_TEXT = st.one_of(
 
 @st.composite
 def mutated_case(draw) -> object:
-    """The small case with one to three parts replaced by hostile values, deleted or added to."""
-    obj = copy.deepcopy(SMALL)
+    """The small case (rheo or tsubame family) with one to three parts replaced by hostile values,
+    deleted or added to."""
+    obj = copy.deepcopy(draw(st.sampled_from([SMALL, SMALL_TSUBAME])))
     for _ in range(draw(st.integers(1, 3))):
         parent, key = None, None
         node = obj
@@ -271,7 +277,9 @@ def _dumps(obj: object) -> str:
 @st.composite
 def hostile_case_text(draw) -> str | bytes:
     """A case file's content: a mutated case, or text-level damage to one."""
-    base = _dumps(draw(mutated_case())) if draw(st.booleans()) else _dumps(SMALL)
+    base = (
+        _dumps(draw(mutated_case())) if draw(st.booleans()) else _dumps(draw(st.sampled_from([SMALL, SMALL_TSUBAME])))
+    )
     op = draw(st.sampled_from(["as is", "truncate", "duplicate", "nest", "huge number", "bytes", "tokens"]))
     if op == "truncate":
         return base[: draw(st.integers(0, len(base)))]
@@ -290,7 +298,9 @@ def hostile_case_text(draw) -> str | bytes:
 
 
 def valid_case_text():
-    return rs.cases(max_trees=60, max_tokens=3, proxy=None).map(lambda c: json.dumps(c.to_json()))
+    return st.one_of(
+        rs.cases(max_trees=60, max_tokens=3, proxy=None), rs.tsubame_cases(max_trees=60, max_tokens=3)
+    ).map(lambda c: json.dumps(c.to_json()))
 
 
 # --- files and paths ---------------------------------------------------------------------------
@@ -301,6 +311,7 @@ def files(tmp_path_factory):
     """Fixed inputs: the small case, a missing file, a folder, an empty file, binary, an unwritable folder."""
     d = tmp_path_factory.mktemp("fuzz")
     (d / "small.json").write_text(json.dumps(SMALL))
+    (d / "tsubame.json").write_text(json.dumps(SMALL_TSUBAME))
     (d / "empty.json").write_text("")
     (d / "binary.json").write_bytes(b"\xff\xfe\x00{")
     (d / "folder").mkdir()
@@ -337,6 +348,7 @@ def readonly_folder(base: Path) -> Path | None:
 def case_path(files: Path, name: str) -> str:
     return {
         "small": str(files / "small.json"),
+        "tsubame": str(files / "tsubame.json"),
         "missing": str(files / "nope.json"),
         "folder": str(files / "folder"),
         "empty": str(files / "empty.json"),
@@ -349,7 +361,20 @@ def case_path(files: Path, name: str) -> str:
 
 
 CASE_PATHS = st.sampled_from(
-    ["small", "small", "small", "missing", "folder", "empty", "binary", "nul", "long", "devnull", "under a file"]
+    [
+        "small",
+        "small",
+        "small",
+        "tsubame",
+        "missing",
+        "folder",
+        "empty",
+        "binary",
+        "nul",
+        "long",
+        "devnull",
+        "under a file",
+    ]
 )
 
 
@@ -631,7 +656,7 @@ SAMPLE_FLAGS = {
     "--tokens": INT_TEXT,
     "--temperature": FLOAT_TEXT,
     "--threads": THREADS,
-    "--mutant": st.sampled_from(["fills-first", "bonus-full-p", "nope"]),
+    "--mutant": st.sampled_from(["fills-first", "bonus-full-p", "tsubame-plan-after-sampling", "nope"]),
     "--force": None,
 }
 
@@ -728,9 +753,9 @@ MUTANT_FLAGS = {
     "--alpha": FLOAT_TEXT,
     "--beta": FLOAT_TEXT,
     "--tv": FLOAT_TEXT,
-    "--case": st.sampled_from(["auto", "rheo-m1/T0.5", "nope", ""]),
+    "--case": st.sampled_from(["auto", "rheo-m1/T0.5", "tsubame-w1-wor-traversal/T1", "nope", ""]),
     "--fa-case": st.sampled_from(["rheo-m1/T0.5", "auto", "nope"]),
-    "--only": st.sampled_from(["fills-first", "nope", "leq-coin"]),
+    "--only": st.sampled_from(["fills-first", "nope", "leq-coin", "tsubame-plan-after-sampling"]),
     "--seeds": INT_TEXT,
 }
 

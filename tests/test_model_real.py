@@ -287,7 +287,7 @@ def test_bench_model_smoke_writes_report_and_plot(tiny_head, tmp_path):
         assert by[("ar", T)]["draft_forwards_per_round"] == 0
     for run in res["runs"]:
         assert run["draft_calls"] >= run["rounds"] or run["method"] == "ar"
-        assert run["tokens"] == 4
+        assert run["tokens"] == 4 or (run["ended_on_eos"] and run["tokens"] < 4), run  # T = 1 may sample EOS
     for row in res["table"]:
         if row["method"] != "ar":  # the three phases are timed parts of each round
             phases = row["build_ms"] + row["target_ms"] + row["verify_ms"]

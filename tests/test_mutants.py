@@ -168,7 +168,7 @@ def fit_cases(name: str) -> tuple[str, ...]:
     v = MUTANTS[name]
     if v.family == "rheo":
         return FIT_CASES["rheo"]
-    if v.family == "treespark":  # both of its mutant cases (rrsw and traversal, binding θ)
+    if v.family in ("treespark", "tsubame"):  # its gate cases (tsubame: its sampler is the reference replay)
         return mutant_cases(name)
     from rheo_ref.variants import READ_BY
 

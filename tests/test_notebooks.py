@@ -92,3 +92,6 @@ def test_verifiers(tmp_path):
             by_t = [{taus[f"{table}|{shape}|{pr}"][i] for pr in s["pairings"]} for i in range(len(temps))]
             assert len(by_t[0]) == 1 and any(len(v) > 1 for v in by_t[1:])  # T = 0: every pairing is the greedy one
     assert "best scheme per T" in out and "iid+rrsw - iid+specinfer" in out
+    ts = {k: [Fraction(t) for t in v] for k, v in s["tsubame"].items()}  # the tsubame row: plan D = 2
+    assert len(ts) == 2 * len(s["pairings"]) and all(1 <= t <= 3 for v in ts.values() for t in v)
+    assert "Tsubame wor+traversal" in out

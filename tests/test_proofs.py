@@ -26,6 +26,8 @@ from proofs.seed_tables import TOPK_BEATS_RHEO
 from proofs.survival import CE_RRSW_LARGE_PROXY, TABLE1
 from proofs.symbolic import Explorer
 from proofs.traversal import BV_EXAMPLE, CE_64, CE_65, block_verification_law, symbolic_depth1
+from proofs.tsubame import CE_81, CE_82, CE_83, CE_84
+from proofs.tsubame import tables as tsubame_tables
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.static import StaticScheme
@@ -250,6 +252,27 @@ def test_claim_7_delayed_against_root_rollouts(ce, winner):
     beta = _static_tau(ce["q"], ce["p"], "branching", [1], "iid", "specinfer") - 1
     beta_2 = _static_tau(ce["q"], ce["p"], "branching", [2], "iid", "specinfer") - 1
     assert (d, r) == (closed_form(beta, beta_2, 2, 1), closed_form(beta, beta_2, 0, 2))
+
+
+@pytest.mark.parametrize(
+    "ce, winner, loser",
+    [(CE_81, "topk", "tsubame"), (CE_82, "tsubame", "topk"), (CE_83, "chain", "tsubame"), (CE_84, "tsubame", "chain")],
+)
+def test_claim_8_tsubame_against_topk_and_a_chain(ce, winner, loser):
+    """Each recorded table, recomputed with rheo_ref directly: Tsubame (K=2, W=1, D=2, R=3) against
+    the rheo family with m = K on the same K, W, D, R, and against the static chain of R nodes."""
+    from rheo_ref.tsubame import TsubameScheme
+
+    q, p = tsubame_tables(ce["V"], ce["seed"], ce["style"])
+    sampling, verify = ce["pairing"].split("+")
+    schemes = {
+        "tsubame": TsubameScheme(2, 1, 2, 3, sampling, verify),
+        "topk": Scheme(2, 2, 1, 2, 3),
+        "chain": StaticScheme("branching", (1, 1, 1), sampling, verify),
+    }
+    t = {k: Exact(Case(q, p, schemes[k], (0,), 1), "brute").tau() for k in (winner, loser)}
+    assert (str(t[winner]), str(t[loser])) == (ce[winner], ce[loser])
+    assert t[winner] > t[loser]
 
 
 def test_proof_error_is_a_rheo_error():

@@ -132,6 +132,7 @@ def bench(
                             "set": pr.set,
                             "id": pr.id,
                             "tokens": len(r.tokens),
+                            "ended_on_eos": bool(r.tokens) and r.tokens[-1] in tgt.eos_ids,
                             "rounds": r.rounds,
                             "tau": r.tau,
                             "seconds": r.seconds,
