@@ -11,7 +11,11 @@ round, the exact TV of the `tokens`-token law to the target and the seconds it t
 - family `static` (docs/SCHEMES.md): the sampled chain `branching [1]*N`, root rollouts
   `branching [K, 1, ..., 1]` for every divisor K >= 2 of N (K = N: the depth-1 fan), balanced
   `branching [k]*d` (k, d >= 2, k + ... + k^d = N), and delayed `[K, L1, L2]` for every K >= 2,
-  L1 >= 1, L2 >= 1 with L1 + K·L2 = N; each with the five compatible pairings.
+  L1 >= 1, L2 >= 1 with L1 + K·L2 = N; each with the five compatible pairings;
+- family `tsubame`: the rheo family's tree (K, W, D, R = N) planned by Top-K, x the five pairings;
+- family `treespark`: N nodes, k = min(3, V) children per node, depth D = N (the best-first heap
+  alone decides the shape), identity calibration, θ in THETAS (0, and 1/5, which binds once a
+  slot bound below 1/5 is the best one within N nodes), x rrsw and traversal (wor siblings).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check
 from rheo_ref.models import Case, Proxy, Scheme
 from rheo_ref.static import MAX_NODES, StaticScheme
 from rheo_ref.static_exact import estimate_static
+from rheo_ref.treespark import Calibration, TreeSparkScheme
+from rheo_ref.treespark_exact import estimate_treespark
 from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.tsubame_exact import estimate_tsubame
 
@@ -39,8 +45,11 @@ RULES = (
     "rheo family: R = N, K = min(3, V), W = min(2, K), D = ceil(N / W); chain K = 1, m = 0, W = 1, D = R = N. "
     "static family: chain [1]*N, rollouts [K, 1, ...] (K | N), balanced [k]*d, delayed [K, L1, L2] "
     "(K >= 2, L1 >= 1, L2 >= 1, L1 + K*L2 = N), each with iid+specinfer, wor+rrsw, iid+rrsw, iid+traversal, "
-    "wor+traversal."
+    "wor+traversal. tsubame: the rheo family's tree (K, W, D, R = N) x the five pairings. "
+    "treespark: N, k = min(3, V), D = N, identity calibration, theta 0 and 1/5, x wor+rrsw, wor+traversal."
 )
+# The treespark cells' stop thresholds: 0 (never stops early) and 1/5 (binds on tests/cases/small.json from N = 5).
+THETAS = (Fraction(0), Fraction(1, 5))
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ class Cell:
     label: str
     series: str
     pairing: str
-    scheme: Scheme | StaticScheme | TsubameScheme
+    scheme: Scheme | StaticScheme | TsubameScheme | TreeSparkScheme
 
 
 @dataclass
@@ -141,11 +150,29 @@ def tsubame_cells(N: int, vocab_size: int) -> list[Cell]:
     return [Cell(N, "tsubame", label, "Tsubame", f"{s}+{v}", TsubameScheme(K, W, D, N, s, v)) for s, v in PAIRINGS]
 
 
+def treespark_cells(N: int, vocab_size: int) -> list[Cell]:
+    """TreeSpark with N nodes, k = min(3, V), D = N, identity calibration, x θ in THETAS x its two
+    verifiers (both with the wor update: its siblings are drawn without replacement)."""
+    k = min(3, vocab_size)
+    return [
+        Cell(
+            N,
+            "treespark",
+            f"TreeSpark N={N} k={k} D={N} theta={theta}",
+            f"TreeSpark theta={theta}",
+            f"wor+{verify}",
+            TreeSparkScheme(N, k, N, theta, Calibration("identity"), verify),
+        )
+        for theta in THETAS
+        for verify in ("rrsw", "traversal")
+    ]
+
+
 def cells_for(N: int, vocab_size: int) -> list[Cell]:
-    """Every cell with N draft nodes: the rheo family, the static family, then tsubame."""
+    """Every cell with N draft nodes: the rheo family, the static family, tsubame, then treespark."""
     if isinstance(N, bool) or not isinstance(N, int) or not 1 <= N <= MAX_NODES:
         raise CaseError(f"--nodes {N!r} must be an integer in 1..{MAX_NODES}")
-    return rheo_cells(N, vocab_size) + static_cells(N) + tsubame_cells(N, vocab_size)
+    return rheo_cells(N, vocab_size) + static_cells(N) + tsubame_cells(N, vocab_size) + treespark_cells(N, vocab_size)
 
 
 def default_nodes(case: Case) -> int:
@@ -157,7 +184,9 @@ def default_nodes(case: Case) -> int:
 # --- running them -------------------------------------------------------------------------------
 
 
-def case_with(case: Case, scheme: Scheme | StaticScheme | TsubameScheme, tokens: int | None = None) -> Case:
+def case_with(
+    case: Case, scheme: Scheme | StaticScheme | TsubameScheme | TreeSparkScheme, tokens: int | None = None
+) -> Case:
     return Case(
         case.draft, case.target, scheme, case.context, case.tokens if tokens is None else tokens, case.draft_sample
     )
@@ -169,6 +198,8 @@ def estimate(case: Case) -> int:
         return estimate_static(case, "classes")
     if isinstance(case.scheme, TsubameScheme):
         return estimate_tsubame(case, "classes")
+    if isinstance(case.scheme, TreeSparkScheme):
+        return estimate_treespark(case)
     return estimate_trees_per_round(case, "classes")
 
 

@@ -11,10 +11,11 @@ import pytest
 from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo.cli import main
-from rheo.compare import PAIRINGS, cells_for, compare, static_shapes
+from rheo.compare import PAIRINGS, THETAS, case_with, cells_for, compare, static_shapes
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.models import load_case
 from rheo_ref.static import StaticScheme
+from rheo_ref.treespark import TreeSparkScheme
 
 SMALL = str(CASES / "small.json")
 
@@ -39,12 +40,18 @@ def test_every_cell_has_the_budget_and_a_compatible_pairing(N):
         if c.family in ("rheo", "tsubame"):
             assert c.scheme.R == N and c.scheme.K <= 4
             assert c.family == "rheo" or c.scheme.lossless
+        elif c.family == "treespark":
+            s = c.scheme
+            assert isinstance(s, TreeSparkScheme) and (s.N, s.k, s.D) == (N, 3, N) and s.lossless
+            assert c.pairing == f"wor+{s.verify}" and str(s.calibration) == "identity"
         else:
             assert isinstance(c.scheme, StaticScheme) and c.scheme.nodes == N and c.scheme.lossless
     shapes = static_shapes(N)
     assert len({(k, s) for k, s, _ in shapes}) == len(shapes), "a shape listed twice"
     assert len([c for c in cells if c.family == "static"]) == len(shapes) * len(PAIRINGS)
     assert len([c for c in cells if c.family == "tsubame"]) == len(PAIRINGS)
+    spark = [(c.scheme.theta, c.scheme.verify) for c in cells if isinstance(c.scheme, TreeSparkScheme)]
+    assert sorted(spark) == sorted((t, v) for t in THETAS for v in ("rrsw", "traversal"))
     delayed = [s for k, s, _ in shapes if k == "delayed"]
     assert all(K >= 2 and L1 >= 1 and L2 >= 1 and L1 + K * L2 == N for K, L1, L2 in delayed)
     assert len(delayed) == sum(1 for K in range(2, N) for L2 in range(1, N) if N - K * L2 >= 1)
@@ -111,6 +118,21 @@ def test_the_comparison_holds_its_own_identities(small_json):
     assert chain["iid+traversal"] == chain["wor+traversal"] >= chain["iid+specinfer"]  # claim 6.3
     assert fan["iid+traversal"] == fan["iid+specinfer"] and fan["wor+traversal"] == fan["wor+rrsw"]  # claim 6.1
     assert all(r["tv"] == "0" for r in small_json[0]["rows"])  # every pairing listed is lossless
+
+
+def test_treespark_cells_theta_binds_where_documented_and_k_follows_the_vocabulary():
+    """θ = 1/5 is the binding threshold of the compare cells: on small.json it leaves τ unchanged at
+    N = 4 (no best bound falls below it within 4 nodes) and lowers it at N = 5 (the round stops
+    before the fifth node); k = min(3, V) on a V = 2 vocabulary."""
+    case = load_case(SMALL)
+    assert THETAS == (0, Fraction(1, 5))
+    for N, binds in ((4, False), (5, True)):
+        rows = compare(case, [N], tokens=1, select=lambda c: c.family == "treespark" and c.pairing == "wor+rrsw")
+        tau = {r.cell.scheme.theta: r.tau for r in rows}
+        assert all(r.tv == 0 for r in rows) and (tau[THETAS[1]] < tau[0]) == binds, tau
+    assert {c.scheme.k for c in cells_for(3, 2) if c.family == "treespark"} == {2}
+    ts = next(c for c in cells_for(4, 3) if c.family == "treespark")
+    assert case_with(case, ts.scheme).scheme is ts.scheme
 
 
 def test_several_budgets_and_the_function_the_notebook_uses():
