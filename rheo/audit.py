@@ -5,7 +5,10 @@ the class enumeration visit for the same exact answer (they must agree), seconds
 fast path and the statistics module are present) the fast path's statistical verdict. The rheo
 family's rows come first, then the static family's (docs/SCHEMES.md: a fixed shape of 5 or 4
 draft nodes, the four lossless pairings and the lossy wor + specinfer; for them `brute trees`
-counts joint draws and `class trees` the sibling draws of the subtree recursion).
+counts joint draws and `class trees` the sibling draws of the subtree recursion), then tsubame's
+(the five pairings and the lossy one) and treespark's (SPARK_SCHEMES: N = 4, k = 2, D = 3, each
+verifier at θ = 0 with the identity calibration and at θ = 1/10 with the paper's sigmoid, the
+gate's treespark schemes; both methods enumerate the same trees, so the tree counts agree).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, Proxy, Scheme, TableModel
 from rheo_ref.static import StaticScheme
+from rheo_ref.treespark import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.tsubame import TsubameScheme
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
@@ -46,6 +50,16 @@ STATIC_PAIRINGS = [
     ("wor", "traversal"),
     ("wor", "specinfer"),
 ]  # the last one lossy
+
+# The treespark family: (label, scheme), N = 4, k = 2, D = 3, each verifier at θ = 0 and at θ = 1/10
+SPARK_SCHEMES = [
+    (f"TreeSpark N=4 k=2 D=3 theta={theta} {name} wor+{verify}", TreeSparkScheme(4, 2, 3, theta, cal, verify))
+    for theta, name, cal in (
+        (Fraction(0), "identity", Calibration("identity")),
+        (Fraction(1, 10), "sigmoid (paper)", Calibration("sigmoid", *PAPER_SIGMOID)),
+    )
+    for verify in ("rrsw", "traversal")
+]
 
 
 def audit_models() -> tuple[TableModel, TableModel]:
@@ -92,7 +106,8 @@ def audit_cases() -> list[tuple[str, Case]]:
         for sampling, verify in STATIC_PAIRINGS
         for sch in [TsubameScheme(3, 2, 3, 4, sampling, verify)]
     ]
-    return rheo + static + tsubame
+    treespark = [(label, Case(q, p, sch, (0,), 3)) for label, sch in SPARK_SCHEMES]
+    return rheo + static + tsubame + treespark
 
 
 def _statistical(case: Case, seed: int) -> dict:

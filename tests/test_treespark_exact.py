@@ -174,3 +174,26 @@ def test_estimate_bounds_the_enumeration_and_refuses_up_front():
 def test_unknown_method_is_refused():
     with pytest.raises(CaseError, match="allowed"):
         Exact(gate_like(scheme()), "bogus")
+
+
+def test_rheo_audit_lists_the_treespark_rows_lossless_and_theta_binds():
+    """`rheo audit`'s treespark rows: both verifiers at θ = 0 (identity) and θ = 1/10 (paper's
+    sigmoid); brute and classes agree, TV = 0, and θ = 1/10 binds on the audit tables (τ lower than
+    the same scheme's at θ = 0)."""
+    from dataclasses import replace
+
+    from rheo.audit import audit_cases
+
+    rows = [(label, c) for label, c in audit_cases() if c.scheme.family == "treespark"]
+    assert [(c.scheme.theta, str(c.scheme.calibration), c.scheme.verify) for _, c in rows] == [
+        (t, cal, v)
+        for t, cal in ((F(0), "identity"), (F(1, 10), "sigmoid:0.6684,-0.4587"))
+        for v in ("rrsw", "traversal")
+    ]
+    for label, c in rows:
+        ex = Exact(c, "classes")
+        law = ex.token_law()
+        assert law == Exact(c, "brute").token_law() and tv(law, target_law(c)) == 0, label
+        if c.scheme.theta:
+            free = Case(c.draft, c.target, replace(c.scheme, theta=F(0)), c.context, c.tokens)
+            assert ex.tau() < Exact(free).tau(), label
