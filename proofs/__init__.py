@@ -12,13 +12,25 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
                 trees; symbolic execution of rheo_ref with `symbolic`, exact counterexamples)
 - `delayed`     claim 7: delayed tree expansion against root rollouts at equal node count
 - `tsubame`     claim 8: Tsubame (Top-K plan, sampled tokens) against deterministic Top-K and a chain
+- `treespark`   claim 9: TreeSpark lossless for every θ (slot before token), where own-survival
+                admission breaks it, TreeSpark against a chain
 """
 
 from __future__ import annotations
 
 import importlib
 
-MODULES = ("ranking", "one_level", "survival", "dominance", "seed_tables", "traversal", "delayed", "tsubame")
+MODULES = (
+    "ranking",
+    "one_level",
+    "survival",
+    "dominance",
+    "seed_tables",
+    "traversal",
+    "delayed",
+    "tsubame",
+    "treespark",
+)
 
 
 def all_claims():

@@ -26,6 +26,8 @@ from proofs.seed_tables import TOPK_BEATS_RHEO
 from proofs.survival import CE_RRSW_LARGE_PROXY, TABLE1
 from proofs.symbolic import Explorer
 from proofs.traversal import BV_EXAMPLE, CE_64, CE_65, block_verification_law, symbolic_depth1
+from proofs.treespark import CE_93, CE_94, CE_95
+from proofs.treespark import tables as treespark_tables
 from proofs.tsubame import CE_81, CE_82, CE_83, CE_84
 from proofs.tsubame import tables as tsubame_tables
 from rheo_ref.exact import Exact, target_law, tv
@@ -273,6 +275,58 @@ def test_claim_8_tsubame_against_topk_and_a_chain(ce, winner, loser):
     t = {k: Exact(Case(q, p, schemes[k], (0,), 1), "brute").tau() for k in (winner, loser)}
     assert (str(t[winner]), str(t[loser])) == (ce[winner], ce[loser])
     assert t[winner] > t[loser]
+
+
+def _spark(N: int, theta: str, cal: str, verify: str):
+    from rheo_ref.treespark import Calibration, TreeSparkScheme
+
+    return TreeSparkScheme(N, 2, 3, F(theta), Calibration.parse(cal), verify)
+
+
+def test_claim_9_3_own_survival_counterexample_recomputed_with_rheo_ref():
+    """The recorded smallest own-survival counterexample: TV > 0 under the mutant (brute, the
+    recorded value), TV = 0 for the spec on the same case, and both laws equal at θ = 0."""
+    from rheo_ref.variants import MUTANTS
+
+    ce = CE_93
+    q, p = treespark_tables(ce["V"], ce["style"], ce["seed"])
+    cal = "identity" if ce["calibration"] == "identity" else "sigmoid:0.6684,-0.4587"
+    case = Case(q, p, _spark(ce["N"], ce["theta"], cal, ce["verify"]), (0,), 2)
+    own = MUTANTS["treespark-own-survival"]
+    assert str(tv(Exact(case, "brute", variant=own).token_law(2), target_law(case, 2))) == ce["tv"] != "0"
+    assert tv(Exact(case, "brute").token_law(2), target_law(case, 2)) == 0
+    free = Case(q, p, _spark(ce["N"], "0", cal, ce["verify"]), (0,), 2)
+    assert Exact(free, "brute", variant=own).token_law(2) == Exact(free, "brute").token_law(2)
+
+
+def test_claim_9_lemma_holds_for_the_spec_and_fails_on_broken_builders(monkeypatch):
+    """`lemma_violation` finds nothing on a spec round with siblings and binding θ, names node 1 on
+    the own-survival mutant, and names a token law when the draw law it compares against is wrong
+    (iid instead of wor: the second sibling's law differs)."""
+    import proofs.treespark as t
+    from rheo_ref.static import next_draw
+    from rheo_ref.variants import MUTANTS
+
+    q, p = treespark_tables(3, "uniform", 0)
+    case = Case(q, p, _spark(4, "1/8", "identity", "traversal"), (0,), 1)
+    assert t.lemma_violation(case, (0,)) is None
+    bad = t.lemma_violation(Case(q, p, _spark(2, "2/5", "identity", "rrsw"), (0,), 1), (0,), MUTANTS[
+        "treespark-own-survival"])  # fmt: skip
+    assert bad is not None and bad.startswith("node 1 ") and "exists for some of its own tokens only" in bad
+    monkeypatch.setattr(t, "next_draw", lambda row, drawn, mode: next_draw(row, drawn, "iid"))
+    wrong = t.lemma_violation(case, (0,))
+    assert wrong is not None and "token law" in wrong and "draw law" in wrong
+
+
+@pytest.mark.parametrize("ce, winner, loser", [(CE_94, "chain", "treespark"), (CE_95, "treespark", "chain")])
+def test_claim_9_treespark_against_a_chain(ce, winner, loser):
+    """Each recorded grid point recomputed by brute force: TreeSpark N = 3, k = 2, D = 3, θ = 0
+    (identity) against the wor chain of 3 nodes with the same verifier."""
+    q, p = treespark_tables(ce["V"], ce["style"], ce["seed"])
+    schemes = {"treespark": _spark(3, "0", "identity", ce["verify"]),
+               "chain": StaticScheme("branching", (1, 1, 1), "wor", ce["verify"])}  # fmt: skip
+    t = {k: Exact(Case(q, p, schemes[k], (0,), 1), "brute").tau() for k in (winner, loser)}
+    assert (str(t[winner]), str(t[loser])) == (ce[winner], ce[loser]) and t[winner] > t[loser]
 
 
 def test_proof_error_is_a_rheo_error():
