@@ -56,6 +56,12 @@ SMALL_TSUBAME = {
     **SMALL,
     "scheme": {"family": "tsubame", "K": 2, "W": 1, "D": 2, "R": 3, "sampling": "wor", "verify": "traversal"},
 }
+# and under the treespark family (N = 3, k = 2, D = 2, a binding θ with the paper's sigmoid, traversal)
+SMALL_TREESPARK = {
+    **SMALL,
+    "scheme": {"family": "treespark", "N": 3, "k": 2, "D": 2, "theta": "1/10",
+               "calibration": "sigmoid:0.6684,-0.4587", "verify": "traversal"},
+}  # fmt: skip
 ROOT = Path(__file__).resolve().parents[1]
 SUBCOMMANDS = (
     "exact",
@@ -242,9 +248,9 @@ FLOAT_TEXT = st.one_of(
 
 @st.composite
 def mutated_case(draw) -> object:
-    """The small case (rheo or tsubame family) with one to three parts replaced by hostile values,
+    """The small case (rheo, tsubame or treespark family) with one to three parts replaced by hostile values,
     deleted or added to."""
-    obj = copy.deepcopy(draw(st.sampled_from([SMALL, SMALL_TSUBAME])))
+    obj = copy.deepcopy(draw(st.sampled_from([SMALL, SMALL_TSUBAME, SMALL_TREESPARK])))
     for _ in range(draw(st.integers(1, 3))):
         parent, key = None, None
         node = obj
@@ -278,7 +284,9 @@ def _dumps(obj: object) -> str:
 def hostile_case_text(draw) -> str | bytes:
     """A case file's content: a mutated case, or text-level damage to one."""
     base = (
-        _dumps(draw(mutated_case())) if draw(st.booleans()) else _dumps(draw(st.sampled_from([SMALL, SMALL_TSUBAME])))
+        _dumps(draw(mutated_case()))
+        if draw(st.booleans())
+        else _dumps(draw(st.sampled_from([SMALL, SMALL_TSUBAME, SMALL_TREESPARK])))
     )
     op = draw(st.sampled_from(["as is", "truncate", "duplicate", "nest", "huge number", "bytes", "tokens"]))
     if op == "truncate":
@@ -299,7 +307,9 @@ def hostile_case_text(draw) -> str | bytes:
 
 def valid_case_text():
     return st.one_of(
-        rs.cases(max_trees=60, max_tokens=3, proxy=None), rs.tsubame_cases(max_trees=60, max_tokens=3)
+        rs.cases(max_trees=60, max_tokens=3, proxy=None),
+        rs.tsubame_cases(max_trees=60, max_tokens=3),
+        rs.treespark_cases(max_trees=60, max_tokens=3),
     ).map(lambda c: json.dumps(c.to_json()))
 
 
@@ -312,6 +322,7 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("fuzz")
     (d / "small.json").write_text(json.dumps(SMALL))
     (d / "tsubame.json").write_text(json.dumps(SMALL_TSUBAME))
+    (d / "treespark.json").write_text(json.dumps(SMALL_TREESPARK))
     (d / "empty.json").write_text("")
     (d / "binary.json").write_bytes(b"\xff\xfe\x00{")
     (d / "folder").mkdir()
@@ -349,6 +360,7 @@ def case_path(files: Path, name: str) -> str:
     return {
         "small": str(files / "small.json"),
         "tsubame": str(files / "tsubame.json"),
+        "treespark": str(files / "treespark.json"),
         "missing": str(files / "nope.json"),
         "folder": str(files / "folder"),
         "empty": str(files / "empty.json"),
@@ -366,6 +378,7 @@ CASE_PATHS = st.sampled_from(
         "small",
         "small",
         "tsubame",
+        "treespark",
         "missing",
         "folder",
         "empty",
@@ -656,7 +669,9 @@ SAMPLE_FLAGS = {
     "--tokens": INT_TEXT,
     "--temperature": FLOAT_TEXT,
     "--threads": THREADS,
-    "--mutant": st.sampled_from(["fills-first", "bonus-full-p", "tsubame-plan-after-sampling", "nope"]),
+    "--mutant": st.sampled_from(
+        ["fills-first", "bonus-full-p", "tsubame-plan-after-sampling", "treespark-own-survival", "nope"]
+    ),
     "--force": None,
 }
 
@@ -753,9 +768,13 @@ MUTANT_FLAGS = {
     "--alpha": FLOAT_TEXT,
     "--beta": FLOAT_TEXT,
     "--tv": FLOAT_TEXT,
-    "--case": st.sampled_from(["auto", "rheo-m1/T0.5", "tsubame-w1-wor-traversal/T1", "nope", ""]),
+    "--case": st.sampled_from(
+        ["auto", "rheo-m1/T0.5", "tsubame-w1-wor-traversal/T1", "spark-traversal-theta/T1", "nope", ""]
+    ),
     "--fa-case": st.sampled_from(["rheo-m1/T0.5", "auto", "nope"]),
-    "--only": st.sampled_from(["fills-first", "nope", "leq-coin", "tsubame-plan-after-sampling"]),
+    "--only": st.sampled_from(
+        ["fills-first", "nope", "leq-coin", "tsubame-plan-after-sampling", "treespark-own-survival"]
+    ),
     "--seeds": INT_TEXT,
 }
 
