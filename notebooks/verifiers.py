@@ -32,7 +32,7 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt
 
 from proofs.gen import random_pair, tempered
-from rheo.compare import PAIRINGS, compare
+from rheo.compare import PAIRINGS, THETAS, compare
 from rheo_ref.models import Case, Proxy, Scheme
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
@@ -59,19 +59,24 @@ def case_at(style, T):
 
 
 def wanted(cell):
-    return cell.family in ("static", "tsubame") or cell.series == "Rheo m=1"
+    return cell.family in ("static", "tsubame", "treespark") or cell.series == "Rheo m=1"
 
 
 # %% [markdown]
 # ## The sweep: every static shape x pairing with N = 4 nodes, at every T
 
 # %%
-TAU, TV, SHAPES, TSUBAME = {}, {}, [], {}
+TAU, TV, SHAPES, TSUBAME, SPARK = {}, {}, [], {}, {}
 for style in TABLES:
     for T in TEMPS:
         for r in compare(case_at(style, T), [N], select=wanted):
             if r.cell.family == "tsubame":  # the plan K = 3, W = 2, D = 2, R = 4 (Top-K on q_rank), tokens sampled
                 TSUBAME[(style, r.cell.pairing, T)], TV[(style, "tsubame", r.cell.pairing, T)] = r.tau, r.tv
+                continue
+            if r.cell.family == "treespark":  # N = 4, k = 3, D = 4, identity on q_rank (T = 1), θ in THETAS
+                sp = r.cell.scheme
+                SPARK[(style, r.cell.pairing, sp.theta, T)] = r.tau
+                TV[(style, f"treespark theta={sp.theta}", r.cell.pairing, T)] = r.tv
                 continue
             key = (style, r.cell.label if r.cell.family == "static" else "Rheo m=1", r.cell.pairing, T)
             TAU[key], TV[key] = r.tau, r.tv
@@ -108,6 +113,13 @@ for i, style in enumerate(TABLES):
             lw=1.2,
             label="Tsubame wor+traversal",
         )
+        ax.plot(
+            xs,
+            [float(SPARK[(style, "wor+traversal", Fraction(0), T)]) for T in TEMPS],
+            "k-.",
+            lw=1,
+            label="TreeSpark θ=0 wor+traversal",
+        )
         ax.set(title=f"{style}: {shape}", xlabel="temperature T (q_samp and p)", ylabel="exact τ")
         ax.grid(alpha=0.3)
 axes[0][0].legend(fontsize=7)
@@ -130,6 +142,12 @@ fig.savefig(REPORTS / "verifiers_tau.png", dpi=100)
             },
             "tv": {f"{k[0]}|{k[1]}|{k[2]}|{k[3]}": str(v) for k, v in TV.items()},
             "tsubame": {f"{s}|{pr}": [str(TSUBAME[(s, pr, T)]) for T in TEMPS] for s in TABLES for pr in PAIRS},
+            "treespark": {
+                f"{s}|{pr}|{th}": [str(SPARK[(s, pr, th, T)]) for T in TEMPS]
+                for s in TABLES
+                for pr in ("wor+rrsw", "wor+traversal")
+                for th in THETAS
+            },
         },
         indent=1,
     )
@@ -211,6 +229,31 @@ for style in TABLES:
     for T in TEMPS:  # same plan at every T: sampling the tokens without replacement never hurts here either
         assert TSUBAME[(style, "wor+rrsw", T)] >= TSUBAME[(style, "iid+specinfer", T)]
     assert len({TSUBAME[(style, pr, Fraction(0))] for pr in PAIRS}) == 1, "T = 0: every pairing is the greedy one"
+
+# %% [markdown]
+# ## TreeSpark on the same budget
+#
+# The treespark family (docs/SCHEMES.md §13) builds its tree best first: N = 4 nodes, at most
+# k = 3 children per node, depth D = 4, bounds from q_rank (T = 1) with the identity calibration,
+# stopping when the best bound falls below θ (0 or 1/5), verified by rrsw or traversal (siblings
+# drawn without replacement from q_samp at T). Printed: its τ per verifier, θ and T against the
+# best static shape with the same pairing. At T = 0 every draw is the argmax and nothing is left
+# to draw at a node after it, so TreeSpark with θ = 0 drafts the greedy chain: τ equal to the
+# static chain's (checked).
+
+# %%
+for style in TABLES:
+    for pr in ("wor+rrsw", "wor+traversal"):
+        for th in THETAS:
+            print(
+                f"{style}: TreeSpark theta={th!s:4} {pr:14}",
+                " ".join(f"{float(SPARK[(style, pr, th, T)]):.3f}" for T in TEMPS),
+                " best static - TreeSpark per T > 0:",
+                [f"{float(max(tau(style, sh, pr, T) for sh in SHAPES) - SPARK[(style, pr, th, T)]):+.3f}" for T in hot],
+            )
+        assert SPARK[(style, pr, Fraction(0), Fraction(0))] == tau(style, CHAIN, pr, Fraction(0)), "T = 0: greedy chain"
+        for T in TEMPS:  # θ only removes nodes the budget would have spent; it never adds any
+            assert SPARK[(style, pr, THETAS[1], T)] <= SPARK[(style, pr, Fraction(0), T)]
 
 # %% [markdown]
 # ## Answer

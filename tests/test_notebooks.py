@@ -95,3 +95,12 @@ def test_verifiers(tmp_path):
     ts = {k: [Fraction(t) for t in v] for k, v in s["tsubame"].items()}  # the tsubame row: plan D = 2
     assert len(ts) == 2 * len(s["pairings"]) and all(1 <= t <= 3 for v in ts.values() for t in v)
     assert "Tsubame wor+traversal" in out
+    sp = {k: [Fraction(t) for t in v] for k, v in s["treespark"].items()}  # N = 4, k = 3, D = 4, θ 0 and 1/5
+    assert len(sp) == 2 * 2 * 2 and all(1 <= t <= 5 for v in sp.values() for t in v)
+    for key, v in sp.items():
+        table, pr, th = key.split("|")
+        if th == "0":
+            assert v[0] == taus[f"{table}|branching [1, 1, 1, 1]|{pr}"][0]  # T = 0: the greedy chain
+        else:
+            assert all(a <= b for a, b in zip(v, sp[f"{table}|{pr}|0"]))  # θ only stops rounds earlier
+    assert "TreeSpark theta=0" in out
