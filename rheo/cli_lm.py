@@ -26,20 +26,10 @@ MAX_THREADS = 1024
 
 
 def _methods() -> tuple[str, ...]:
-    """rheo_fast.lm.decode.METHODS (spelled out here: the CLI parser must not import torch)."""
-    return (
-        "ar",
-        "chain",
-        "topk",
-        "rheo-m0",
-        "rheo",
-        "rheo-m2",
-        "rheo-rrsw",
-        "static-traversal",
-        "delayed-traversal",
-        "tsubame",
-        "treespark",
-    )
+    """rheo_fast.lm.methods.METHODS (a torch-free module: the CLI parser must not import torch)."""
+    from rheo_fast.lm.methods import METHODS
+
+    return METHODS
 
 
 def check_tree(args: argparse.Namespace) -> None:

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from rheo_fast.decode import layout_for, play_round, round_coins
+from rheo_fast.lm import methods
 from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
 from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
@@ -287,19 +288,7 @@ class TreeSize:
     chain_D: int = 3
 
 
-METHODS = (
-    "ar",
-    "chain",
-    "topk",
-    "rheo-m0",
-    "rheo",
-    "rheo-m2",
-    "rheo-rrsw",
-    "static-traversal",
-    "delayed-traversal",
-    "tsubame",
-    "treespark",
-)
+METHODS = methods.METHODS
 TREESPARK_CALIBRATION = "sigmoid:0.6684,-0.4587"  # the TreeSpark paper's fit
 
 
