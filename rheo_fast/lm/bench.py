@@ -10,6 +10,7 @@ per scheme), and optionally JSON.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import time
 from dataclasses import asdict
@@ -294,12 +295,28 @@ def plot(res: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     w = 0.8 / len(temps)
     for ax, key, title in (
-        (axes[0], "tau", "τ (tokens per round)"),
+        (axes[0], "tau_prompt_mean", "τ per prompt: mean and 95% t interval over prompts"),
         (axes[1], "speedup", "speedup over autoregressive"),
     ):
         for i, T in enumerate(temps):
+            heights = [_cell(t, m, T, key) for m in methods]
+            err = None
+            if key == "tau_prompt_mean":  # asymmetric error bars from the interval (none where it is NaN)
+                cis = [
+                    next((r["tau_ci95"] for r in t if r["method"] == m and r["T"] == T), [math.nan] * 2)
+                    for m in methods
+                ]
+                err = [
+                    [0.0 if math.isnan(lo) else h - lo for h, (lo, _) in zip(heights, cis)],
+                    [0.0 if math.isnan(hi) else hi - h for h, (_, hi) in zip(heights, cis)],
+                ]
             ax.bar(
-                [j + i * w for j in range(len(methods))], [_cell(t, m, T, key) for m in methods], w, label=f"T={T:g}"
+                [j + i * w for j in range(len(methods))],
+                heights,
+                w,
+                yerr=err,
+                capsize=3 if err else 0,
+                label=f"T={T:g}",
             )
         ax.set_xticks([j + w * (len(temps) - 1) / 2 for j in range(len(methods))], methods, rotation=30)
         ax.set_title(title)
