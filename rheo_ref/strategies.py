@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from .enumerate import estimate_trees_per_round
 from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' tables)
-from .models import Case, Proxy, Scheme, TableModel
+from .models import AnyScheme, Case, Proxy, Scheme, TableModel
 from .static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from .static_exact import estimate_static
 from .treespark import VERIFIERS as TREESPARK_VERIFIERS
@@ -137,6 +137,20 @@ def static_schemes(
 
 
 @st.composite
+def case_around(
+    draw, scheme: AnyScheme, V: int, context_length: int, separate_sample: bool | None, zeros: bool, max_tokens: int
+) -> Case:
+    """A case of `scheme` on drawn tables of V tokens (a separate q_samp table or not) from a
+    context the tables have rows for, decoding 1..max_tokens tokens."""
+    sep = draw(st.booleans()) if separate_sample is None else separate_sample
+    draft = draw(tables(V, context_length, name="draft", zeros=zeros))
+    target = draw(tables(V, context_length, name="target", zeros=zeros))
+    sample = draw(tables(V, context_length, name="draft_sample", zeros=zeros)) if sep else None
+    ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))
+    return Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
+
+
+@st.composite
 def static_cases(
     draw,
     *,
@@ -155,12 +169,7 @@ def static_cases(
     """A small static-family case whose `method` is estimated at <= max_trees outcomes per round."""
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(static_schemes(max_nodes=max_nodes, sampling=sampling, verify=verify))
-    sep = draw(st.booleans()) if separate_sample is None else separate_sample
-    draft = draw(tables(V, context_length, name="draft", zeros=zeros))
-    target = draw(tables(V, context_length, name="target", zeros=zeros))
-    sample = draw(tables(V, context_length, name="draft_sample", zeros=zeros)) if sep else None
-    ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))  # tables have rows for these
-    case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
+    case = draw(case_around(scheme, V, context_length, separate_sample, zeros, max_tokens))
     assume(estimate_static(case, method) <= max_trees)
     return case
 
@@ -205,12 +214,7 @@ def tsubame_cases(
     """A small tsubame case whose `method` is estimated at <= max_trees outcomes per round."""
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(tsubame_schemes(V, max_depth=max_depth, max_nodes=max_nodes, sampling=sampling, verify=verify))
-    sep = draw(st.booleans()) if separate_sample is None else separate_sample
-    draft = draw(tables(V, context_length, name="draft", zeros=zeros))
-    target = draw(tables(V, context_length, name="target", zeros=zeros))
-    sample = draw(tables(V, context_length, name="draft_sample", zeros=zeros)) if sep else None
-    ctx = tuple(draw(st.integers(0, V - 1)) for _ in range(max(1, context_length)))
-    case = Case(draft, target, scheme, ctx, draw(st.integers(1, max_tokens)), sample)
+    case = draw(case_around(scheme, V, context_length, separate_sample, zeros, max_tokens))
     assume(estimate_tsubame(case, method) <= max_trees)
     return case
 
@@ -245,10 +249,6 @@ def treespark_cases(
     """A small treespark case whose enumeration is estimated at <= max_trees trees per round."""
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(treespark_schemes(max_nodes=max_nodes, verify=verify, calibration=calibration))
-    sep = draw(st.booleans()) if separate_sample is None else separate_sample
-    draft = draw(tables(V, name="draft", zeros=zeros))
-    target = draw(tables(V, name="target", zeros=zeros))
-    sample = draw(tables(V, name="draft_sample", zeros=zeros)) if sep else None
-    case = Case(draft, target, scheme, (draw(st.integers(0, V - 1)),), draw(st.integers(1, max_tokens)), sample)
+    case = draw(case_around(scheme, V, 1, separate_sample, zeros, max_tokens))
     assume(estimate_treespark(case) <= max_trees)
     return case
