@@ -92,16 +92,14 @@ def methods(flag: str, text: str, *, tree_only: bool = False, rheo_family: bool 
     return out
 
 
-def check_fast_path(names: list[str], args: argparse.Namespace) -> None:
-    """Refuse a method whose family has no fast path in this version (imports torch, loads no model)."""
-    from rheo_fast.decode import layout_for
+def check_schemes(names: list[str], args: argparse.Namespace) -> None:
+    """Build each method's scheme from the size flags, so that a size a family refuses (e.g. R over
+    its node limit) is refused before any model load (imports torch, loads no model)."""
     from rheo_fast.lm.decode import TreeSize, scheme_for
 
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     for m in names:
-        sc = scheme_for(m, size)
-        if sc is not None:
-            layout_for(sc)
+        scheme_for(m, size)
 
 
 def check_report(args: argparse.Namespace) -> None:
@@ -122,15 +120,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise CaseError("--prompt '' with --raw: allowed: a non-empty text (the model needs a context)")
     import torch
 
-    from rheo_fast.decode import layout_for
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, describe, generate_ar, generate_tree, scheme_for
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.target import load_target
 
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
-    sc = scheme_for(args.method, size)
-    if sc is not None:
-        layout_for(sc)  # a family without a fast path in this version is refused before any model load
+    sc = scheme_for(args.method, size)  # a size the family refuses is refused before any model load
     if args.threads:
         torch.set_num_threads(args.threads)
     head = None if args.method == "ar" else load_head(args.draft)[0]  # fail fast, before loading the target
@@ -181,8 +176,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     check_report(args)
     numbers("--temperatures", args.temperatures, lo=0)
-    if args.methods is not None:
-        check_fast_path(methods("--methods", args.methods), args)
+    check_schemes(list(_methods()) if args.methods is None else methods("--methods", args.methods), args)
     from rheo_fast.lm.bench import run_bench
 
     return run_bench(args)
@@ -263,8 +257,7 @@ def register(sub: Any) -> None:
     b.add_argument(
         "--methods",
         default=None,
-        help=f"comma-separated methods of {', '.join(_methods())} (default: every method whose family "
-        "has a fast path in this version)",
+        help=f"comma-separated methods of {', '.join(_methods())} (default: all of them)",
     )
     _report_options(b)
     b.set_defaults(func=cmd_bench)

@@ -83,9 +83,9 @@ class Exact:
             raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
         self._static: StaticRounds | TsubameRounds | TreeSparkRounds | None = None  # static, tsubame, treespark
         self._dp = None
+        if not isinstance(s, Scheme) and rules is not SPEC_RULES:
+            raise CaseError(f"verification rules (the rheo family's mutants) do not apply to the {s.family} family")
         if isinstance(s, TsubameScheme):
-            if rules is not SPEC_RULES:
-                raise CaseError("verification rules (the rheo family's mutants) do not apply to the tsubame family")
             # a static round on the shape planned per context; dp is the subtree recursion (`classes`)
             self._static = TsubameRounds(case, "classes" if method == "dp" else method, variant)
             what = (
@@ -94,21 +94,15 @@ class Exact:
             )
             est = estimate_tsubame(case, self._static.method, variant)
         elif isinstance(s, StaticScheme):
-            if rules is not SPEC_RULES:
-                raise CaseError("verification rules (the rheo family's mutants) do not apply to the static family")
             # dp is the static family's subtree recursion (`classes`), already a memoised dynamic program
             self._static = StaticRounds(case, "classes" if method == "dp" else method, variant)
             what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
             est = estimate_static(case, self._static.method)
         elif isinstance(s, TreeSparkScheme):
-            if rules is not SPEC_RULES:
-                raise CaseError("verification rules (the rheo family's mutants) do not apply to the treespark family")
             # every method enumerates the draw sequences; dp is `classes` (memoised subtree verification)
             self._static = TreeSparkRounds(case, "classes" if method == "dp" else method, variant)
             what = f"method {show(method)}: trees per round (treespark N={s.N}, V={case.vocab_size})"
             est = estimate_treespark(case)
-        elif not isinstance(s, Scheme):
-            raise CaseError(f"scheme family {s.family!r} has no exact method in this version")
         else:
             if variant is not SPEC:
                 raise CaseError(

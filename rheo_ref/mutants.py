@@ -322,11 +322,7 @@ def counterpart(v: Variant) -> ExactMutant:
             f"variant {v.name!r} changes {sorted(changed) or 'no setting'}; the exact reference "
             f"models a variant that changes exactly one setting"
         )
-    if v.family in (
-        "static",
-        "tsubame",
-        "treespark",
-    ):  # read by static_exact's / tsubame_exact's / treespark_exact's methods themselves
+    if v.family != "rheo":  # read by static_exact's / tsubame_exact's / treespark_exact's methods themselves
         return ExactMutant(v)
     if v.proxy is not None:
         proxy = str(v.proxy)
@@ -372,7 +368,7 @@ class MutantExact(Exact):
             mutant = counterpart(variant_named(mutant))
         self.mutant = mutant
         mutant.variant.check_family(case.scheme.family)
-        if case.scheme.family in ("static", "tsubame", "treespark"):
+        if case.scheme.family != "rheo":
             super().__init__(case, "brute", max_trees=max_trees, variant=mutant.variant)
             return
         super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)

@@ -873,19 +873,6 @@ def _lm(files: Path, command: str, argv: list[str], leaf: str) -> Result:
     return res
 
 
-def _has_fast_path(method: str) -> bool:
-    """tsubame / treespark run once their fast path is merged (rheo_fast.decode.layout_for)."""
-    from rheo_fast.decode import layout_for
-    from rheo_fast.lm.decode import TreeSize, scheme_for
-    from rheo_ref.errors import RheoError
-
-    try:
-        layout_for(scheme_for(method, TreeSize()))
-    except RheoError:
-        return False
-    return True
-
-
 def invalid_values(command: str, argv: list[str]) -> list[str]:
     """The values of `argv` outside what docs/CLI.md allows (an oracle independent of rheo's checks)."""
     a = vars(build_parser().parse_args([command, *argv]))
@@ -916,7 +903,7 @@ def invalid_values(command: str, argv: list[str]) -> list[str]:
                 bad.append(f"{name}={a[name]}")
     rheo_family = {"chain", "topk", "rheo-m0", "rheo", "rheo-m2", "rheo-rrsw"}
     static = {"static-traversal", "delayed-traversal"}
-    runnable = {"ar"} | rheo_family | static | {m for m in ("tsubame", "treespark") if _has_fast_path(m)}
+    runnable = {"ar"} | rheo_family | static | {"tsubame", "treespark"}
     if a.get("methods") is not None:
         allowed = rheo_family if command == "draft-ceiling" else runnable
         bad += [f"methods={a['methods']}" for m in a["methods"].split(",") if m.strip() not in allowed]

@@ -7,9 +7,7 @@ or KV compaction changes the rows or raises).
   on the same tables from the same generator (same coin blocks), for static shapes with
   undrafted nodes (a `wor` node with more children than its draft support; T = 0 makes every
   `wor` node's second child undrafted), every sampling and verifier, and for the rheo family.
-- The method table of `rheo generate`: budgets, depths, families; families without a fast path
-  in this version are refused by `layout_for` with the CaseError (their tests skip with that
-  reason until the fast path is merged, then run).
+- The method table of `rheo generate`: budgets, depths, families.
 - Cost counters: draft calls and forwards per round.
 """
 
@@ -171,15 +169,9 @@ def test_cli_method_list_is_the_decoder_s():
 
 
 @pytest.mark.parametrize("method", ["tsubame", "treespark"])
-def test_new_families_run_on_the_lm_path_once_their_fast_path_exists(method):
-    """Tsubame / TreeSpark through the LM path at T = 0 give the target's greedy tokens. Skipped
-    (with the refusal as reason) while `layout_for` has no branch for the family."""
+def test_new_families_run_on_the_lm_path(method):
+    """Tsubame / TreeSpark through the LM path at T = 0 give the target's greedy tokens."""
     scheme = scheme_for(method, TreeSize(K=3, W=2, D=2, R=4))
-    try:
-        layout_for(scheme)
-    except CaseError as e:
-        assert "no fast path in this version" in str(e)
-        pytest.skip(str(e))
     case = Case(DRAFT, TARGET, scheme, CONTEXT, 2)
     got = generate_tree(
         table_tree_model(case, T=0.0), list(CONTEXT), scheme, max_new=8, generator=torch.Generator().manual_seed(0)

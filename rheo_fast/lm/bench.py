@@ -19,10 +19,9 @@ from typing import Any
 
 import torch
 
-from rheo_fast.decode import layout_for
 from rheo_ref.atomic import check_writable, savefig_atomic, write_text_atomic
 
-from .decode import LMTreeModel, TreeSize, available_methods, generate_ar, generate_tree, scheme_for
+from .decode import METHODS, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
 from .draft_head import load_head
 from .prompts import render, sample_prompts
 from .target import load_target
@@ -338,13 +337,11 @@ def plot(res: dict[str, Any], path: Path) -> None:
 def run_bench(args: Any) -> int:
     size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
     temps = [float(x) for x in args.temperatures.split(",")]
-    methods = available_methods(size) if args.methods is None else [m.strip() for m in args.methods.split(",")]
+    methods = list(METHODS) if args.methods is None else [m.strip() for m in args.methods.split(",")]
     if "ar" not in methods:
         methods = ["ar"] + methods
     for m in methods:
-        sc = scheme_for(m, size)  # validates the name
-        if sc is not None:
-            layout_for(sc)  # refuses a family without a fast path, before any model load
+        scheme_for(m, size)  # validates the name and the sizes, before any model load
     t0 = time.perf_counter()
     res = bench(
         methods,

@@ -330,20 +330,6 @@ def scheme_for(method: str, size: TreeSize) -> AnyScheme | None:
     return out
 
 
-def available_methods(size: TreeSize) -> list[str]:
-    """The methods whose family has a fast path in this version (`layout_for` accepts it)."""
-    out = []
-    for m in METHODS:
-        sc = scheme_for(m, size)
-        try:
-            if sc is not None:
-                layout_for(sc)
-        except CaseError:
-            continue
-        out.append(m)
-    return out
-
-
 def describe(scheme: AnyScheme) -> str:
     """One line naming a scheme's sizes (for `rheo generate`'s summary)."""
     if isinstance(scheme, Scheme):
@@ -483,7 +469,7 @@ def generate_tree(
 ) -> GenResult:
     """Speculative decoding rounds driven by rheo_fast.decode.run_round until max_new tokens or EOS
     (`variant`: the spec, or one of rheo_ref.variants.MUTANTS for negative controls)."""
-    layout = layout_for(scheme)  # refuses a family without a fast path before any model call
+    layout = layout_for(scheme)
     if not isinstance(variant, Variant):
         raise CaseError(f"variant={variant!r} must be a rheo_ref.variants.Variant (SPEC, or MUTANTS[name])")
     variant.check_family(scheme.family)
