@@ -166,7 +166,7 @@ def tsubame_round(
     visited = torch.zeros((B, 1), dtype=torch.int64, device=dev)  # [B, 1]
     missing = torch.zeros(B, dtype=torch.bool, device=dev)  # [B]
     calls = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
-    results = []
+    results, issued = [], 0
     for g, parents in enumerate(pl.shapes):
         sch = StaticScheme("parents", parents, scheme.sampling, scheme.verify)
         slay: StaticLayout = static_layout(sch)
@@ -180,8 +180,6 @@ def tsubame_round(
         visited = torch.where(mine[:, None], v.visited, visited)  # [B, 1]
         missing = torch.where(mine, v.missing, missing)  # [B]
         calls = torch.where(mine, len(slay.levels), calls)  # [B]
+        issued += len(slay.levels)
         results.append(res)
-    issued = sum(
-        len(static_layout(StaticScheme("parents", s, scheme.sampling, scheme.verify)).levels) for s in pl.shapes
-    )
     return TsubameResult(pl, Verdict(emitted, n_emitted, visited, missing), results, D, calls, issued)

@@ -52,6 +52,19 @@ class Node:
 Nodes = tuple[Node, ...]
 
 
+class Ranked(Protocol):
+    """What the frontier and the global rerank read of a node (a `Node`, or another builder's)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def parent(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def score(self) -> Fraction: ...
+
+
 class RowModel(Protocol):
     """Anything with rows by context, like a `TableModel`."""
 
@@ -77,19 +90,19 @@ def path_tokens(nodes: Sequence[Node], nid: int) -> Context:
     return tuple(reversed(out))
 
 
-def frontier(nodes: Sequence[Node], depth: int, W: int) -> list[int]:
+def frontier(nodes: Sequence[Ranked], depth: int, W: int) -> list[int]:
     """The W depth-`depth` nodes of highest score; ties: earlier creation first."""
     cands = [n for n in nodes if n.depth == depth]
     cands.sort(key=lambda n: (-n.score, n.id))
     return [n.id for n in cands[:W]]
 
 
-def rerank_key(n: Node) -> tuple:
+def rerank_key(n: Ranked) -> tuple:
     """Global rerank order: higher score first; ties by smaller depth, then earlier creation."""
     return (-n.score, n.depth, n.id)
 
 
-def rerank(nodes: Sequence[Node], R: int) -> frozenset[int]:
+def rerank(nodes: Sequence[Ranked], R: int) -> frozenset[int]:
     """Keep the R non-root nodes first in `rerank_key` order."""
     cands = sorted(nodes[1:], key=rerank_key)
     kept = frozenset(n.id for n in cands[:R])

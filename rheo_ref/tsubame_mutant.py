@@ -24,6 +24,7 @@ from fractions import Fraction
 from .models import Case, Context
 from .static import next_draw
 from .static_exact import Law, _add
+from .tree import frontier, rerank
 from .verifiers import DraftTree, topdown_law, traversal_law
 
 ONE = Fraction(1)
@@ -41,18 +42,10 @@ class Drawn:
     path: tuple[int, ...]  # tokens from the root (exclusive) to this node (inclusive)
 
 
-def _frontier(nodes: Sequence[Drawn], depth: int, W: int) -> list[int]:
-    cands = sorted((n for n in nodes if n.depth == depth), key=lambda n: (-n.score, n.id))
-    return [n.id for n in cands[:W]]
-
-
 def _kept_tree(nodes: Sequence[Drawn], R: int) -> DraftTree:
-    """The R best non-root nodes (score, then smaller depth, then creation), in creation order."""
-    best = sorted(nodes[1:], key=lambda n: (-n.score, n.depth, n.id))[:R]
-    ids = sorted(n.id for n in best)
+    """The R nodes the rheo family's global rerank keeps (`rheo_ref.tree.rerank`), in creation order."""
+    ids = sorted(rerank(nodes, R))
     new = {0: 0, **{nid: i for i, nid in enumerate(ids, start=1)}}
-    for nid in ids:
-        assert nodes[nid].parent in new, f"kept set not closed under parents at node {nid}"
     return DraftTree(tuple(new[nodes[i].parent] for i in ids), tuple(nodes[i].token for i in ids))
 
 
@@ -65,7 +58,7 @@ def sampled_plan_trees(case: Case, context: Context) -> Iterator[tuple[Fraction,
     def expand_queue(nodes: list[Drawn], queue: list[int], depth: int, prob: Fraction):
         if not queue:
             if depth + 1 < sch.D:
-                nxt = _frontier(nodes, depth + 1, sch.W)
+                nxt = frontier(nodes, depth + 1, sch.W)
                 if nxt:
                     yield from expand_queue(nodes, nxt, depth + 1, prob)
                     return
@@ -174,7 +167,7 @@ class SampledPlanReplay:
                     drawn += (x,)
             if depth + 1 >= sch.D:
                 break
-            queue, depth = _frontier(nodes, depth + 1, sch.W), depth + 1
+            queue, depth = frontier(nodes, depth + 1, sch.W), depth + 1
             if not queue:
                 break
         seqs, cums, floats = self._law_cdf(ctx0, _kept_tree(nodes, sch.R))
