@@ -39,6 +39,7 @@ from .variants import SPEC, Variant
 from .verifiers import DraftTree, TraversalState, topdown_accept, topdown_reject, try_order
 
 ZERO = Fraction(0)
+ONE = Fraction(1)
 TOL = 1e-9  # decisions closer than this to flipping are not compared with float64 (`comparable`)
 
 
@@ -130,10 +131,17 @@ def draw_tree(case: Case, context: Context, reader: CoinReader) -> SampledTree:
 
 
 def verify_topdown(
-    st: SampledTree, case: Case, context: Context, reader: CoinReader, verify: str, variant: Variant = SPEC
+    st: SampledTree,
+    case: Case,
+    context: Context,
+    reader: CoinReader,
+    verify: str,
+    variant: Variant = SPEC,
+    weight: Fraction = ONE,
 ) -> tuple[int, ...]:
     """`specinfer` / `rrsw` on the drawn tree: from the root, children in draw order (the
-    variant's `sibling_order`), each with its accept coin; the bonus from the final residual."""
+    variant's `sibling_order`), each with its accept coin; the bonus from the final residual.
+    `weight`: specinfer's ensemble weight (a static scheme's `weight`; 1 for plain specinfer)."""
     tree, p, q = st.tree, case.target, case.q_samp_model
     kids = tree.children()
     v, ctx, out = 0, tuple(context), []
@@ -143,7 +151,7 @@ def verify_topdown(
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped, no coin read
-            if reader.accept(st.ids[c], topdown_accept(r, s, x, verify, case.static_scheme().weight)):
+            if reader.accept(st.ids[c], topdown_accept(r, s, x, verify, weight)):
                 out.append(x)
                 v, ctx = c, ctx + (x,)
                 break
@@ -190,7 +198,7 @@ def replay_static_round(
     if sch.verify == "traversal":
         emitted = verify_traversal(drawn, case, context, reader, sch.sampling, variant)
     else:
-        emitted = verify_topdown(drawn, case, context, reader, sch.verify, variant)
+        emitted = verify_topdown(drawn, case, context, reader, sch.verify, variant, sch.weight)
     return StaticReplayRound(emitted, drawn, reader.margin)
 
 

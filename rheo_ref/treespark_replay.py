@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from .models import Case, Context
 from .replay import replay_rounds
-from .static_replay import TOL, CoinReader, SampledTree, verify_traversal
+from .static_replay import TOL, CoinReader, SampledTree, verify_topdown, verify_traversal
 from .treespark_exact import Builder
 from .variants import SPEC, Variant
-from .verifiers import DraftTree, rrsw_accept, rrsw_reject
+from .verifiers import DraftTree
 
 
 def treespark_layout(N: int) -> tuple[int, int]:
@@ -56,25 +56,6 @@ def build_by_coins(case: Case, context: Context, reader: CoinReader, variant: Va
         b.add(v, x)
 
 
-def verify_rrsw(tree: DraftTree, case: Case, context: Context, reader: CoinReader) -> tuple[int, ...]:
-    """rrsw from the root: children in draw (= creation) order, each with its accept coin."""
-    p, q = case.target, case.q_samp_model
-    kids = tree.children()
-    v, ctx, out = 0, tuple(context), []
-    while True:
-        r, s = p.row(ctx), q.row(ctx)
-        for c in kids[v]:
-            x = tree.token(c)
-            if reader.accept(c, rrsw_accept(r, s, x)):
-                out.append(x)
-                v, ctx = c, ctx + (x,)
-                break
-            r, s = rrsw_reject(r, s, x)
-        else:
-            out.append(reader.bonus(r))
-            return tuple(out)
-
-
 @dataclass(frozen=True)
 class TreeSparkReplayRound:
     emitted: tuple[int, ...]
@@ -93,11 +74,11 @@ def replay_treespark_round(
     variant.check_family("treespark")
     reader = CoinReader(coins, sch.N)
     tree = build_by_coins(case, tuple(context), reader, variant)
+    st = SampledTree(tree, tuple(range(len(tree.parents) + 1)))  # node ids are the coins' indices
     if sch.verify == "traversal":
-        st = SampledTree(tree, tuple(range(len(tree.parents) + 1)))
         emitted = verify_traversal(st, case, tuple(context), reader, "wor")
     else:
-        emitted = verify_rrsw(tree, case, tuple(context), reader)
+        emitted = verify_topdown(st, case, tuple(context), reader, "rrsw")
     return TreeSparkReplayRound(emitted, tree, reader.margin)
 
 
