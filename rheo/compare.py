@@ -31,7 +31,7 @@ from rheo_ref.atomic import savefig_atomic
 from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
-from rheo_ref.models import Case, Proxy, Scheme
+from rheo_ref.models import AnyScheme, Case, Proxy, Scheme
 from rheo_ref.static import MAX_NODES, StaticScheme
 from rheo_ref.static_exact import estimate_static
 from rheo_ref.treespark import Calibration, TreeSparkScheme
@@ -62,7 +62,7 @@ class Cell:
     label: str
     series: str
     pairing: str
-    scheme: Scheme | StaticScheme | TsubameScheme | TreeSparkScheme
+    scheme: AnyScheme
 
 
 @dataclass
@@ -184,9 +184,7 @@ def default_nodes(case: Case) -> int:
 # --- running them -------------------------------------------------------------------------------
 
 
-def case_with(
-    case: Case, scheme: Scheme | StaticScheme | TsubameScheme | TreeSparkScheme, tokens: int | None = None
-) -> Case:
+def case_with(case: Case, scheme: AnyScheme, tokens: int | None = None) -> Case:
     return Case(
         case.draft, case.target, scheme, case.context, case.tokens if tokens is None else tokens, case.draft_sample
     )
