@@ -2,7 +2,7 @@
 
 For every mutant (`rheo_ref.variants.MUTANTS`, every family) on its gate case (per mutant, the
 one of its family's mutant cases where its exact TV is largest): its exact TV per check (from
-its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path running that
+its exact counterpart, `rheo_ref.families.rheo.mutants`), the gate's tests run on the fast path running that
 variant (N, p-values) and whether they reject. Then the correct fast path under
 `--seeds` seeds: how often the gate's test rejects it, with a two-sided binomial p-value
 against α (and against 0.05, where a miscalibrated test shows at 100 seeds).

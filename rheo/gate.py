@@ -28,11 +28,11 @@ from functools import cache, lru_cache
 
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.families.rheo.replay import greedy_case
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import AnyScheme, Case, Scheme, TableModel
-from rheo_ref.replay import greedy_case
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import Calibration, TreeSparkScheme
-from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import MUTANTS, READ_BY, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
@@ -254,7 +254,7 @@ def _matrix_exact(name: str, mutant: str | None) -> Exact:
 def _new_exact(case: Case, mutant: str | None) -> Exact:
     if mutant is None:
         return Exact(case)
-    from rheo_ref.mutants import MutantExact
+    from rheo_ref.families.rheo.mutants import MutantExact
 
     return MutantExact(case, mutant)
 

@@ -36,8 +36,8 @@ from typing import Any
 from rheo_ref.errors import CaseError, LosslessError
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.families.static.scheme import parse_weight
 from rheo_ref.models import Case
-from rheo_ref.static import parse_weight
 
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
 from .stats import DEFAULT_BETA, LawTest, Sampler, assert_lossless, seed_for

@@ -1,5 +1,5 @@
 """rheo_fast: the pinned RheoSampling algorithm in vectorised, device-agnostic torch, coupled
-coin for coin to the exact reference (`rheo_ref.replay`, docs/FAST_PATH.md).
+coin for coin to the exact reference (`rheo_ref.families.rheo.replay`, docs/FAST_PATH.md).
 
 Steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
 q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `verify`

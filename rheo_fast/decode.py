@@ -9,10 +9,10 @@ uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = n
                          when verification tries it (index N+1 = root: unused);
     coins[2N+2]          bonus coin: draws the bonus token (inverse CDF, token-id order).
 
-`rheo_ref.replay` consumes the very same block with exact arithmetic, so both emit the same
+`rheo_ref.families.rheo.replay` consumes the very same block with exact arithmetic, so both emit the same
 tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depends on outcomes.
-A scheme of the `static` family runs `rheo_fast.static.static_round` instead (its own block of
-2(N+1)+1 coins, docs/SCHEMES.md §7), one of the `tsubame` family `rheo_fast.tsubame.tsubame_round`
+A scheme of the `static` family runs `rheo_fast.families.static.round.static_round` instead (its own block of
+2(N+1)+1 coins, docs/SCHEMES.md §7), one of the `tsubame` family `rheo_fast.families.tsubame.round.tsubame_round`
 (2(R+1)+1 coins); `layout_for` gives each family's block, and `decode` is the one multi-round loop.
 """
 
@@ -26,20 +26,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rheo_fast.families.static.round import check_static_round, static_round
+from rheo_fast.families.static.tree import StaticLayout, static_layout
+from rheo_fast.families.treespark.round import TreeSparkLayout, check_treespark_round, treespark_layout, treespark_round
+from rheo_fast.families.tsubame.mutant import sampled_plan_round
+from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_layout, tsubame_round
 from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.treespark.scheme import TreeSparkScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import AnyScheme, Scheme
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import TreeSparkScheme
-from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
 
 from .models import TreeModel, as_rows
-from .static import check_static_round, static_round
-from .static_tree import StaticLayout, static_layout
 from .tree import Layout, Tree, build_tree
-from .treespark import TreeSparkLayout, check_treespark_round, treespark_layout, treespark_round
-from .tsubame import TsubameLayout, tsubame_layout, tsubame_round
-from .tsubame_mutant import sampled_plan_round
 from .verify import Verdict, verify
 
 CoinSource = Callable[[int], Tensor]  # round index -> coins [B, n_coins] float64
@@ -122,7 +122,9 @@ def play_round(
     """One round of any family with a fast path, refusals checked for the trials still decoding (todo [B])."""
     if isinstance(scheme, TsubameScheme):
         assert isinstance(layout, TsubameLayout)
-        if variant.plan_tokens == "sampled":  # the mutant: reference sampler per trial (rheo_fast.tsubame_mutant)
+        if (
+            variant.plan_tokens == "sampled"
+        ):  # the mutant: reference sampler per trial (rheo_fast.families.tsubame.mutant)
             return sampled_plan_round(model, state, scheme, coins, todo)
         return tsubame_round(model, state, scheme, coins, todo, layout=layout, variant=variant).verdict
     if isinstance(scheme, TreeSparkScheme):

@@ -9,7 +9,7 @@ the pure part of `rheo sweep`), `variants` (the spec and the mutants, as setting
 (hypothesis strategies). The `static` family (a fixed shape, docs/SCHEMES.md): `static` (shapes,
 sibling sampling), `verifiers` (specinfer, rrsw, traversal on a given tree), `static_exact`
 (brute and the subtree recursion), `static_replay` (one round driven by coins, coupled to
-`rheo_fast.static`); `validate` (checks of user-given values and JSON fields), `sizes` (size
+`rheo_fast.families.static.round`); `validate` (checks of user-given values and JSON fields), `sizes` (size
 estimates), `atomic` (files written whole or not at all). The `rheo` command,
 the audit and the gate live in the top package `rheo`, which this one never imports.
 """

@@ -6,9 +6,9 @@
   per round, so n is limited by the law's size (`rheo_ref.sizes.law_outcomes`), not the stack;
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i), the same way;
 - `tv`, `tau`, `round_lengths`, `acceptance`.
-A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`,
+A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.families.static.exact`,
 under a variant's settings (`variant=`: the spec by default, or a static mutant), one of the
-`tsubame` family (a static round on the shape planned per context) from `rheo_ref.tsubame_exact`;
+`tsubame` family (a static round on the shape planned per context) from `rheo_ref.families.tsubame.exact`;
 the composition of rounds and everything computed from them is shared.
 """
 
@@ -20,20 +20,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .bestfirst import BestFirstRounds
-from .enumerate import METHODS, enumerate_trees
+from rheo_ref.families.rheo.bestfirst import BestFirstRounds
+from rheo_ref.families.rheo.enumerate import METHODS, enumerate_trees
+from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
+from rheo_ref.families.static.exact import StaticRounds, estimate_static
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.treespark.exact import TreeSparkRounds, estimate_treespark
+from rheo_ref.families.treespark.scheme import TreeSparkScheme
+from rheo_ref.families.tsubame.exact import TsubameRounds, estimate_tsubame
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+
 from .errors import CaseError
 from .models import Case, Context, Scheme
 from .sizes import Size, law_outcomes, trees_per_round
-from .static import StaticScheme
-from .static_exact import StaticRounds, estimate_static
-from .treespark import TreeSparkScheme
-from .treespark_exact import TreeSparkRounds, estimate_treespark
-from .tsubame import TsubameScheme
-from .tsubame_exact import TsubameRounds, estimate_tsubame
 from .validate import show, within_limit
 from .variants import SPEC, Variant
-from .verify import SPEC_RULES, Rules, verify_law
 
 Law = dict[tuple[int, ...], Fraction]
 Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
@@ -107,7 +108,7 @@ class Exact:
             if variant is not SPEC:
                 raise CaseError(
                     f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
-                    f"rheo_ref.mutants (MutantExact), not by variant="
+                    f"rheo_ref.families.rheo.mutants (MutantExact), not by variant="
                 )
             if method == "dp":  # its size is not known up front: the limit is enforced while it runs
                 self._dp = BestFirstRounds(case, max_outcomes=max_trees, progress=progress)

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
 
+from rheo_ref.families.rheo.slots import ranked
+
 from .errors import CaseError
 from .models import Row, TableModel
-from .slots import ranked
 
 STYLES = ("uniform", "close", "zipf")
 

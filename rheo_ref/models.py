@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.treespark.scheme import TreeSparkScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+
 from .errors import CaseError
-from .static import StaticScheme
-from .treespark import TreeSparkScheme
-from .tsubame import TsubameScheme
 from .validate import check_fields, is_int, show
 
 Row = tuple[Fraction, ...]

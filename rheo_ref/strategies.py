@@ -14,16 +14,17 @@ from itertools import product
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from .enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.static.exact import estimate_static
+from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
+from rheo_ref.families.treespark.exact import estimate_treespark
+from rheo_ref.families.treespark.scheme import VERIFIERS as TREESPARK_VERIFIERS
+from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.tsubame.exact import estimate_tsubame
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+
 from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' tables)
 from .models import AnyScheme, Case, Proxy, Scheme, TableModel
-from .static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
-from .static_exact import estimate_static
-from .treespark import VERIFIERS as TREESPARK_VERIFIERS
-from .treespark import Calibration, TreeSparkScheme
-from .treespark_exact import estimate_treespark
-from .tsubame import TsubameScheme
-from .tsubame_exact import estimate_tsubame
 
 ONE = Fraction(1)
 

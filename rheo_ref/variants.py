@@ -8,7 +8,7 @@ correct value; each mutant in `MUTANTS` changes exactly one. Every setting belon
 (`FAMILY_OF`), so a mutant belongs to the family of the setting it changes, and a case of the
 other family refuses it (`Variant.check_family`). Both implementations read the settings, never a
 name: the fast path (`rheo_fast`) takes a `Variant` argument wherever a step has a setting, and
-the exact reference builds each mutant's exact counterpart from its settings (`rheo_ref.mutants`;
+the exact reference builds each mutant's exact counterpart from its settings (`rheo_ref.families.rheo.mutants`;
 the static family's exact methods read them directly). Names exist only at the edges (the CLI,
 the gate), where `variant_named` turns a name into a variant or refuses it.
 """
@@ -233,7 +233,7 @@ MUTANTS: dict[str, Variant] = {
             "tsubame: the topology planned on the drawn tokens (K children drawn per expanded node, "
             "the best W per depth expanded, the best R kept) instead of on the Top-K tokens",
             plan_tokens="sampled",
-            note="no vectorised fast path: its sampler is the reference replay (rheo_fast.tsubame_mutant)",
+            note="no vectorised fast path: its sampler is the reference replay (rheo_fast.families.tsubame.mutant)",
         ),
     ]
 }

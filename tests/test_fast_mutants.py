@@ -14,11 +14,11 @@ from rheo_fast.decode import decode, layout_for, run_round
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
+from rheo_ref.families.static.replay import static_layout as static_coins
+from rheo_ref.families.static.scheme import VERIFIERS, StaticScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.static import VERIFIERS, StaticScheme
-from rheo_ref.static_replay import static_layout as static_coins
 from rheo_ref.strategies import distinct_weights
-from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import (
     FAMILY_OF,
     MUTANTS,
@@ -226,9 +226,9 @@ def test_a_massless_bonus_ends_the_trial_with_minus_one():
 
 
 def test_the_tsubame_mutant_sampler_refuses_what_it_cannot_run():
-    """Its sampler is the reference replay (rheo_fast.tsubame_mutant): it needs the exact tables at
+    """Its sampler is the reference replay (rheo_fast.families.tsubame.mutant): it needs the exact tables at
     T = 1 and a coin block that holds every draw of the build; anything else is refused by name."""
-    from rheo_fast.tsubame_mutant import coins_needed
+    from rheo_fast.families.tsubame.mutant import coins_needed
 
     bad = MUTANTS["tsubame-plan-after-sampling"]
     case = tsubame_mutant_case()

@@ -28,9 +28,9 @@ from rheo.gate import (
     run_check,
 )
 from rheo.stats import seed_for
-from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.tree import min_score_gap
+from rheo_ref.families.rheo.enumerate import enumerate_trees
+from rheo_ref.families.rheo.tree import min_score_gap
 
 pytest.importorskip("rheo_fast.decode", reason="the gate drives the fast path (rheo_fast)")
 

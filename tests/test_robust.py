@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 from rheo.cli import main
 from rheo_ref import strategies as rs
 from rheo_ref.atomic import check_writable, open_atomic, savefig_atomic, write_text_atomic
-from rheo_ref.enumerate import estimate_trees_per_round, expansions_per_round
 from rheo_ref.errors import OutputError
 from rheo_ref.exact import Exact, exact_report, target_law
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round, expansions_per_round
 from rheo_ref.models import Case, Scheme
 from rheo_ref.sizes import Size, expansions, law_outcomes, trees_per_round
 
@@ -282,7 +282,7 @@ def test_the_loop_gives_exactly_the_recursive_law(case, n):
 
 @pytest.mark.parametrize("mutant", ["bonus-full-p", "fills-first", "one-hot-sampled"])
 def test_the_loop_gives_exactly_the_recursive_law_of_a_mutant(mutant):
-    from rheo_ref.mutants import MutantExact
+    from rheo_ref.families.rheo.mutants import MutantExact
 
     case = Case.from_json(SMALL)
     assert MutantExact(case, mutant).token_law(4) == recursive_token_law(MutantExact(case, mutant), 4, case.context)

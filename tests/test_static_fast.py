@@ -1,5 +1,5 @@
-"""The static family's fast path (docs/SCHEMES.md §7): `rheo_fast.static` against the reference
-replay `rheo_ref.static_replay`, coin for coin; the replay against the exact round law (χ²);
+"""The static family's fast path (docs/SCHEMES.md §7): `rheo_fast.families.static.round` against the reference
+replay `rheo_ref.families.static.replay`, coin for coin; the replay against the exact round law (χ²);
 `rheo sample` on static cases; bad input.
 
 Coupling: both sides read the same coin blocks (a hypothesis-chosen share of exact zeros, so that
@@ -25,20 +25,20 @@ from rheo.cli import main
 from rheo.gate import fast_verdict
 from rheo.stats import assert_law, check_law, seed_for
 from rheo_fast.decode import decode
+from rheo_fast.families.static.round import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
 from rheo_fast.models import TableTreeModel, as_rows
-from rheo_fast.static import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.replay import greedy_case
+from rheo_ref.families.static.exact import draws_of_tree
+from rheo_ref.families.static.replay import CoinReader, replay_static_decode, replay_static_round
+from rheo_ref.families.static.replay import draw_tree as ref_draw_tree
+from rheo_ref.families.static.replay import static_layout as ref_layout
+from rheo_ref.families.static.replay import verify_traversal as ref_traversal
+from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from rheo_ref.models import Case, TableModel, load_case
-from rheo_ref.replay import greedy_case
-from rheo_ref.static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
-from rheo_ref.static_exact import draws_of_tree
-from rheo_ref.static_replay import CoinReader, replay_static_decode, replay_static_round
-from rheo_ref.static_replay import draw_tree as ref_draw_tree
-from rheo_ref.static_replay import static_layout as ref_layout
-from rheo_ref.static_replay import verify_traversal as ref_traversal
 from rheo_ref.strategies import static_cases
-from rheo_ref.verifiers import traversal_law
+from rheo_ref.verifier_laws import traversal_law
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -39,15 +39,15 @@ from rheo.gate import (
     mutant_cases,
 )
 from rheo_fast.decode import decode
+from rheo_fast.families.static.round import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
 from rheo_fast.models import TableTreeModel, as_rows
-from rheo_fast.static import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.mutants import MutantExact
+from rheo_ref.families.static.exact import ORDER_SETTINGS, StaticRounds
+from rheo_ref.families.static.replay import replay_static_decode
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
 from rheo_ref.models import Case, TableModel
-from rheo_ref.mutants import MutantExact
-from rheo_ref.static import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
-from rheo_ref.static_exact import ORDER_SETTINGS, StaticRounds
-from rheo_ref.static_replay import replay_static_decode
 from rheo_ref.strategies import static_cases
 from rheo_ref.variants import MUTANTS, READ_BY, SPEC, Variant
 
@@ -228,14 +228,14 @@ ROWS = [  # (α, Mb, Ms, x): S = 0; Ms(x) = 1 with S > 0 (the bad rate's limit, 
 
 @pytest.mark.parametrize("name", ["spec", "traversal-bad-rate", "traversal-wrong-update"])
 def test_traversal_reject_is_one_rule_on_both_sides(name):
-    """`rheo_ref.verifiers.traversal_reject` (exact) and `rheo_fast.static.traversal_reject`
+    """`rheo_ref.verifier_laws.traversal_reject` (exact) and `rheo_fast.families.static.round.traversal_reject`
     (float64) give the same (α, Mb, Ms) on states that reach every branch of the rate and Ms
     updates, at the root and below it, for both sampling modes (the coupled tests' cases never
     reach Ms(x) = 1 with S > 0)."""
     from fractions import Fraction
 
-    from rheo_fast.static import traversal_reject as fast_reject
-    from rheo_ref.verifiers import traversal_reject as ref_reject
+    from rheo_fast.families.static.round import traversal_reject as fast_reject
+    from rheo_ref.verifier_laws import traversal_reject as ref_reject
 
     variant = SPEC if name == "spec" else MUTANTS[name]
     seen = set()
@@ -317,7 +317,7 @@ def test_a_static_mutant_on_a_rheo_case_is_refused_with_one_line():
         ),
         (lambda: MutantExact(rheo, "traversal-bad-rate"), "belongs to the static family"),
         (lambda: Exact(rheo, variant=MUTANTS["sorted-siblings"]), "belongs to the static family"),
-        (lambda: Exact(rheo, variant=MUTANTS["fills-first"]), "rheo_ref.mutants"),
+        (lambda: Exact(rheo, variant=MUTANTS["fills-first"]), "rheo_ref.families.rheo.mutants"),
         (lambda: MutantExact(static, "fills-first"), "belongs to the rheo family"),
         (lambda: Exact(static, variant=MUTANTS["bonus-full-p"]), "belongs to the rheo family"),
         (lambda: StaticRounds(static, "brute", MUTANTS["proxy-true"]), "belongs to the rheo family"),

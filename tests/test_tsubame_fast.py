@@ -1,5 +1,5 @@
-"""The tsubame family's fast path: `rheo_fast.tsubame` against the reference replay
-`rheo_ref.tsubame_replay`, coin for coin (both samplings, every verifier, T = 1, 0.5, 0); the fast
+"""The tsubame family's fast path: `rheo_fast.families.tsubame.round` against the reference replay
+`rheo_ref.families.tsubame.replay`, coin for coin (both samplings, every verifier, T = 1, 0.5, 0); the fast
 decode's law against the exact law (χ², the gate's machinery) with a negative control; the plan
 and its draft-call accounting.
 
@@ -19,17 +19,17 @@ from hypothesis import strategies as st
 
 from rheo.stats import check_law, seed_for
 from rheo_fast.decode import decode, layout_for
+from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
 from rheo_fast.models import TableTreeModel
-from rheo_fast.tsubame import TsubameLayout, tsubame_round
 from rheo_ref.exact import Exact
+from rheo_ref.families.rheo.replay import greedy_case
+from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
+from rheo_ref.families.tsubame.exact import Planner
+from rheo_ref.families.tsubame.mutant import replay_sampled_plan_round
+from rheo_ref.families.tsubame.replay import replay_tsubame_decode, replay_tsubame_round, tsubame_layout
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, TableModel
-from rheo_ref.replay import greedy_case
-from rheo_ref.static import SAMPLINGS, VERIFIERS
 from rheo_ref.strategies import tsubame_cases
-from rheo_ref.tsubame import TsubameScheme
-from rheo_ref.tsubame_exact import Planner
-from rheo_ref.tsubame_mutant import replay_sampled_plan_round
-from rheo_ref.tsubame_replay import replay_tsubame_decode, replay_tsubame_round, tsubame_layout
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

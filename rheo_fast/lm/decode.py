@@ -41,10 +41,10 @@ from rheo_fast.lm import methods
 from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
 from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import AnyScheme, Scheme
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import Calibration, TreeSparkScheme
-from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
 
 from . import kvcache as kv
@@ -139,7 +139,7 @@ class LMTreeModel(ModelDefaults):
     @torch.inference_mode()
     def draft(self, st: LMState, tree: Any, nodes: Tensor) -> DraftRows:
         """Rows at the F nodes `nodes` [1, F] (all at one depth). Nodes with token -1 (undrafted
-        nodes of a fixed shape, `rheo_fast.static_tree`) are not fed to the head; their rows are
+        nodes of a fixed shape, `rheo_fast.families.static.tree`) are not fed to the head; their rows are
         zero (no mass: their children stay undrafted)."""
         st.draft_calls += 1
         d = int(tree.depth[nodes[0, 0]])

@@ -21,8 +21,8 @@ from fractions import Fraction
 
 import pytest
 
-from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.exact import Exact, Law, target_law, tv
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
 from rheo_ref.models import Case, Scheme
 from rheo_ref.strategies import random_table
 

@@ -1,8 +1,8 @@
 """The tsubame family driven by an explicit stream of uniforms: the reference side of the coupled
-replay between `rheo_ref` and `rheo_fast.tsubame` (docs/SCHEMES.md, "Family tsubame").
+replay between `rheo_ref` and `rheo_fast.families.tsubame.round` (docs/SCHEMES.md, "Family tsubame").
 
 Pass 1 (the plan) draws nothing. Pass 2 is the static family's round on the planned shape, read
-from one block of 2(R+1)+1 uniforms laid out as `rheo_ref.static_replay` lays out a shape of N = R
+from one block of 2(R+1)+1 uniforms laid out as `rheo_ref.families.static.replay` lays out a shape of N = R
 nodes, indexed by the *plan's* node ids (creation order among the kept nodes): the draw coin of
 planned node i at i, its accept coin at R+1+i, the bonus coin at 2R+2. Every plan keeps
 n = min(R, K·expansions) nodes; when n < R the coins of nodes n+1..R are never read (skipped,
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .models import Case, Context
-from .replay import replay_rounds
-from .static_replay import CoinReader, StaticReplayRound, draw_tree, verify_topdown, verify_traversal
-from .tsubame import TsubameScheme
-from .tsubame_exact import Planner
-from .variants import SPEC, Variant
+from rheo_ref.families.rheo.replay import replay_rounds
+from rheo_ref.families.static.replay import CoinReader, StaticReplayRound, draw_tree, verify_topdown, verify_traversal
+from rheo_ref.families.tsubame.exact import Planner
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.models import Case, Context
+from rheo_ref.variants import SPEC, Variant
 
 
 def tsubame_layout(scheme: TsubameScheme) -> tuple[int, int]:
@@ -49,7 +49,7 @@ def replay_tsubame_decode(
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     variant.check_family("tsubame")
     if variant.plan_tokens != "top_k":
-        from .errors import CaseError
+        from rheo_ref.errors import CaseError
 
         raise CaseError(f"variant {variant.name!r}: the coupled replay runs the spec's plan only")
     planner = Planner(case)

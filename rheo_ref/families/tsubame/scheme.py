@@ -6,7 +6,7 @@ their topology is kept (parents, and each node's children in slot order). Pass 2
 planned node's children tokens drawn with `sampling` from q_samp given the *sampled* path to that
 node, exactly as the `static` family does on a fixed shape, and verifies them with `verify`.
 So a Tsubame round at context c is a `static` round on the shape `plan(c)`; the plan itself is
-computed by `rheo_ref.tsubame_exact.plan_parents` (this module holds the scheme only, so that
+computed by `rheo_ref.families.tsubame.exact.plan_parents` (this module holds the scheme only, so that
 `rheo_ref.models` can import it).
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .errors import CaseError
-from .static import LOSSLESS_PAIRINGS, MAX_NODES, SAMPLINGS, VERIFIERS
-from .validate import check_fields, is_int, show
+from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, MAX_NODES, SAMPLINGS, VERIFIERS
+from rheo_ref.validate import check_fields, is_int, show
 
 FIELDS = ("K", "W", "D", "R")
 

@@ -1,7 +1,7 @@
 """Family `static` on the fast path: a fixed shape, sampled tokens and one of three verifiers,
-vectorised over B trials (docs/SCHEMES.md §7), coupled coin for coin to `rheo_ref.static_replay`.
+vectorised over B trials (docs/SCHEMES.md §7), coupled coin for coin to `rheo_ref.families.static.replay`.
 
-The shape and the drawing of the trees are `rheo_fast.static_tree`; here, verification and the
+The shape and the drawing of the trees are `rheo_fast.families.static.tree`; here, verification and the
 round. Coins per round and trial, `StaticLayout.n_coins` = 2(N+1)+1: draw coin of node i at i
 (1..N), accept coin at N+1+i, the bonus coin at 2N+2. Loops run over the shape's nodes in
 Python, every tensor op over the B trials.
@@ -34,15 +34,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rheo_fast.families.static.tree import StaticLayout, StaticTree, draw_tree, index, static_layout
+from rheo_fast.models import TargetRows, TreeModel, as_rows
+from rheo_fast.slots import inverse_cdf
+from rheo_fast.tree import rows_at
+from rheo_fast.verify import RTOL, Verdict, gather1, normalise, residual_sampled, row_at
 from rheo_ref.errors import CaseError
-from rheo_ref.static import StaticScheme
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.variants import SPEC, Variant
-
-from .models import TargetRows, TreeModel, as_rows
-from .slots import inverse_cdf
-from .static_tree import StaticLayout, StaticTree, draw_tree, index, static_layout
-from .tree import rows_at
-from .verify import RTOL, Verdict, gather1, normalise, residual_sampled, row_at
 
 __all__ = [
     "StaticLayout",
@@ -269,7 +268,7 @@ def verify_traversal_by_leaves(
     sampling: str,
     variant: Variant = SPEC,
 ) -> tuple[Tensor, Tensor]:
-    """Traversal one leaf per step, as `rheo_ref.verifiers.TraversalState` runs it: the next leaf
+    """Traversal one leaf per step, as `rheo_ref.verifier_laws.TraversalState` runs it: the next leaf
     by `next_leaf`, accepted iff its coin is below α, else removed, its parent updated and α of
     every live node below the parent recomputed at once. For the spec's order it is the Euler
     walk's result (tests/test_static_gate.py checks it); the by-leaf loop serves the orders

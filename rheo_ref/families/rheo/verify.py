@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from .models import Context, Row, TableModel
-from .tree import Node, children
+from rheo_ref.families.rheo.tree import Node, children
+from rheo_ref.models import Context, Row, TableModel
 
 ZERO = Fraction(0)
 ONE = Fraction(1)

@@ -19,8 +19,8 @@ from fractions import Fraction
 from math import prod
 from typing import Any, ClassVar
 
-from .errors import CaseError
-from .validate import check_fields, is_int
+from rheo_ref.errors import CaseError
+from rheo_ref.validate import check_fields, is_int
 
 Row = tuple[Fraction, ...]
 Shape = tuple["Shape", ...]  # a node's children's shapes, in draw order; a leaf is ()

@@ -3,7 +3,7 @@
 `brute`: every sampled identity is its own outcome, so a round with E expansions has up to
 (V - m)^E trees. `classes`: sampled identities are grouped into equivalence classes that give
 the same fills and the same factor; a class stays one outcome as long as its node is never
-expanded (its identity is then summed out inside verification, `rheo_ref.verify`), and is split
+expanded (its identity is then summed out inside verification, `rheo_ref.families.rheo.verify`), and is split
 into single tokens only when the node enters a frontier. Both report how many trees they
 enumerated; their round laws must agree exactly.
 """
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from fractions import Fraction
 
-from .errors import CaseError
-from .models import Case, Context, Scheme
-from .slots import Expansion
-from .tree import Node, Nodes, build_tree, rerank
+from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.slots import Expansion
+from rheo_ref.families.rheo.tree import Node, Nodes, build_tree, rerank
+from rheo_ref.models import Case, Context, Scheme
 
-METHODS = ("dp", "classes", "brute")  # dp: rheo_ref.bestfirst (built on the classes below)
+METHODS = ("dp", "classes", "brute")  # dp: rheo_ref.families.rheo.bestfirst (built on the classes below)
 ZERO = Fraction(0)
 
 

@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from .enumerate import ClassChooser
-from .errors import TooLargeError
-from .models import Case, Context, Row, Scheme
-from .slots import Expansion, expand, proxy_factor, ranked
-from .tree import Node, Nodes, path_tokens
-from .verify import Law, level_law, verification_order
+from rheo_ref.errors import TooLargeError
+from rheo_ref.families.rheo.enumerate import ClassChooser
+from rheo_ref.families.rheo.slots import Expansion, expand, proxy_factor, ranked
+from rheo_ref.families.rheo.tree import Node, Nodes, path_tokens
+from rheo_ref.families.rheo.verify import Law, level_law, verification_order
+from rheo_ref.models import Case, Context, Row, Scheme
 
 ZERO, ONE = Fraction(0), Fraction(1)
 Key = tuple[Fraction, int, int, int]  # (-score, depth, frontier index of the parent, slot)

@@ -2,18 +2,18 @@
 
 A Tsubame round at context c is a `static` round on the shape `plan(c)`:
 - pass 1 (`plan_parents`): the rheo family's builder with m = K (deterministic Top-K: EAGLE
-  expand-then-rerank with K, W, D, R on q_rank, `rheo_ref.tree.build_tree`), of which only the
+  expand-then-rerank with K, W, D, R on q_rank, `rheo_ref.families.rheo.tree.build_tree`), of which only the
   topology is kept: the R kept nodes in creation order, each one's parent re-indexed among them,
   so that a node's children in index order are its slot order. It reads q_rank only (the draft
   table, along the Top-K paths), never q_samp nor the target;
-- pass 2: the static family's round on that shape (`rheo_ref.static_exact`: `brute`, every joint
+- pass 2: the static family's round on that shape (`rheo_ref.families.static.exact`: `brute`, every joint
   draw, or `classes`, the subtree recursion; method `dp` is `classes`), at the same context.
 
 The plan depends on the context only through what the models can see (`Case.visible`), so
 `Planner` caches it per visible context. `TsubameRounds` shares one memo of subtree laws over
 every planned shape (its keys hold the shape), so two contexts whose plans share a subtree share
 its law. The mutant `tsubame-plan-after-sampling` (setting `plan_tokens` "sampled") gets its law
-from `rheo_ref.tsubame_mutant` by brute force.
+from `rheo_ref.families.tsubame.mutant` by brute force.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from .enumerate import BruteChooser
-from .errors import CaseError
-from .models import Case, Context, Scheme
-from .static import StaticScheme, estimate_subtrees, shape_of
-from .static_exact import METHODS, Law, SubtreeLaws, brute_round_law, context_length, q_support
-from .tree import Nodes, build_tree, rerank
-from .tsubame import TsubameScheme
-from .variants import SPEC, Variant
+from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.enumerate import BruteChooser
+from rheo_ref.families.rheo.tree import Nodes, build_tree, rerank
+from rheo_ref.families.static.exact import METHODS, Law, SubtreeLaws, brute_round_law, context_length, q_support
+from rheo_ref.families.static.scheme import StaticScheme, estimate_subtrees, shape_of
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.models import Case, Context, Scheme
+from rheo_ref.variants import SPEC, Variant
 
 ONE = Fraction(1)
 
@@ -88,7 +88,7 @@ def estimate_tsubame(case: Case, method: str, variant: Variant = SPEC) -> int:
     sch = case.tsubame_scheme()
     s = q_support(case)
     if variant.plan_tokens == "sampled":
-        from .enumerate import expansions_per_round
+        from rheo_ref.families.rheo.enumerate import expansions_per_round
 
         return s ** (sch.K * expansions_per_round(topk_scheme(sch)))
     plan = Planner(case).static_scheme(case.context)
@@ -135,7 +135,7 @@ class TsubameRounds:
     def round_law(self, context: Context) -> Law:
         ctx = tuple(context)
         if self.variant.plan_tokens == "sampled":
-            from .tsubame_mutant import sampled_plan_round_law
+            from rheo_ref.families.tsubame.mutant import sampled_plan_round_law
 
             law, trees = sampled_plan_round_law(self.case, ctx)
             self.enumerated += trees

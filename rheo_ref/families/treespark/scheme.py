@@ -7,7 +7,7 @@ child"; its bound is surv(v)·g(max q_rank(x|v) over the x not yet drawn at v wi
 Slots are admitted best bound first (ties: earlier insertion first); a round stops at N nodes, an
 empty heap, or (θ > 0) a best bound < θ; a token is drawn (without replacement at that node) only
 once its slot is admitted. Verification: `rrsw`, or `traversal` with the wor update.
-This module holds the scheme and the calibration; the round is `rheo_ref.treespark_exact`.
+This module holds the scheme and the calibration; the round is `rheo_ref.families.treespark.exact`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from .errors import CaseError
-from .static import MAX_NODES
-from .validate import check_fields, is_int, show
+from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import MAX_NODES
+from rheo_ref.validate import check_fields, is_int, show
 
 VERIFIERS = ("rrsw", "traversal")  # both with the wor update: TreeSpark's siblings are drawn wor
 PAPER_SIGMOID = (0.6684, -0.4587)  # the paper's fit of the calibration

@@ -1,7 +1,7 @@
 """Exact round laws of the static family (docs/SCHEMES.md), by two methods that must agree.
 
 `brute`: every joint draw of every node (iid: |supp|^k per node with k children; wor: the ordered
-draws without replacement), each tree verified by `rheo_ref.verifiers.verify_tree_law`'s rules.
+draws without replacement), each tree verified by `rheo_ref.verifier_laws.verify_tree_law`'s rules.
 
 `classes` (the subtree recursion): a child's subtree is drawn independently of its siblings
 given the child's token, and what happens at its parent after the child is left depends only on
@@ -31,11 +31,18 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
-from .errors import CaseError
-from .models import Case, Context, Row
-from .static import Shape, StaticScheme, children_lists, estimate_brute, estimate_subtrees, next_draw
-from .variants import SPEC, Variant
-from .verifiers import (
+from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import (
+    Shape,
+    StaticScheme,
+    children_lists,
+    estimate_brute,
+    estimate_subtrees,
+    next_draw,
+)
+from rheo_ref.models import Case, Context, Row
+from rheo_ref.variants import SPEC, Variant
+from rheo_ref.verifier_laws import (
     DraftTree,
     child_rate,
     topdown_accept,

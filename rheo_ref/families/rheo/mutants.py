@@ -5,13 +5,13 @@ Each mutant changes one setting of a `Variant`. Its exact law is computed by the
 as the reference (`rheo_ref.exact.Exact`), altered only through public seams, chosen by the
 setting that differs from the spec (`counterpart`):
 - `case`: a modified case (the scheme's proxy);
-- `chooser`: what the sampled slot holds (a `rheo_ref.tree.Chooser`);
+- `chooser`: what the sampled slot holds (a `rheo_ref.families.rheo.tree.Chooser`);
 - `nodes`: a rewrite of each grown tree before rerank and verification (e.g. the q̃ that
   verification sees);
-- `rules`: a `rheo_ref.verify.Rules` subclass (acceptance, residuals, bonus, order).
+- `rules`: a `rheo_ref.families.rheo.verify.Rules` subclass (acceptance, residuals, bonus, order).
 No hook was added to the reference core. A mutant of the static family (docs/SCHEMES.md §8) needs
 no seam: the static family's exact methods read the variant's settings themselves
-(`rheo_ref.static_exact`, brute force, which models every setting), so its counterpart carries
+(`rheo_ref.families.static.exact`, brute force, which models every setting), so its counterpart carries
 the variant only. A variant of one family on a case of the other is refused
 (`Variant.check_family`). `mutant_law`/`mutant_tv` give the exact token law of
 the mutant and its TV to the target law. tests/test_mutants.py checks, statistically, that each
@@ -24,14 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from .enumerate import BruteChooser
-from .errors import CaseError
-from .exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
-from .models import Case, Context, Row, TableModel
-from .slots import Expansion, expand
-from .tree import Chooser, Node, Nodes, build_tree, path_tokens, rerank
-from .variants import MUTANTS, Variant, variant_named
-from .verify import SPEC_RULES, Rules, normalise
+from rheo_ref.errors import CaseError
+from rheo_ref.exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
+from rheo_ref.families.rheo.enumerate import BruteChooser
+from rheo_ref.families.rheo.slots import Expansion, expand
+from rheo_ref.families.rheo.tree import Chooser, Node, Nodes, build_tree, path_tokens, rerank
+from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, normalise
+from rheo_ref.models import Case, Context, Row, TableModel
+from rheo_ref.variants import MUTANTS, Variant, variant_named
 
 ZERO, ONE = Fraction(0), Fraction(1)
 COIN = Fraction(1, 2**53)  # resolution of a float64 uniform coin

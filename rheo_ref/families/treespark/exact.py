@@ -10,7 +10,7 @@
   surv(u) = surv(v)·g(q_rank(x|v)), pushes u's slot if depth(u) < D and u has a token to draw,
   then v's slot again if v has < k children and a token left.
 The slot is admitted before its token is drawn. Node ids are in creation order (root 0), so the
-tree is a `rheo_ref.verifiers.DraftTree` whose children lists are in draw order.
+tree is a `rheo_ref.verifier_laws.DraftTree` whose children lists are in draw order.
 
 A variant's `admission` setting "own_survival" (the mutant `treespark-own-survival`) replaces the
 bound test: the popped slot's token is drawn, and if θ > 0 and its own survival
@@ -18,7 +18,7 @@ surv(v)·g(q_rank(x|v)) < θ the draw is discarded and the round stops (`own_sur
 
 Exact round law, two methods that must agree:
 - `brute`: branch over every draw (each draw over the rest of q_samp(.|v)); every finished tree
-  weighted by the product of its draws' probabilities and verified by `rheo_ref.verifiers`
+  weighted by the product of its draws' probabilities and verified by `rheo_ref.verifier_laws`
   (`rrsw`, or `traversal` with the wor update).
 - `classes`: the same enumeration of trees (the tree's shape depends on every token drawn
   anywhere, through the heap, so the static family's recursion over subtree *shapes* does not
@@ -37,12 +37,20 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from math import prod
 
-from .errors import CaseError
-from .models import Case, Context, Row, TableModel
-from .static import next_draw
-from .treespark import Score, TreeSparkScheme
-from .variants import SPEC, Variant
-from .verifiers import DraftTree, child_rate, rrsw_accept, rrsw_reject, topdown_law, traversal_law, traversal_reject
+from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import next_draw
+from rheo_ref.families.treespark.scheme import Score, TreeSparkScheme
+from rheo_ref.models import Case, Context, Row, TableModel
+from rheo_ref.variants import SPEC, Variant
+from rheo_ref.verifier_laws import (
+    DraftTree,
+    child_rate,
+    rrsw_accept,
+    rrsw_reject,
+    topdown_law,
+    traversal_law,
+    traversal_reject,
+)
 
 Law = dict[tuple[int, ...], Fraction]
 METHODS = ("classes", "brute")

@@ -1,8 +1,8 @@
 """The mutant `tsubame-plan-after-sampling` behind the fast path's interface (docs/SCHEMES.md §12).
 
 There is no vectorised version: the mutant's kept tree has a different shape per trial *and* its
-tokens come from the build, not from the static draw, so `rheo_fast.static` cannot verify it.
-Instead, `sampled_plan_round` runs the reference sampler `rheo_ref.tsubame_mutant.
+tokens come from the build, not from the static draw, so `rheo_fast.families.static.round` cannot verify it.
+Instead, `sampled_plan_round` runs the reference sampler `rheo_ref.families.tsubame.mutant.
 replay_sampled_plan_round` (its cached form
 `SampledPlanReplay`, one per model) once per trial, reading that trial's row of the round's coin block
 (one coin per draw of the build, then one coin for the verifier's exact law of the kept tree).
@@ -20,11 +20,10 @@ from weakref import WeakKeyDictionary
 import torch
 from torch import Tensor
 
+from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
-from rheo_ref.tsubame import TsubameScheme
-from rheo_ref.tsubame_mutant import SampledPlanReplay
-
-from .verify import Verdict
+from rheo_ref.families.tsubame.mutant import SampledPlanReplay
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 
 _REPLAYS: WeakKeyDictionary = WeakKeyDictionary()  # model -> its cached reference sampler
 
@@ -37,7 +36,7 @@ def coins_needed(scheme: TsubameScheme) -> int:
 
 def sampled_plan_round(model: Any, state: Any, scheme: TsubameScheme, coins: Tensor, todo: Tensor) -> Verdict:
     """One round of the mutant for the trials in `todo` [B] (the others emit nothing: n_emitted 0)."""
-    from .models import TableTreeModel
+    from rheo_fast.models import TableTreeModel
 
     if not isinstance(model, TableTreeModel) or model.T != 1:
         raise CaseError(

@@ -1,6 +1,6 @@
 """Family `static` on the fast path, the tree: the shape's layout (node ids, depths, draw groups,
 the traversal's orders) and the drawing of B trials' trees from their coins (docs/SCHEMES.md §7).
-Verification and the round are `rheo_fast.static`.
+Verification and the round are `rheo_fast.families.static.round`.
 
 The shape is the same in every trial, so the loops here run over the shape's nodes in Python and
 every tensor op runs over the B trials. `draw_tree` draws depth by depth, one `model.draft` call
@@ -19,12 +19,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rheo_ref.static import StaticScheme, children_lists, depths
-
-from .models import TreeModel
-from .slots import inverse_cdf
-from .tree import Tree
-from .verify import gather1
+from rheo_fast.models import TreeModel
+from rheo_fast.slots import inverse_cdf
+from rheo_fast.tree import Tree
+from rheo_fast.verify import gather1
+from rheo_ref.families.static.scheme import StaticScheme, children_lists, depths
 
 
 @dataclass(frozen=True)

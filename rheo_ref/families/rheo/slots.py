@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import CaseError
-from .models import Proxy, Row
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Proxy, Row
 
 ZERO = Fraction(0)
 

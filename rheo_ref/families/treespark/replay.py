@@ -1,8 +1,8 @@
 """The treespark family driven by an explicit stream of uniforms: the reference side of the coupled
-replay between `rheo_ref` and `rheo_fast.treespark` (docs/SCHEMES.md §12, "The coin stream").
+replay between `rheo_ref` and `rheo_fast.families.treespark.round` (docs/SCHEMES.md §12, "The coin stream").
 
 One round reads one block of 2(N+1)+1 uniforms (N: the scheme's node budget), indexed by node id
-in creation order (the root is 0), the static family's layout (`rheo_ref.static_replay`):
+in creation order (the root is 0), the static family's layout (`rheo_ref.families.static.replay`):
 `coins[i]`, i = 1..N, draws node i's token (inverse CDF of q_samp(.|v) with the tokens already
 drawn at v zeroed, token-id order, strict <); `coins[N+1+i]` is node i's accept coin (rrsw: accept
 iff u < min(1, r(x)/s(x)); traversal: the first leaf v is accepted iff u < α[v]); `coins[2N+2]`
@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .models import Case, Context
-from .replay import replay_rounds
-from .static_replay import TOL, CoinReader, SampledTree, verify_topdown, verify_traversal
-from .treespark_exact import Builder
-from .variants import SPEC, Variant
-from .verifiers import DraftTree
+from rheo_ref.families.rheo.replay import replay_rounds
+from rheo_ref.families.static.replay import TOL, CoinReader, SampledTree, verify_topdown, verify_traversal
+from rheo_ref.families.treespark.exact import Builder
+from rheo_ref.models import Case, Context
+from rheo_ref.variants import SPEC, Variant
+from rheo_ref.verifier_laws import DraftTree
 
 
 def treespark_layout(N: int) -> tuple[int, int]:

@@ -1,5 +1,5 @@
 """Family `treespark` on the fast path, vectorised over B trials (docs/SCHEMES.md §12), coupled
-coin for coin to `rheo_ref.treespark_replay`.
+coin for coin to `rheo_ref.families.treespark.replay`.
 
 Coins per round and trial, `TreeSparkLayout.n_coins` = 2(N+1)+1 (the static family's layout):
 draw coin of node i at i (1..N, creation order), accept coin at N+1+i, the bonus coin at 2N+2.
@@ -30,15 +30,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rheo_fast.families.static.round import Walk, accepts, child_rate, rrsw_s, traversal_reject
+from rheo_fast.models import TreeModel, as_rows
+from rheo_fast.slots import inverse_cdf
+from rheo_fast.tree import rows_at
+from rheo_fast.verify import Verdict, gather1, residual_sampled, row_at
 from rheo_ref.errors import CaseError
-from rheo_ref.treespark import Calibration, TreeSparkScheme
+from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.variants import SPEC, Variant
-
-from .models import TreeModel, as_rows
-from .slots import inverse_cdf
-from .static import Walk, accepts, child_rate, rrsw_s, traversal_reject
-from .tree import rows_at
-from .verify import Verdict, gather1, residual_sampled, row_at
 
 __all__ = ["SparkTree", "TreeSparkLayout", "TreeSparkResult", "check_treespark_round", "treespark_round"]
 

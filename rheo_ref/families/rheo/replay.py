@@ -3,7 +3,7 @@ replay between `rheo_ref` and `rheo_fast` (docs/ALGORITHM.md §3-§5 and §8).
 
 One round consumes one fixed-size block of uniforms u in [0, 1) (floats, read exactly as
 Fractions), indexed by *node creation index* (the root is 0, children are numbered in
-expansion order, slot by slot, as in `rheo_ref.tree`). With N non-root nodes per round
+expansion order, slot by slot, as in `rheo_ref.families.rheo.tree`). With N non-root nodes per round
 (`round_layout`), the block has 2(N+1)+1 coins:
 
 - `coins[i]`, i = 0..N: the *sample coin* of node i. When node i is expanded and its tail has
@@ -29,12 +29,12 @@ from fractions import Fraction
 from math import log
 from typing import Protocol, TypeVar
 
-from .enumerate import expansions_per_round
-from .errors import CaseError
-from .models import Case, Context, Scheme, TableModel
-from .slots import Expansion, expand, inverse_cdf
-from .tree import Node, Nodes, build_tree, children, path_tokens, rerank
-from .verify import SPEC_RULES, Rules
+from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.enumerate import expansions_per_round
+from rheo_ref.families.rheo.slots import Expansion, expand, inverse_cdf
+from rheo_ref.families.rheo.tree import Node, Nodes, build_tree, children, path_tokens, rerank
+from rheo_ref.families.rheo.verify import SPEC_RULES, Rules
+from rheo_ref.models import Case, Context, Scheme, TableModel
 
 ZERO, ONE = Fraction(0), Fraction(1)
 
@@ -54,7 +54,7 @@ def _coin(x: float) -> Fraction:
 
 
 class ReplayChooser:
-    """A `rheo_ref.tree.Chooser` that takes the sampled token from node `parent.id`'s sample coin."""
+    """A `rheo_ref.families.rheo.tree.Chooser` that takes the sampled token from node `parent.id`'s sample coin."""
 
     def __init__(self, coins: Sequence[float]) -> None:
         self.coins = coins

@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import CaseError
-from .models import Context, Row, TableModel
-from .static import children_lists
-from .variants import SPEC, Variant
+from rheo_ref.errors import CaseError
+from rheo_ref.families.static.scheme import children_lists
+from rheo_ref.models import Context, Row, TableModel
+from rheo_ref.variants import SPEC, Variant
 
 Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)

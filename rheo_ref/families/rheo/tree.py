@@ -1,8 +1,8 @@
 """The dynamic tree: EAGLE-2/3 expand-then-rerank (docs/ALGORITHM.md §4).
 
 The builder is written once and driven by a *chooser* that decides what the sampled slot of each
-expansion holds. Enumerators (`rheo_ref.enumerate`) branch over every choice and carry its
-probability; a sampler (`rheo_ref.replay`) follows one choice per coin. A node may hold a *class*
+expansion holds. Enumerators (`rheo_ref.families.rheo.enumerate`) branch over every choice and carry its
+probability; a sampler (`rheo_ref.families.rheo.replay`) follows one choice per coin. A node may hold a *class*
 of sampled tokens (several ids that lead to the same fills and factor); the builder splits such a
 node into single tokens only when it is about to be expanded, because only then does its identity
 reach beyond its own level (docs/ALGORITHM.md §7).
@@ -16,9 +16,9 @@ from fractions import Fraction
 from math import log
 from typing import Protocol
 
-from .errors import CaseError
-from .models import Context, Row, Scheme
-from .slots import Expansion, expand
+from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.slots import Expansion, expand
+from rheo_ref.models import Context, Row, Scheme
 
 ONE = Fraction(1)
 

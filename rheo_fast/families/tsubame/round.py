@@ -1,12 +1,12 @@
 """Family `tsubame` on the fast path, vectorised over B trials and coupled coin for coin to
-`rheo_ref.tsubame_replay` (docs/SCHEMES.md, "Family tsubame").
+`rheo_ref.families.tsubame.replay` (docs/SCHEMES.md, "Family tsubame").
 
 - Pass 1 (`plan`): `rheo_fast.tree.build_tree` with the rheo scheme (K, m = K, W, D, R): the
   deterministic Top-K tree of every trial, whose kept nodes become the trial's planned `parents`
   (creation order, parents re-indexed among the kept nodes). The draft is seen through
   `TopKDraft`, which hands the builder q_rank only (m = K never samples; this makes it plain that
   the plan cannot read q_samp). It draws no coin and makes D draft calls.
-- Pass 2: the static fast path (`rheo_fast.static.static_round`) on each planned shape. Trials
+- Pass 2: the static fast path (`rheo_fast.families.static.round.static_round`) on each planned shape. Trials
   that share a shape form a group (`torch.unique` over the [B, n] planned parents); each group's
   static round runs over the whole batch (a `TreeModel`'s state cannot be split into trials
   through its protocol) and its rows are taken where the trial belongs to the group. Trials in
@@ -30,17 +30,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rheo_fast.families.static.round import StaticResult, check_static_round, static_round
+from rheo_fast.families.static.tree import StaticLayout, static_layout
+from rheo_fast.models import DraftRows, TreeModel
+from rheo_fast.tree import Layout, Tree, build_tree
+from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
-from rheo_ref.static import StaticScheme
-from rheo_ref.tsubame import TsubameScheme
-from rheo_ref.tsubame_exact import topk_scheme
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.tsubame.exact import topk_scheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
-
-from .models import DraftRows, TreeModel
-from .static import StaticResult, check_static_round, static_round
-from .static_tree import StaticLayout, static_layout
-from .tree import Layout, Tree, build_tree
-from .verify import Verdict
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ def tsubame_round(
     if variant.plan_tokens != "top_k":
         raise CaseError(
             f"variant {variant.name!r}: the fast path runs the spec's plan only; its exact law is "
-            f"rheo_ref.tsubame_mutant's (rheo mutants rejects it through that law's sampler)"
+            f"rheo_ref.families.tsubame.mutant's (rheo mutants rejects it through that law's sampler)"
         )
     layout = layout or tsubame_layout(scheme)
     B, dev = coins.shape[0], coins.device

@@ -21,11 +21,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .models import Case, Context
-from .static import next_draw
-from .static_exact import Law, _add
-from .tree import frontier, rerank
-from .verifiers import DraftTree, topdown_law, traversal_law
+from rheo_ref.families.rheo.tree import frontier, rerank
+from rheo_ref.families.static.exact import Law, _add
+from rheo_ref.families.static.scheme import next_draw
+from rheo_ref.models import Case, Context
+from rheo_ref.verifier_laws import DraftTree, topdown_law, traversal_law
 
 ONE = Fraction(1)
 
@@ -43,7 +43,7 @@ class Drawn:
 
 
 def _kept_tree(nodes: Sequence[Drawn], R: int) -> DraftTree:
-    """The R nodes the rheo family's global rerank keeps (`rheo_ref.tree.rerank`), in creation order."""
+    """The R nodes the rheo family's global rerank keeps (`rheo_ref.families.rheo.tree.rerank`), in creation order."""
     ids = sorted(rerank(nodes, R))
     new = {0: 0, **{nid: i for i, nid in enumerate(ids, start=1)}}
     return DraftTree(tuple(new[nodes[i].parent] for i in ids), tuple(nodes[i].token for i in ids))

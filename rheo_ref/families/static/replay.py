@@ -1,11 +1,11 @@
 """The static family driven by an explicit stream of uniforms: the reference side of the coupled
-replay between `rheo_ref` and `rheo_fast.static` (docs/SCHEMES.md §7, "The coin stream").
+replay between `rheo_ref` and `rheo_fast.families.static.round` (docs/SCHEMES.md §7, "The coin stream").
 
 One round reads one block of 2(N+1)+1 uniforms u in [0, 1) (floats, read exactly as Fractions),
 N being the shape's draft nodes, indexed by node id (the root is 0, nodes in creation order):
 
 - `coins[i]`, i = 1..N: the *draw coin* of node i. Its token is the inverse CDF, in token-id
-  order with strict `<` (`rheo_ref.slots.inverse_cdf`), of its sibling row: `iid`: q_samp(.|c);
+  order with strict `<` (`rheo_ref.families.rheo.slots.inverse_cdf`), of its sibling row: `iid`: q_samp(.|c);
   `wor`: q_samp(.|c) with the tokens of its earlier siblings zeroed (renormalised implicitly).
   `coins[0]` (the root's) is never used, nor is the coin of a node that is not drafted.
 - `coins[N+1+i]`: the *accept coin* of node i, read when the verifier tries node i:
@@ -20,7 +20,7 @@ N being the shape's draft nodes, indexed by node id (the root is 0, nodes in cre
 Unused coins are skipped, never shifted. `CoinReader` also records how close each decision came
 to flipping (`margin`): a float64 implementation must agree with this one whenever the margin
 exceeds its rounding error (`comparable`). A variant of the static family (`variant=`, the spec
-by default) is read by the verifiers' steps (`rheo_ref.verifiers`); a mutant reads the same coins.
+by default) is read by the verifiers' steps (`rheo_ref.verifier_laws`); a mutant reads the same coins.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import CaseError
-from .models import Case, Context, Row
-from .replay import _coin, replay_rounds
-from .slots import inverse_cdf
-from .static import StaticScheme, children_lists
-from .variants import SPEC, Variant
-from .verifiers import DraftTree, TraversalState, topdown_accept, topdown_reject, try_order
+from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.replay import _coin, replay_rounds
+from rheo_ref.families.rheo.slots import inverse_cdf
+from rheo_ref.families.static.scheme import StaticScheme, children_lists
+from rheo_ref.models import Case, Context, Row
+from rheo_ref.variants import SPEC, Variant
+from rheo_ref.verifier_laws import DraftTree, TraversalState, topdown_accept, topdown_reject, try_order
 
 ZERO = Fraction(0)
 ONE = Fraction(1)

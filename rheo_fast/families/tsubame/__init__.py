@@ -1,0 +1,1 @@
+"""rheo_fast.families.tsubame."""
