@@ -33,7 +33,8 @@ import matplotlib.pyplot as plt
 
 from proofs.gen import random_pair, tempered
 from rheo.compare import PAIRINGS, THETAS, compare
-from rheo_ref.models import Case, Proxy, Scheme
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, Proxy
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)

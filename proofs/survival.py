@@ -52,9 +52,10 @@ from itertools import tee
 
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.enumerate import enumerate_trees, estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import path_tokens, rerank_key
 from rheo_ref.grid import Cell, run_cells
-from rheo_ref.models import Case, Proxy, Scheme
+from rheo_ref.models import Case, Proxy
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
 from .gen import contexts, one_row_case, random_pair, random_row, table

@@ -22,10 +22,11 @@ from tqdm import tqdm
 
 from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
+from rheo_ref.models import Case, Proxy, TableModel
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
 

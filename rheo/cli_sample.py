@@ -16,7 +16,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, load_case
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, load_case
 from rheo_ref.sizes import Size, available_memory, batch_bytes, count, expansions, gib, nodes
 from rheo_ref.validate import integer, number, show, within_limit
 from rheo_ref.variants import MUTANTS, variant_named

@@ -31,13 +31,14 @@ from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
 from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.exact import estimate_static
 from rheo_ref.families.static.scheme import MAX_NODES, StaticScheme
 from rheo_ref.families.treespark.exact import estimate_treespark
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.families.tsubame.exact import estimate_tsubame
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import AnyScheme, Case, Proxy, Scheme
+from rheo_ref.models import AnyScheme, Case, Proxy
 
 # The compatible (lossless) pairings of the static family, in table order (docs/SCHEMES.md §3).
 PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))

@@ -29,10 +29,11 @@ from functools import cache, lru_cache
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
 from rheo_ref.families.rheo.replay import greedy_case
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import AnyScheme, Case, Scheme, TableModel
+from rheo_ref.models import AnyScheme, Case, TableModel
 from rheo_ref.variants import MUTANTS, READ_BY, variant_named
 
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
@@ -226,7 +227,7 @@ def mutant_cases(name: str) -> tuple[str, ...]:
         return TSUBAME_MUTANT_CASES
     (setting,) = v.changed()
     cases = gate_cases()
-    return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.static_scheme().verify in READ_BY[setting])
+    return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.scheme_as(StaticScheme).verify in READ_BY[setting])
 
 
 @cache

@@ -36,6 +36,7 @@ from typing import Any
 from rheo_ref.errors import CaseError, LosslessError
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import parse_weight
 from rheo_ref.models import Case
 
@@ -142,7 +143,7 @@ class HFDecoder:
         if self.kind == "rheo-lm":
             p = proc.table(case.target)
             ds = proc.table(case.q_samp_model) if not proc.identity else None
-            return Exact(Case(case.draft, p, case.rheo_scheme(), case.context, n, ds)).token_law(n)
+            return Exact(Case(case.draft, p, case.scheme_as(Scheme), case.context, n, ds)).token_law(n)
         p = proc.table(case.target)
         if self.kind == "prompt-lookup":
             chain = Chain(
@@ -175,7 +176,7 @@ class HFDecoder:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise CaseError(f"workers={workers!r} must be an integer >= 1")
         if self.kind == "rheo-lm":
-            case.rheo_scheme()
+            case.scheme_as(Scheme)
             if len(case.context) < 2:
                 raise CaseError(f"decoder rheo-lm needs a context of at least 2 tokens, got {list(case.context)}")
         obj = case.to_json()
@@ -228,7 +229,7 @@ def decode_batch(
 
             T = 1 / decoder.processing().power
             lm, g = table_tree_model(case, T=T), torch.Generator().manual_seed(seed % 2**63)
-            return [tuple(generate_tokens(lm, context, case.rheo_scheme(), n, g)) for _ in range(num_samples)]
+            return [tuple(generate_tokens(lm, context, case.scheme_as(Scheme), n, g)) for _ in range(num_samples)]
         from rheo_fast.table_lm import table_lms
 
         draft, target = table_lms(case)

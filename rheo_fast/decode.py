@@ -32,10 +32,11 @@ from rheo_fast.families.treespark.round import TreeSparkLayout, check_treespark_
 from rheo_fast.families.tsubame.mutant import sampled_plan_round
 from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_layout, tsubame_round
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.families.treespark.scheme import TreeSparkScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import AnyScheme, Scheme
+from rheo_ref.models import AnyScheme
 from rheo_ref.variants import SPEC, Variant
 
 from .models import TreeModel, as_rows

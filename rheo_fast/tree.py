@@ -17,7 +17,7 @@ from functools import cached_property
 import torch
 from torch import Tensor
 
-from rheo_ref.models import Scheme
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.variants import SPEC, Variant
 
 from .slots import expand, qtilde_of, top_k

@@ -15,6 +15,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.exact import estimate_static
 from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from rheo_ref.families.treespark.exact import estimate_treespark
@@ -22,9 +23,9 @@ from rheo_ref.families.treespark.scheme import VERIFIERS as TREESPARK_VERIFIERS
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.families.tsubame.exact import estimate_tsubame
 from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.models import AnyScheme, Case, Proxy, TableModel
 
 from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' tables)
-from .models import AnyScheme, Case, Proxy, Scheme, TableModel
 
 ONE = Fraction(1)
 

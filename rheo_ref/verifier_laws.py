@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
-from rheo_ref.families.static.scheme import children_lists
 from rheo_ref.models import Context, Row, TableModel
 from rheo_ref.variants import SPEC, Variant
 
@@ -134,6 +133,14 @@ def traversal_reject(
 
 
 # --- one given tree ----------------------------------------------------------------------------
+
+
+def children_lists(parents: Sequence[int]) -> list[list[int]]:
+    """Children of nodes 0..N, each list in draw (= index) order."""
+    kids: list[list[int]] = [[] for _ in range(len(parents) + 1)]
+    for i, u in enumerate(parents):
+        kids[u].append(i + 1)
+    return kids
 
 
 @dataclass(frozen=True)

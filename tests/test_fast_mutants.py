@@ -14,10 +14,11 @@ from rheo_fast.decode import decode, layout_for, run_round
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.replay import static_layout as static_coins
 from rheo_ref.families.static.scheme import VERIFIERS, StaticScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import distinct_weights
 from rheo_ref.variants import (
     FAMILY_OF,
@@ -232,7 +233,7 @@ def test_the_tsubame_mutant_sampler_refuses_what_it_cannot_run():
 
     bad = MUTANTS["tsubame-plan-after-sampling"]
     case = tsubame_mutant_case()
-    assert coins_needed(case.tsubame_scheme()) == 2 * (1 + 1) + 1 <= layout_for(case.scheme).n_coins
+    assert coins_needed(case.scheme_as(TsubameScheme)) == 2 * (1 + 1) + 1 <= layout_for(case.scheme).n_coins
     g = torch.Generator().manual_seed(0)
     with pytest.raises(CaseError, match=r"at T = 0\.5"):
         decode(TableTreeModel(case, T=0.5), [case.context], case.scheme, 2, generator=g, variant=bad)

@@ -19,7 +19,8 @@ from rheo_fast.tree import Layout, check_closed
 from rheo_fast.verify import residual_point, residual_sampled, try_points, try_sampled
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.replay import round_layout
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, Proxy, TableModel
 from rheo_ref.strategies import distinct_weights, prob_vectors
 from rheo_ref.variants import MUTANTS
 

@@ -32,6 +32,7 @@ from rheo.hf_laws import Chain, Processing, lookup_candidates, lookup_drafter, t
 from rheo.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, load_case
 
@@ -266,7 +267,7 @@ def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
             generate_tree(
                 lm,
                 list(case.context),
-                CASE.rheo_scheme(),
+                CASE.scheme_as(Scheme),
                 max_new=n,
                 generator=g,
                 variant=MUTANTS["verify-q-not-qtilde"],

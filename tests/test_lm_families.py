@@ -26,8 +26,9 @@ from rheo_fast.lm.decode import METHODS, LMTreeModel, TreeSize, describe, genera
 from rheo_fast.lm.table_head import table_tree_model
 from rheo_fast.models import TableTreeModel
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.models import Case, TableModel
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

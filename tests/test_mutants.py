@@ -46,6 +46,7 @@ from rheo_ref.families.rheo.mutants import (
     half_coin_below,
 )
 from rheo_ref.families.rheo.verify import Rules
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.strategies import cases
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 
@@ -176,7 +177,7 @@ def fit_cases(name: str) -> tuple[str, ...]:
     from rheo_ref.variants import READ_BY
 
     (setting,) = v.changed()
-    extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.static_scheme().verify in READ_BY[setting]]
+    extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.scheme_as(StaticScheme).verify in READ_BY[setting]]
     return (*mutant_cases(name), *extra)
 
 

@@ -31,8 +31,9 @@ from proofs.treespark import tables as treespark_tables
 from proofs.tsubame import CE_81, CE_82, CE_83, CE_84
 from proofs.tsubame import tables as tsubame_tables
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
+from rheo_ref.models import Case, Proxy, TableModel
 from rheo_ref.verifier_laws import DraftTree, verify_tree_law
 
 pytestmark = pytest.mark.proof

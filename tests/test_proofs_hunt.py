@@ -15,8 +15,9 @@ from proofs.ranking import sibling_rank_of_sampled
 from proofs.survival import biased_classes
 from rheo_ref.exact import Exact
 from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import ranked
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
+from rheo_ref.models import Case, Proxy, TableModel
 from rheo_ref.strategies import cases, one_hot, prob_vectors, tables
 
 pytestmark = pytest.mark.proof

@@ -18,8 +18,9 @@ from test_ref_exact import CONST_PROXY_MINIMAL, ONE_HOT, P_EQ_Q, TRUE_PROXY_MINI
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.bestfirst import BestFirstRounds, Plans, kept_trees, shape_of
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.verify import Rules
-from rheo_ref.models import Case, Proxy, Scheme
+from rheo_ref.models import Case, Proxy
 from rheo_ref.strategies import cases, random_table, static_cases
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])

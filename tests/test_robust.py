@@ -35,7 +35,8 @@ from rheo_ref.atomic import check_writable, open_atomic, savefig_atomic, write_t
 from rheo_ref.errors import OutputError
 from rheo_ref.exact import Exact, exact_report, target_law
 from rheo_ref.families.rheo.enumerate import estimate_trees_per_round, expansions_per_round
-from rheo_ref.models import Case, Scheme
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case
 from rheo_ref.sizes import Size, expansions, law_outcomes, trees_per_round
 
 ROOT = Path(__file__).resolve().parents[1]

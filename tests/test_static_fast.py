@@ -183,7 +183,7 @@ def two_over(kind: str, sizes: tuple[int, ...], sampling: str, verify: str, toke
 def one_fast_round(case: Case, coins: torch.Tensor, verify: str, sampling: str) -> list[tuple[int, ...]]:
     """One round of the fast path composed from its steps, the verifier and the traversal's Ms
     update given explicitly (the scheme's own: the spec; anything else: a wrong step)."""
-    layout = static_layout(case.static_scheme())
+    layout = static_layout(case.scheme_as(StaticScheme))
     model = TableTreeModel(case)
     state = model.start([case.context] * coins.shape[0])
     draw_c, accept_c, bonus_c = layout.split(coins)
@@ -229,7 +229,7 @@ STATIC = load_case(str(CASES / "static.json"))
 
 def replay_law_samples(case: Case, seed: int, verify_round=None, n: int = REPLAY_N) -> list[tuple[int, ...]]:
     rng = random.Random(seed)
-    coins = ref_layout(case.static_scheme())[1]
+    coins = ref_layout(case.scheme_as(StaticScheme))[1]
     play = verify_round or (lambda c, u: replay_static_round(c, c.context, u).emitted)
     return [play(case, [rng.random() for _ in range(coins)]) for _ in range(n)]
 
@@ -269,7 +269,7 @@ def test_the_replay_law_test_rejects_a_wrong_ms_update():
     assert tv(law, wrong) == Fraction(1, 8)
 
     def wrong_round(c: Case, coins: list[float]) -> tuple[int, ...]:
-        reader = CoinReader(coins, c.static_scheme().nodes)
+        reader = CoinReader(coins, c.scheme_as(StaticScheme).nodes)
         return ref_traversal(ref_draw_tree(c, c.context, reader), c, c.context, reader, "iid")
 
     res = check_law(

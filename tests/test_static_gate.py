@@ -77,8 +77,8 @@ def test_static_rows_cover_every_lossless_pairing_on_both_shapes_at_three_temper
             temps = {n.split("/", 1)[1] for n in rows if n.split("/")[0] == scheme}
             assert {"T1", "T0.5/zeros"} <= temps and temps & {"T0", "T0/zeros"}, (scheme, temps)
     assert {gc.T for gc in rows.values()} == {1.0, 0.5, 0.0}  # 0.5: the fast path's own temperature too
-    assert all(gc.case.static_scheme().lossless for gc in rows.values())
-    assert {gc.case.static_scheme().kind for gc in rows.values()} == {"branching", "delayed", "parents"}
+    assert all(gc.case.scheme_as(StaticScheme).lossless for gc in rows.values())
+    assert {gc.case.scheme_as(StaticScheme).kind for gc in rows.values()} == {"branching", "delayed", "parents"}
     assert {n.split("/")[0] for n in rows} == set(STATIC_SCHEMES)
     assert {STATIC_SCHEMES[s].sizes for s in STATIC_SCHEMES} == set(STATIC_SHAPES.values())
     assert any("zeros" in n for n in rows) and any("zeros" not in n for n in rows)
@@ -104,7 +104,7 @@ def test_brute_force_and_the_subtree_recursion_agree_on_a_mutant(name):
     the setting, and on the iid rows, they give the same round and 3-token laws."""
     for case in (*STATIC_MUTANT_CASES, "parents-iid-traversal/T1", "branching-iid-rrsw/T0.5/zeros"):
         gc = CASES[case]
-        if not reads(name, gc.case.static_scheme().verify):
+        if not reads(name, gc.case.scheme_as(StaticScheme).verify):
             continue
         brute, classes = (Exact(gc.case, m, variant=MUTANTS[name]) for m in ("brute", "classes"))
         assert brute.round_law() == classes.round_law(), case
@@ -141,7 +141,7 @@ def test_specinfer_on_wor_is_the_lossy_pairing():
     for name in ("branching-wor-rrsw/T0.5/zeros", "delayed-wor-rrsw/T1"):
         case = CASES[name].case
         lossy = case.with_scheme(verify="specinfer")
-        assert not lossy.static_scheme().lossless
+        assert not lossy.scheme_as(StaticScheme).lossless
         assert MutantExact(case, "specinfer-on-wor").token_law(3) == Exact(lossy).token_law(3)
         assert tv(Exact(lossy).token_law(3), target_law(case, 3)) > 0
 
@@ -162,7 +162,7 @@ def test_traversal_leaf_orders_agree_on_branching_and_delayed_shapes(kind):
 def test_every_static_mutant_runs_on_a_static_case_that_reads_its_setting():
     for name in STATIC_MUTANTS:
         assert mutant_case(name) in mutant_cases(name) and set(mutant_cases(name)) <= set(STATIC_MUTANT_CASES)
-        assert all(reads(name, CASES[c].case.static_scheme().verify) for c in mutant_cases(name))
+        assert all(reads(name, CASES[c].case.scheme_as(StaticScheme).verify) for c in mutant_cases(name))
     assert mutant_case("traversal-min-index-leaf") == "parents-wor-traversal/T0.5/zeros"
     assert mutant_case("specinfer-on-wor") == "branching-wor-rrsw/T0.5/zeros"
 
@@ -266,13 +266,13 @@ def traversal_both_ways(
 ) -> tuple[torch.Tensor, ...]:
     """(end, bonus row) of the Euler walk running `variant` and of the by-leaf loop running
     `by_leaves` (default: the same variant) on the same drawn trees."""
-    layout = static_layout(case.static_scheme())
+    layout = static_layout(case.scheme_as(StaticScheme))
     model = TableTreeModel(case, T=T)
     state = model.start([case.context] * coins.shape[0])
     draw_c, accept_c, _ = layout.split(coins)
     tree, q_rows, _ = draw_tree(model, state, layout, draw_c)
     walk = Walk(as_rows(model.target(state, tree)), coins.shape[0], layout.N, coins.device)
-    args = (tree, walk, q_rows, layout, accept_c, case.static_scheme().sampling)
+    args = (tree, walk, q_rows, layout, accept_c, case.scheme_as(StaticScheme).sampling)
     return (*verify_traversal(*args, variant), *verify_traversal_by_leaves(*args, by_leaves or variant))
 
 

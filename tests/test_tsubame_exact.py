@@ -159,7 +159,7 @@ def test_search_finds_a_lossy_case_for_wor_siblings_under_specinfer():
         settings=settings(max_examples=2000, database=None, derandomize=True, phases=[Phase.generate]),
     )
     assert exact_tv(found, "brute") == exact_tv(found) > 0
-    s = found.tsubame_scheme()
+    s = found.scheme_as(TsubameScheme)
     fixed = Case(
         found.draft,
         found.target,

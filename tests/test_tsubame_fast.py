@@ -112,7 +112,7 @@ def test_fast_replays_the_reference_coin_for_coin(sampling, verify, T, data, see
         label="case",
     )
     ref_case = exact_case(case, T)
-    stream = Stream(case.tsubame_scheme(), seed, zeros, trials=6)
+    stream = Stream(case.scheme_as(TsubameScheme), seed, zeros, trials=6)
     assume(replay_tsubame_round(ref_case, case.context, stream.trial(0)(0)).comparable())
     fast = run_fast(case, stream, T)
     n = [compare(ref_case, stream, fast.per_round, b) for b in range(6)]
@@ -145,7 +145,7 @@ def test_every_round_of_a_fixed_case_is_compared_and_equal(sampling, verify, T):
     contexts = [(b % 5,) for b in range(40)]
     shapes = {Planner(case).parents(c) for c in contexts}
     assert len(shapes) >= 2  # the batch really mixes shapes
-    stream = Stream(case.tsubame_scheme(), seed_for(f"tsubame-fixed|{sampling}|{verify}|{T}"), 0.05, trials=40)
+    stream = Stream(case.scheme_as(TsubameScheme), seed_for(f"tsubame-fixed|{sampling}|{verify}|{T}"), 0.05, trials=40)
     fast = run_fast(case, stream, T, contexts)
     compared = rounds = 0
     for b in range(40):
@@ -159,7 +159,7 @@ def test_the_coupled_comparison_catches_a_wrong_plan():
     """Negative control: the replay run on a plan with R - 1 nodes (another shape, same coins)
     disagrees with the fast path on some trial."""
     case = fixed_case("iid", "specinfer", tokens=1)
-    stream = Stream(case.tsubame_scheme(), 5, 0.0, trials=200)
+    stream = Stream(case.scheme_as(TsubameScheme), 5, 0.0, trials=200)
     fast = run_fast(case, stream, 1.0)
     smaller = case.with_scheme(R=5)  # its 13-coin block: the R = 6 block mapped as the fast path maps it
     lay = TsubameLayout(3, 2, 3, 6)
@@ -175,7 +175,7 @@ def test_draft_calls_of_both_passes():
     """Pass 1 makes D draft calls; pass 2 one per depth of the trial's shape that has nodes with
     children; issued calls sum over the distinct shapes of the batch."""
     case = fixed_case("wor", "rrsw")
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     model = TableTreeModel(case)
     contexts = [(0,), (1,), (2,), (3,), (4,)]
     res = tsubame_round(model, model.start(contexts), sch, Stream(sch, 1, 0.0, 5)(0))

@@ -41,10 +41,11 @@ from rheo_fast.lm import methods
 from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
 from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import AnyScheme, Scheme
+from rheo_ref.models import AnyScheme
 from rheo_ref.variants import SPEC, Variant
 
 from . import kvcache as kv

@@ -22,7 +22,8 @@ from rheo_fast.decode import round_coins, run_round, split_coins
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout, build_tree
 from rheo_ref.families.rheo.replay import replay_round
-from rheo_ref.models import Case, Scheme
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
 
 pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("one_thread")]

@@ -23,7 +23,8 @@ from rheo_fast.models import TreeModel
 from rheo_fast.slots import inverse_cdf
 from rheo_fast.tree import Tree
 from rheo_fast.verify import gather1
-from rheo_ref.families.static.scheme import StaticScheme, children_lists, depths
+from rheo_ref.families.static.scheme import StaticScheme, depths
+from rheo_ref.verifier_laws import children_lists
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,11 @@ from fractions import Fraction
 
 from rheo_ref.errors import TooLargeError
 from rheo_ref.families.rheo.enumerate import ClassChooser
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion, expand, proxy_factor, ranked
 from rheo_ref.families.rheo.tree import Node, Nodes, path_tokens
 from rheo_ref.families.rheo.verify import Law, level_law, verification_order
-from rheo_ref.models import Case, Context, Row, Scheme
+from rheo_ref.models import Case, Context, Row
 
 ZERO, ONE = Fraction(0), Fraction(1)
 Key = tuple[Fraction, int, int, int]  # (-score, depth, frontier index of the parent, slot)
@@ -68,7 +69,7 @@ class Plans:
     """The expansion plan of each context, by the part of it the models see (a pure function)."""
 
     def __init__(self, case: Case) -> None:
-        self.case, self.scheme = case, case.rheo_scheme()
+        self.case, self.scheme = case, case.scheme_as(Scheme)
         self._plans: dict[Context, Expansion] = {}
 
     def memo(self, ctx: Context) -> Context:
@@ -86,7 +87,7 @@ def check_factors_at_most_one(case: Case) -> None:
     """Best-first needs every factor <= 1 (a child never outranks its parent). Only scaled:s with
     s > 1 can break it. The full enumerations refuse it at an expansion they make; `dp` makes few
     of them, so it refuses it up front, at any draft row (`proxy_factor` raises)."""
-    s = case.rheo_scheme()
+    s = case.scheme_as(Scheme)
     if s.proxy.kind != "scaled" or s.m >= s.K:
         return
     for row in case.draft.probs.values():
@@ -98,7 +99,7 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
     """(probability, kept nodes in pop order) of every branch of the best-first construction of one
     round from `context`. Node ids are pop indices (the root is 0); a sampled node that was never
     expanded may still hold a class of tokens."""
-    scheme: Scheme = case.rheo_scheme()
+    scheme: Scheme = case.scheme_as(Scheme)
     context = tuple(context)
     chooser = ClassChooser()
     m = scheme.m
@@ -233,7 +234,7 @@ class KeptLaws:
             def below(ch: Node, y: int, r: Row) -> Law:  # r: the residual at the accept (the spec ignores it)
                 return self.law(ctx + (y,), shape[ch.id][3])
 
-            order = verification_order(kids, self.case.rheo_scheme().verify)
+            order = verification_order(kids, self.case.scheme_as(Scheme).verify)
             self._laws[key] = dict(level_law(self.case.target.row(ctx), order, below))
         return self._laws[key]
 

@@ -15,9 +15,10 @@ from dataclasses import replace
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion
 from rheo_ref.families.rheo.tree import Node, Nodes, build_tree, rerank
-from rheo_ref.models import Case, Context, Scheme
+from rheo_ref.models import Case, Context
 
 METHODS = ("dp", "classes", "brute")  # dp: rheo_ref.families.rheo.bestfirst (built on the classes below)
 ZERO = Fraction(0)
@@ -64,9 +65,9 @@ def enumerate_trees(
 ) -> Iterator[tuple[Fraction, Nodes, frozenset[int]]]:
     """(probability, all nodes, kept node ids) for every enumerated tree of a round from `context`."""
     for prob, nodes in build_tree(
-        case.draft, case.q_samp_model, tuple(context), case.rheo_scheme(), chooser_for(method)
+        case.draft, case.q_samp_model, tuple(context), case.scheme_as(Scheme), chooser_for(method)
     ):
-        yield prob, nodes, rerank(nodes, case.rheo_scheme().R)
+        yield prob, nodes, rerank(nodes, case.scheme_as(Scheme).R)
 
 
 def expansions_per_round(scheme: Scheme) -> int:
@@ -81,7 +82,7 @@ def expansions_per_round(scheme: Scheme) -> int:
 
 def estimate_trees_per_round(case: Case, method: str) -> int:
     """An upper-bound estimate of trees per round, used to refuse hopeless enumerations."""
-    s, V = case.rheo_scheme(), case.vocab_size
+    s, V = case.scheme_as(Scheme), case.vocab_size
     if s.m >= s.K:
         return 1
     branch = V - s.m  # possible sampled identities per expansion

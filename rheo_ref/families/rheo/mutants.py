@@ -23,13 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import DEFAULT_MAX_TREES, Exact, Law, target_law, tv
 from rheo_ref.families.rheo.enumerate import BruteChooser
+from rheo_ref.families.rheo.exact import RheoRounds
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion, expand
 from rheo_ref.families.rheo.tree import Chooser, Node, Nodes, build_tree, path_tokens, rerank
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, normalise
+from rheo_ref.family import RoundLaws
 from rheo_ref.models import Case, Context, Row, TableModel
 from rheo_ref.variants import MUTANTS, Variant, variant_named
 
@@ -111,7 +115,7 @@ def _q_instead_of_qtilde(case: Case, ctx: Context, n: Node) -> Node:
 
 
 def _qrank_tilde(case: Case, ctx: Context, n: Node) -> Node:
-    s = case.rheo_scheme()
+    s = case.scheme_as(Scheme)
     plan = expand(case.draft.row(ctx), case.draft.row(ctx), s.K, s.m, s.proxy)
     if plan.qtilde is None or any(plan.qtilde[y] == 0 for y in n.tokens):
         raise CaseError("temp-sample-only: the tail of q_rank has no mass where q_samp does; pick another case")
@@ -330,7 +334,7 @@ def counterpart(v: Variant) -> ExactMutant:
     if v.sample_from == "whole":
         return ExactMutant(
             v,
-            chooser=lambda rec, c: WholeQChooser(rec, c.rheo_scheme().m),
+            chooser=lambda rec, c: WholeQChooser(rec, c.scheme_as(Scheme).m),
             nodes=_rewrite_sampled(_outside_tail),
             rules=WholeQRules(),
         )
@@ -373,14 +377,19 @@ class MutantExact(Exact):
             return
         super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)
 
+    def _round_laws(self, family: Any, method: str, **kw: Any) -> RoundLaws:
+        if family.name != "rheo":
+            return super()._round_laws(family, method, **kw)
+        return RheoRounds(self.case, method, rules=kw["rules"], progress=kw.get("progress"), trees=self._trees)
+
     def _trees(self, context: Context):
         case, mut = self.case, self.mutant
         rec = _RecordingModel(case.q_samp_model)
         chooser = mut.chooser(rec, case) if mut.chooser else BruteChooser()
-        for prob, nodes in build_tree(case.draft, rec, context, case.rheo_scheme(), chooser):
+        for prob, nodes in build_tree(case.draft, rec, context, case.scheme_as(Scheme), chooser):
             if mut.nodes is not None:
                 nodes = mut.nodes(case, context, nodes)
-            yield prob, nodes, rerank(nodes, case.rheo_scheme().R)
+            yield prob, nodes, rerank(nodes, case.scheme_as(Scheme).R)
 
     def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
         """A round ending in the invalid token V (a bonus from a massless row) stops decoding."""

@@ -31,10 +31,11 @@ from typing import Protocol, TypeVar
 
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.enumerate import expansions_per_round
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion, expand, inverse_cdf
 from rheo_ref.families.rheo.tree import Node, Nodes, build_tree, children, path_tokens, rerank
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules
-from rheo_ref.models import Case, Context, Scheme, TableModel
+from rheo_ref.models import Case, Context, TableModel
 
 ZERO, ONE = Fraction(0), Fraction(1)
 
@@ -75,7 +76,7 @@ class ReplayRound:
 
 def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Rules = SPEC_RULES) -> ReplayRound:
     """One round from `context`, every random decision read from `coins` (layout above)."""
-    s = case.rheo_scheme()
+    s = case.scheme_as(Scheme)
     N, n_coins = round_layout(s)
     if len(coins) != n_coins:
         raise CaseError(f"a round of scheme {s.to_json()} needs {n_coins} coins, got {len(coins)}")
@@ -163,7 +164,7 @@ def greedy_case(case: Case) -> Case:
 def float_signature(case: Case, context: Context, nodes: Nodes, nid: int) -> tuple:
     """What a float64 implementation adds up to get node nid's log-score: equal signatures give
     bit-equal floats. A sampled factor equal to z_r is a float sum, so it gets its own symbol."""
-    s, sig = case.rheo_scheme(), []
+    s, sig = case.scheme_as(Scheme), []
     while nid > 0:
         n = nodes[nid]
         f: object = n.score / nodes[n.parent].score if nodes[n.parent].score else ("zero", nid)

@@ -17,8 +17,9 @@ from math import log
 from typing import Protocol
 
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion, expand
-from rheo_ref.models import Context, Row, Scheme
+from rheo_ref.models import Context, Row
 
 ONE = Fraction(1)
 

@@ -68,13 +68,13 @@ def q_support(case: Case) -> int:
     return max(sum(1 for x in row if x) for row in case.q_samp_model.probs.values())
 
 
-def estimate_static(case: Case, method: str) -> int:
+def estimate_static(case: Case, method: str, variant: Variant = SPEC) -> int:
     """An upper bound of the outcomes one round visits: joint draws (brute) or sibling steps (classes)."""
     s = q_support(case)
     if method == "brute":
-        return estimate_brute(case.static_scheme(), s)
+        return estimate_brute(case.scheme_as(StaticScheme), s)
     if method == "classes":
-        return estimate_subtrees(case.static_scheme(), s, case.vocab_size ** context_length(case))
+        return estimate_subtrees(case.scheme_as(StaticScheme), s, case.vocab_size ** context_length(case))
     raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
 
 
@@ -95,7 +95,7 @@ def _bonus(r: Row) -> Law:
 def draws_of_tree(case: Case, context: Context) -> Iterator[tuple[Fraction, DraftTree]]:
     """(probability, DraftTree) for every joint draw of a round's nodes; under `wor` a node past
     its parent's support is not drafted, and neither is its subtree."""
-    sch, q = case.static_scheme(), case.q_samp_model
+    sch, q = case.scheme_as(StaticScheme), case.q_samp_model
     assert isinstance(sch, StaticScheme)
     kids = children_lists(sch.parents)
     N = sch.nodes
@@ -145,7 +145,7 @@ def _present(parents: Sequence[int], tokens: Sequence[int | None]) -> DraftTree:
 
 def brute_round_law(case: Case, context: Context, variant: Variant = SPEC) -> tuple[Law, int]:
     """(round law, trees enumerated)."""
-    sch = case.static_scheme()
+    sch = case.scheme_as(StaticScheme)
     law: Law = defaultdict(Fraction)
     trees = 0
     for prob, tree in draws_of_tree(case, context):
@@ -165,7 +165,7 @@ class SubtreeLaws:
     """Memoised subtree laws of one static case (shared by all the rounds of a computation)."""
 
     def __init__(self, case: Case, variant: Variant = SPEC) -> None:
-        self.p, self.q, self.scheme = case.target, case.q_samp_model, case.static_scheme()
+        self.p, self.q, self.scheme = case.target, case.q_samp_model, case.scheme_as(StaticScheme)
         order = [name for name in ORDER_SETTINGS if name in variant.changed()]
         if order:
             raise CaseError(

@@ -33,10 +33,10 @@ from fractions import Fraction
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.replay import _coin, replay_rounds
 from rheo_ref.families.rheo.slots import inverse_cdf
-from rheo_ref.families.static.scheme import StaticScheme, children_lists
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, Context, Row
 from rheo_ref.variants import SPEC, Variant
-from rheo_ref.verifier_laws import DraftTree, TraversalState, topdown_accept, topdown_reject, try_order
+from rheo_ref.verifier_laws import DraftTree, TraversalState, children_lists, topdown_accept, topdown_reject, try_order
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
@@ -107,7 +107,7 @@ class SampledTree:
 def draw_tree(case: Case, context: Context, reader: CoinReader) -> SampledTree:
     """Draw every node in creation order by its draw coin; `wor` nodes past the support are not
     drafted, and neither are their subtrees."""
-    sch, q = case.static_scheme(), case.q_samp_model
+    sch, q = case.scheme_as(StaticScheme), case.q_samp_model
     kids = children_lists(sch.parents)
     new_id, paths = {0: 0}, {0: tuple(context)}
     parents: list[int] = []
@@ -191,7 +191,7 @@ def replay_static_round(
     case: Case, context: Context, coins: Sequence[float], variant: Variant = SPEC
 ) -> StaticReplayRound:
     """One round of a static case from `context`, every random decision read from `coins`."""
-    sch = case.static_scheme()
+    sch = case.scheme_as(StaticScheme)
     variant.check_family("static")
     reader = CoinReader(coins, sch.nodes)
     drawn = draw_tree(case, context, reader)

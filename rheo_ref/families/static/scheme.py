@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from rheo_ref.errors import CaseError
 from rheo_ref.validate import check_fields, is_int
+from rheo_ref.verifier_laws import children_lists
 
 Row = tuple[Fraction, ...]
 Shape = tuple["Shape", ...]  # a node's children's shapes, in draw order; a leaf is ()
@@ -118,14 +119,6 @@ def check_parents(parents: Sequence[int]) -> tuple[int, ...]:
                 f"(0 = root, each parent before its children)"
             )
     return tuple(parents)
-
-
-def children_lists(parents: Sequence[int]) -> list[list[int]]:
-    """Children of nodes 0..N, each list in draw (= index) order."""
-    kids: list[list[int]] = [[] for _ in range(len(parents) + 1)]
-    for i, u in enumerate(parents):
-        kids[u].append(i + 1)
-    return kids
 
 
 def shape_of(parents: Sequence[int], node: int = 0) -> Shape:

@@ -83,7 +83,7 @@ class Builder:
     stopped: bool = False
 
     def __post_init__(self) -> None:
-        self.scheme = self.case.treespark_scheme()
+        self.scheme = self.case.scheme_as(TreeSparkScheme)
         self.q_rank, self.q_samp = self.case.draft, self.case.q_samp_model
 
     @classmethod
@@ -207,11 +207,12 @@ def draws_of_round(case: Case, context: Context, variant: Variant = SPEC) -> Ite
             pending.append((prob * px, nb))
 
 
-def estimate_treespark(case: Case) -> int:
+def estimate_treespark(case: Case, method: str = "classes", variant: Variant = SPEC) -> int:
     """An upper bound of the trees of one round: each of the N draws has at most s outcomes (s:
-    the largest q_samp support), so s^N (summed over the rounds that stop early: at most that)."""
+    the largest q_samp support), so s^N (summed over the rounds that stop early: at most that),
+    whatever the method and variant."""
     s = max(sum(1 for x in row if x) for row in case.q_samp_model.probs.values())
-    sch = case.treespark_scheme()
+    sch = case.scheme_as(TreeSparkScheme)
     return sum(prod([s] * i) for i in range(sch.N + 1))
 
 
@@ -299,7 +300,7 @@ class TreeSparkRounds:
             raise CaseError(f"unknown treespark method {method!r}; allowed: {', '.join(METHODS)}")
         variant.check_family("treespark")
         self.case, self.method, self.variant = case, method, variant
-        self.scheme = case.treespark_scheme()
+        self.scheme = case.scheme_as(TreeSparkScheme)
         self.enumerated = 0
         self._sub = SubtreeVerifier(case) if method == "classes" else None
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from rheo_ref.families.rheo.replay import replay_rounds
 from rheo_ref.families.static.replay import TOL, CoinReader, SampledTree, verify_topdown, verify_traversal
 from rheo_ref.families.treespark.exact import Builder
+from rheo_ref.families.treespark.scheme import TreeSparkScheme
 from rheo_ref.models import Case, Context
 from rheo_ref.variants import SPEC, Variant
 from rheo_ref.verifier_laws import DraftTree
@@ -70,7 +71,7 @@ def replay_treespark_round(
     case: Case, context: Context, coins: Sequence[float], variant: Variant = SPEC
 ) -> TreeSparkReplayRound:
     """One round of a treespark case from `context`, every random decision read from `coins`."""
-    sch = case.treespark_scheme()
+    sch = case.scheme_as(TreeSparkScheme)
     variant.check_family("treespark")
     reader = CoinReader(coins, sch.N)
     tree = build_by_coins(case, tuple(context), reader, variant)

@@ -23,11 +23,12 @@ from fractions import Fraction
 
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.enumerate import BruteChooser
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import Nodes, build_tree, rerank
 from rheo_ref.families.static.exact import METHODS, Law, SubtreeLaws, brute_round_law, context_length, q_support
 from rheo_ref.families.static.scheme import StaticScheme, estimate_subtrees, shape_of
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-from rheo_ref.models import Case, Context, Scheme
+from rheo_ref.models import Case, Context
 from rheo_ref.variants import SPEC, Variant
 
 ONE = Fraction(1)
@@ -48,7 +49,7 @@ def kept_parents(nodes: Nodes, kept: frozenset[int]) -> tuple[int, ...]:
 
 def plan_parents(case: Case, context: Context) -> tuple[int, ...]:
     """Pass 1 at `context`: the planned topology as a `parents` list (uncached; `Planner` caches)."""
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     trees = list(build_tree(case.draft, case.draft, tuple(context), topk_scheme(sch), BruteChooser()))
     assert len(trees) == 1, "m = K samples nothing: one tree"
     _, nodes = trees[0]
@@ -60,7 +61,7 @@ class Planner:
 
     def __init__(self, case: Case) -> None:
         self.case = case
-        case.tsubame_scheme()
+        case.scheme_as(TsubameScheme)
         self._plans: dict[Context, tuple[int, ...]] = {}
 
     def parents(self, context: Context) -> tuple[int, ...]:
@@ -70,7 +71,7 @@ class Planner:
         return self._plans[key]
 
     def static_scheme(self, context: Context) -> StaticScheme:
-        sch = self.case.tsubame_scheme()
+        sch = self.case.scheme_as(TsubameScheme)
         return StaticScheme("parents", self.parents(context), sch.sampling, sch.verify)
 
     def static_case(self, context: Context) -> Case:
@@ -85,7 +86,7 @@ def estimate_tsubame(case: Case, method: str, variant: Variant = SPEC) -> int:
     `brute` visits at most s^n joint draws (s: the largest q_samp support) whatever the shape;
     `classes` is estimated on the shape planned at the case's start context. The mutant
     `tsubame-plan-after-sampling` draws K children at every expansion: s^(K·expansions)."""
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     s = q_support(case)
     if variant.plan_tokens == "sampled":
         from rheo_ref.families.rheo.enumerate import expansions_per_round

@@ -24,6 +24,7 @@ from fractions import Fraction
 from rheo_ref.families.rheo.tree import frontier, rerank
 from rheo_ref.families.static.exact import Law, _add
 from rheo_ref.families.static.scheme import next_draw
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, Context
 from rheo_ref.verifier_laws import DraftTree, topdown_law, traversal_law
 
@@ -51,7 +52,7 @@ def _kept_tree(nodes: Sequence[Drawn], R: int) -> DraftTree:
 
 def sampled_plan_trees(case: Case, context: Context) -> Iterator[tuple[Fraction, DraftTree]]:
     """(probability, kept drawn tree) of every joint draw of the mutant's build from `context`."""
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     q_rank, q_samp = case.draft, case.q_samp_model
     ctx0 = tuple(context)
 
@@ -83,7 +84,7 @@ def sampled_plan_trees(case: Case, context: Context) -> Iterator[tuple[Fraction,
 
 
 def verify_law(case: Case, tree: DraftTree, context: Context) -> Law:
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     if sch.verify == "traversal":
         return traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling)
     return topdown_law(tree, case.target, case.q_samp_model, context, sch.verify)
@@ -127,7 +128,7 @@ class SampledPlanReplay:
     one (`_first_above`), so the draw is the exact inverse CDF's."""
 
     def __init__(self, case: Case) -> None:
-        self.case, self.scheme = case, case.tsubame_scheme()
+        self.case, self.scheme = case, case.scheme_as(TsubameScheme)
         self._draws: dict[tuple, tuple[list, list[Fraction], list[float]]] = {}
         self._laws: dict[tuple, tuple[list, list[Fraction], list[float]]] = {}
 

@@ -31,7 +31,7 @@ def replay_tsubame_round(
 ) -> StaticReplayRound:
     """One round from `context`: the plan, then the static round on it, every random decision
     read from `coins`. `drawn.ids` are the plan's node ids."""
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     planner = planner or Planner(case)
     scase = planner.static_case(context)
     reader = CoinReader(coins, sch.R)

@@ -1,0 +1,146 @@
+"""The registry of scheme families: the one place the exact reference learns what families exist.
+
+A *family* is a way of drafting and verifying a tree (docs/SCHEMES.md): the rheo family of
+docs/ALGORITHM.md, the static shapes, Tsubame's planned trees, TreeSpark's best-first trees.
+Each lives in its own folder, `rheo_ref/families/<name>/`, whose package defines one `FAMILY`
+(a `Family`, the protocol below); code outside a family never names it and reads this registry
+instead (the pattern of pytest's `default_plugins` and hypothesis' `register_type_strategy`):
+
+- `DEFAULT_FAMILIES`: the built-in families, in table order, loaded on first use;
+- `register(family)`: one more (a test's toy family, a third party's scheme);
+- `families()`, `family_named(name)`, `family_of(scheme)`: lookups, a `CaseError` naming the
+  allowed names for an unknown one.
+
+The fast path (`rheo_fast.family`) and the suite (`rheo.family`) keep registries of their own,
+keyed by the same names, for what each layer adds (a fast round and its coin layout; gate rows,
+compare cells, real-model methods). docs/FAMILIES.md says where a new family's code goes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from rheo_ref.errors import CaseError
+
+Law = dict[tuple[int, ...], Fraction]
+DEFAULT_FAMILIES = ("rheo", "static", "tsubame", "treespark")  # modules rheo_ref.families.<name>, each with FAMILY
+DEFAULT_FAMILY = "rheo"  # the family of a scheme object without a `family` field
+
+
+@runtime_checkable
+class SchemeLike(Protocol):
+    """What every family's scheme object offers (its own fields are the family's business)."""
+
+    family: ClassVar[str]
+
+    def to_json(self) -> dict: ...
+
+    def check_vocab(self, vocab_size: int) -> None: ...
+
+    @property
+    def nodes(self) -> int: ...
+
+
+class RoundLaws(Protocol):
+    """Exact round laws of one case by one method (memoised by the family as it likes)."""
+
+    method: str  # the method actually run (a family may run `classes` for `dp`)
+    enumerated: int  # outcomes visited so far, over every round law computed
+
+    def round_law(self, context: tuple[int, ...]) -> Law: ...
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of tree schemes, as the exact reference sees it.
+
+    - `scheme`: its scheme class (from_json / to_json / nodes / check_vocab / describe);
+    - `builds_on`: the families whose modules it imports (held by the import-linter contracts);
+    - `rounds(case, method, *, variant, rules, max_trees, progress)`: its exact round laws;
+    - `estimate(case, method, variant)`: the outcomes per round that `rounds` visits at most
+      (a `rheo_ref.sizes.Size` or an int), and `estimate_what(case, method)` what is counted;
+    - `replay(case, context, coins, variant)`: the tokens one round emits, driven by coins;
+    - `settings`: the `rheo_ref.variants.Variant` fields that are steps of this family
+      (its mutants are the variants that change one of them).
+    """
+
+    name: str
+    scheme: type
+    summary: str
+    rounds: Callable[..., RoundLaws]
+    estimate: Callable[[Any, str, Any], Any]
+    estimate_what: Callable[[Any, str], str]
+    replay: Callable[[Any, tuple[int, ...], Sequence[float], Any], tuple[int, ...]]
+    settings: tuple[str, ...] = ()
+    builds_on: tuple[str, ...] = ()
+
+    def parse(self, obj: Any) -> SchemeLike:
+        """The scheme object of this family from its JSON."""
+        out: SchemeLike = self.scheme.from_json(obj)
+        return out
+
+
+_REGISTRY: dict[str, Family] = {}
+_LOADED: list[bool] = []
+
+
+def _load_defaults() -> None:
+    if not _LOADED:
+        _LOADED.append(True)
+        for name in DEFAULT_FAMILIES:
+            register(importlib.import_module(f"rheo_ref.families.{name}").FAMILY)
+
+
+def register(family: Family) -> Family:
+    """Add a family (after the built-in ones); a second family of the same name is refused."""
+    _load_defaults()
+    if not isinstance(family, Family):
+        raise CaseError(f"register: {family!r} is not a rheo_ref.family.Family")
+    if family.name in _REGISTRY and _REGISTRY[family.name] is not family:
+        raise CaseError(f"family {family.name!r} is already registered; allowed: a new name")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    """Remove a family added by `register` (a test's toy family); the built-in ones stay."""
+    if name in DEFAULT_FAMILIES:
+        raise CaseError(f"family {name!r} is built in; allowed: families added by register()")
+    _REGISTRY.pop(name, None)
+
+
+def families() -> Mapping[str, Family]:
+    """Every registered family by name, the built-in ones first, in table order."""
+    _load_defaults()
+    return dict(_REGISTRY)
+
+
+def family_named(name: Any) -> Family:
+    """The family called `name`; an unknown one is refused with the allowed names."""
+    fams = families()
+    if not isinstance(name, str) or name not in fams:
+        raise CaseError(f"unknown scheme family {name!r}; allowed: {', '.join(fams)}")
+    return fams[name]
+
+
+def family_of(scheme: Any) -> Family:
+    """The family of a scheme object."""
+    return family_named(getattr(scheme, "family", None))
+
+
+def scheme_from_json(obj: Any) -> SchemeLike:
+    """The scheme object of a case: its `family` (default rheo) says which fields it has."""
+    name = obj.get("family", DEFAULT_FAMILY) if isinstance(obj, dict) else DEFAULT_FAMILY
+    return family_named(name).parse(obj)
+
+
+def setting_family(setting: str) -> str:
+    """The family whose step a `Variant` setting is."""
+    for fam in families().values():
+        if setting in fam.settings:
+            return fam.name
+    raise CaseError(f"setting {setting!r} belongs to no registered family")
