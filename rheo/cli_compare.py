@@ -14,7 +14,7 @@ import time
 
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES
-from rheo_ref.families.static.scheme import MAX_NODES
+from rheo_ref.family import MAX_NODES
 from rheo_ref.models import load_case
 from rheo_ref.validate import integer
 

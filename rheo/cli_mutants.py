@@ -32,7 +32,10 @@ MAX_SEEDS = 100_000
 
 
 def register(subparsers) -> None:
-    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, STATIC_MUTANT_CASES, TSUBAME_MUTANT_CASES
+    from .family import suite_families
+    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE
+
+    per_family = "; ".join(f"{f.name}: {', '.join(f.mutant_rows)}" for f in suite_families().values() if f.mutant_rows)
 
     sp = subparsers.add_parser(
         "mutants",
@@ -54,9 +57,7 @@ def register(subparsers) -> None:
         "--case",
         default="auto",
         help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
-        f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
-        f"{', '.join(STATIC_MUTANT_CASES)}; tsubame: {', '.join(TSUBAME_MUTANT_CASES)}); a case runs its own "
-        "family's mutants",
+        f"where its exact TV is largest; {per_family}); a case runs its own family's mutants",
     )
     sp.add_argument(
         "--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})"

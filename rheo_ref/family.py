@@ -28,6 +28,7 @@ from rheo_ref.errors import CaseError
 
 Law = dict[tuple[int, ...], Fraction]
 DEFAULT_FAMILIES = ("rheo", "static", "tsubame", "treespark")  # modules rheo_ref.families.<name>, each with FAMILY
+MAX_NODES = 256  # draft nodes per round of any scheme; larger ones are refused as bad input
 DEFAULT_FAMILY = "rheo"  # the family of a scheme object without a `family` field
 
 
@@ -37,7 +38,12 @@ class SchemeLike(Protocol):
 
     family: ClassVar[str]
 
+    @property
+    def D(self) -> int: ...  # the deepest level: a round emits 1..D+1 tokens
+
     def to_json(self) -> dict: ...
+
+    def describe(self) -> str: ...  # one line naming its sizes
 
     def check_vocab(self, vocab_size: int) -> None: ...
 
@@ -65,7 +71,9 @@ class Family:
       (a `rheo_ref.sizes.Size` or an int), and `estimate_what(case, method)` what is counted;
     - `replay(case, context, coins, variant)`: the tokens one round emits, driven by coins;
     - `settings`: the `rheo_ref.variants.Variant` fields that are steps of this family
-      (its mutants are the variants that change one of them).
+      (its mutants are the variants that change one of them);
+    - `cases(max_trees=, max_tokens=)`: a hypothesis strategy of its small cases (the fuzz
+      harness's, `rheo_ref.strategies.family_cases`); None: it has none.
     """
 
     name: str
@@ -77,6 +85,7 @@ class Family:
     replay: Callable[[Any, tuple[int, ...], Sequence[float], Any], tuple[int, ...]]
     settings: tuple[str, ...] = ()
     builds_on: tuple[str, ...] = ()
+    cases: Callable[..., Any] | None = None
 
     def parse(self, obj: Any) -> SchemeLike:
         """The scheme object of this family from its JSON."""

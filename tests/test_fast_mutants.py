@@ -10,7 +10,9 @@ import random
 import pytest
 import torch
 
-from rheo_fast.decode import decode, layout_for, run_round
+from rheo_fast.decode import decode
+from rheo_fast.families.rheo.round import run_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
@@ -75,7 +77,7 @@ def case_for(variant: Variant) -> Case:
     if variant.family == "treespark":  # its gate case: traversal at a binding θ (sigmoid calibration)
         from rheo.gate import gate_cases
 
-        return gate_cases()["spark-traversal-theta/T1"].case
+        return gate_cases()["treespark-traversal-theta/T1"].case
     if variant.family != "static":
         return mutant_case()
     (setting,) = variant.changed()

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rheo_ref.families.rheo.slots
-from rheo_fast.decode import decode, round_coins, run_round
+from rheo_fast.decode import decode, round_coins
+from rheo_fast.families.rheo.round import run_round
 from rheo_fast.models import DraftRows, ModelDefaults, TableTreeModel, draft_probs, greedy, target_probs, trunc_s
 from rheo_fast.slots import DET, FILL, SAMPLED, expand, inverse_cdf, ranked
 from rheo_fast.tree import Layout, check_closed

@@ -21,7 +21,8 @@ pytest.importorskip("transformers")
 
 import torch
 
-from rheo_fast.decode import decode, layout_for
+from rheo_fast.decode import decode
+from rheo_fast.family import layout_for
 from rheo_fast.lm.decode import METHODS, LMTreeModel, TreeSize, describe, generate_tree, scheme_for
 from rheo_fast.lm.table_head import table_tree_model
 from rheo_fast.models import TableTreeModel

@@ -19,12 +19,12 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 
+from rheo.families.rheo import MUTANT_CASES
 from rheo.gate import (
     ALPHA,
     BETA,
     DELTA,
     MUTANT_CASE,
-    MUTANT_CASES,
     canonical,
     exact_tvs,
     gate_cases,
@@ -45,9 +45,9 @@ from rheo_ref.families.rheo.mutants import (
     counterpart,
     half_coin_below,
 )
+from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.families.static.scheme import StaticScheme
-from rheo_ref.strategies import cases
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 
 BELOW_DELTA = {"leq-coin", "float16"}  # float-level effects: exact TV far below any δ
@@ -71,7 +71,8 @@ def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
 
 
 def test_mutants_are_never_the_default():
-    from rheo_fast.decode import decode, run_round
+    from rheo_fast.decode import decode
+    from rheo_fast.families.rheo.round import run_round
     from rheo_fast.families.static import round as fast_static
     from rheo_ref import exact
     from rheo_ref import verifier_laws as verifiers

@@ -17,8 +17,9 @@ from rheo_ref.exact import Exact
 from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import ranked
+from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.models import Case, Proxy, TableModel
-from rheo_ref.strategies import cases, one_hot, prob_vectors, tables
+from rheo_ref.strategies import one_hot, prob_vectors, tables
 
 pytestmark = pytest.mark.proof
 ZERO = Fraction(0)

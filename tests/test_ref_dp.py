@@ -19,9 +19,11 @@ from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.bestfirst import BestFirstRounds, Plans, kept_trees, shape_of
 from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.families.rheo.verify import Rules
+from rheo_ref.families.static.strategies import static_cases
 from rheo_ref.models import Case, Proxy
-from rheo_ref.strategies import cases, random_table, static_cases
+from rheo_ref.strategies import random_table
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 ALGORITHM = (Path(__file__).resolve().parents[1] / "docs" / "ALGORITHM.md").read_text()

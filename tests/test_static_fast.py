@@ -29,15 +29,15 @@ from rheo_fast.families.static.round import Walk, draw_tree, emit, static_layout
 from rheo_fast.models import TableTreeModel, as_rows
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.families.rheo.replay import greedy_case
 from rheo_ref.families.static.exact import draws_of_tree
 from rheo_ref.families.static.replay import CoinReader, replay_static_decode, replay_static_round
 from rheo_ref.families.static.replay import draw_tree as ref_draw_tree
 from rheo_ref.families.static.replay import static_layout as ref_layout
 from rheo_ref.families.static.replay import verify_traversal as ref_traversal
 from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
+from rheo_ref.families.static.strategies import static_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel, load_case
-from rheo_ref.strategies import static_cases
 from rheo_ref.verifier_laws import traversal_law
 
 pytestmark = pytest.mark.usefixtures("one_thread")

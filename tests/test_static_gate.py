@@ -28,16 +28,10 @@ from hypothesis import strategies as st
 from test_static_fast import Stream, exact_case
 
 from rheo.cli import main
-from rheo.gate import (
-    CHECKS,
-    STATIC_MUTANT_CASES,
-    STATIC_SCHEMES,
-    STATIC_SHAPES,
-    exact_tvs,
-    gate_cases,
-    mutant_case,
-    mutant_cases,
-)
+from rheo.families.static import MUTANT_CASES as STATIC_MUTANT_CASES
+from rheo.families.static import SCHEMES as STATIC_SCHEMES
+from rheo.families.static import SHAPES as STATIC_SHAPES
+from rheo.gate import CHECKS, exact_tvs, gate_cases, mutant_case, mutant_cases
 from rheo_fast.decode import decode
 from rheo_fast.families.static.round import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
 from rheo_fast.models import TableTreeModel, as_rows
@@ -47,8 +41,8 @@ from rheo_ref.families.rheo.mutants import MutantExact
 from rheo_ref.families.static.exact import ORDER_SETTINGS, StaticRounds
 from rheo_ref.families.static.replay import replay_static_decode
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
+from rheo_ref.families.static.strategies import static_cases
 from rheo_ref.models import Case, TableModel
-from rheo_ref.strategies import static_cases
 from rheo_ref.variants import MUTANTS, READ_BY, SPEC, Variant
 
 pytestmark = pytest.mark.usefixtures("one_thread")

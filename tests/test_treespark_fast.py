@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.gate import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
-from rheo_fast.decode import decode, layout_for, play_round
+from rheo_fast.decode import decode, play_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
-from rheo_ref.families.rheo.replay import greedy_case
 from rheo_ref.families.treespark.replay import replay_treespark_decode, replay_treespark_round
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.treespark.strategies import treespark_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case
-from rheo_ref.strategies import treespark_cases
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -16,8 +16,9 @@ from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
 from rheo_ref.families.tsubame.exact import Planner, estimate_tsubame, plan_parents
 from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.families.tsubame.strategies import tsubame_cases
 from rheo_ref.models import Case, TableModel
-from rheo_ref.strategies import one_hot, tables, tsubame_cases
+from rheo_ref.strategies import one_hot, tables
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 

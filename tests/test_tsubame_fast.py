@@ -18,18 +18,19 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.stats import check_law, seed_for
-from rheo_fast.decode import decode, layout_for
+from rheo_fast.decode import decode
 from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
 from rheo_ref.exact import Exact
-from rheo_ref.families.rheo.replay import greedy_case
 from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
 from rheo_ref.families.tsubame.exact import Planner
 from rheo_ref.families.tsubame.mutant import replay_sampled_plan_round
 from rheo_ref.families.tsubame.replay import replay_tsubame_decode, replay_tsubame_round, tsubame_layout
 from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.families.tsubame.strategies import tsubame_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel
-from rheo_ref.strategies import tsubame_cases
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,1 +1,1 @@
-"""rheo_fast.families."""
+"""The fast path of each scheme family, one folder per family (`rheo_fast.family` is their registry)."""

@@ -18,7 +18,8 @@ import time
 import pytest
 import torch
 
-from rheo_fast.decode import round_coins, run_round, split_coins
+from rheo_fast.decode import round_coins
+from rheo_fast.families.rheo.round import run_round, split_coins
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout, build_tree
 from rheo_ref.families.rheo.replay import replay_round

@@ -19,7 +19,8 @@ import time
 import pytest
 import torch
 
-from rheo_fast.decode import round_coins, run_round
+from rheo_fast.decode import round_coins
+from rheo_fast.families.rheo.round import run_round
 from rheo_fast.families.static.round import static_layout, static_round
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout

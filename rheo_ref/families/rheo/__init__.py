@@ -26,6 +26,12 @@ def _replay(case: Any, context: tuple[int, ...], coins: Sequence[float], variant
     return replay_round(case, tuple(context), coins).emitted
 
 
+def _cases(*, max_trees: int, max_tokens: int) -> Any:
+    from rheo_ref.families.rheo.strategies import cases
+
+    return cases(max_trees=max_trees, max_tokens=max_tokens, proxy=None)
+
+
 FAMILY = Family(
     name="rheo",
     scheme=Scheme,
@@ -35,4 +41,5 @@ FAMILY = Family(
     estimate_what=exact.estimate_what,
     replay=_replay,
     settings=RHEO_SETTINGS,
+    cases=_cases,
 )

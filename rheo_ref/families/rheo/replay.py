@@ -27,15 +27,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import log
-from typing import Protocol, TypeVar
 
+from rheo_ref.coins import coin, inverse_cdf, replay_rounds
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.enumerate import expansions_per_round
 from rheo_ref.families.rheo.scheme import Scheme
-from rheo_ref.families.rheo.slots import Expansion, expand, inverse_cdf
+from rheo_ref.families.rheo.slots import Expansion, expand
 from rheo_ref.families.rheo.tree import Node, Nodes, build_tree, children, path_tokens, rerank
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules
-from rheo_ref.models import Case, Context, TableModel
+from rheo_ref.models import Case, Context
 
 ZERO, ONE = Fraction(0), Fraction(1)
 
@@ -47,13 +47,6 @@ def round_layout(scheme: Scheme) -> tuple[int, int]:
     return N, 2 * (N + 1) + 1
 
 
-def _coin(x: float) -> Fraction:
-    u = Fraction(x)
-    if not 0 <= u < 1:
-        raise CaseError(f"coin {x!r} is outside [0, 1)")
-    return u
-
-
 class ReplayChooser:
     """A `rheo_ref.families.rheo.tree.Chooser` that takes the sampled token from node `parent.id`'s sample coin."""
 
@@ -61,7 +54,7 @@ class ReplayChooser:
         self.coins = coins
 
     def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
-        return [(ONE, (inverse_cdf(plan.qtilde_row(), _coin(self.coins[parent.id])),))]
+        return [(ONE, (inverse_cdf(plan.qtilde_row(), coin(self.coins[parent.id])),))]
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
         raise AssertionError("replay never builds class nodes")
@@ -89,7 +82,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
     while True:
         p_here, moved = r, False
         for ch in rules.verification_order(kids[nid], s.verify):
-            u = _coin(coins[N + 1 + ch.id])
+            u = coin(coins[N + 1 + ch.id])
             if ch.kind == "sampled":
                 if u < rules.accept_sampled(r, ch.qtilde_row(), ch.token):
                     moved = True
@@ -105,7 +98,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
                 r = rules.next_row(r, case.target.row(ctx))
                 break
         if not moved:
-            out.append(inverse_cdf(rules.bonus(r, p_here), _coin(coins[2 * N + 2])))
+            out.append(inverse_cdf(rules.bonus(r, p_here), coin(coins[2 * N + 2])))
             return ReplayRound(tuple(out), nodes, kept)
 
 
@@ -114,51 +107,6 @@ def replay_decode(
 ) -> list[ReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
     return replay_rounds(case, lambda ctx, block: replay_round(case, ctx, block, rules), coins, n)
-
-
-class Emits(Protocol):
-    """A replayed round: what it emitted."""
-
-    @property
-    def emitted(self) -> tuple[int, ...]: ...
-
-
-R = TypeVar("R", bound=Emits)
-
-
-def replay_rounds(
-    case: Case,
-    round_at: Callable[[Context, Sequence[float]], R],
-    coins: Callable[[int], Sequence[float]],
-    n: int | None = None,
-) -> list[R]:
-    """The multi-round loop of every family's replay: `round_at(context, coins(i))` for round i,
-    each continuing from what the previous ones emitted (`.emitted`), until n tokens (default
-    case.tokens)."""
-    n = case.tokens if n is None else n
-    ctx, total = tuple(case.context), 0
-    rounds: list[R] = []
-    while total < n:
-        rd = round_at(ctx, coins(len(rounds)))
-        rounds.append(rd)
-        ctx += rd.emitted
-        total += len(rd.emitted)
-    return rounds
-
-
-def greedy_case(case: Case) -> Case:
-    """The case at T = 0: q_samp and p become point masses on their argmax (ties: lower id)."""
-
-    def argmax_table(t: TableModel) -> TableModel:
-        rows = {}
-        for k, row in t.probs.items():
-            best = min(range(len(row)), key=lambda i: (-row[i], i))
-            rows[k] = tuple(ONE if i == best else ZERO for i in range(len(row)))
-        return TableModel(t.vocab_size, t.context_length, rows, t.name)
-
-    return Case(
-        case.draft, argmax_table(case.target), case.scheme, case.context, case.tokens, argmax_table(case.q_samp_model)
-    )
 
 
 def float_signature(case: Case, context: Context, nodes: Nodes, nid: int) -> tuple:

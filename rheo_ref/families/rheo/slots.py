@@ -94,14 +94,3 @@ def expand(q_rank: Row, q_samp: Row, K: int, m: int, proxy: Proxy) -> Expansion:
             return Expansion(K, m, proxy, q_rank, order, det, qtilde, z_r)
     det = [(t, q_rank[t]) for t in order[:K]]
     return Expansion(K, m, proxy, q_rank, order, det, None, ZERO)
-
-
-def inverse_cdf(row: Sequence[Fraction], u: Fraction) -> int:
-    """Inverse CDF in token-id order: the first t with u * Σ row < Σ_{s<=t} row(s)."""
-    total = sum(row, ZERO)
-    cum = ZERO
-    for t, x in enumerate(row):
-        cum += x
-        if x > 0 and u * total < cum:
-            return t
-    raise AssertionError(f"coin {u} at or past the end of a row of mass {total}")

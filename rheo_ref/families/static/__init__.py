@@ -32,6 +32,12 @@ def _replay(case: Any, context: tuple[int, ...], coins: Sequence[float], variant
     return replay_static_round(case, tuple(context), coins, variant).emitted
 
 
+def _cases(*, max_trees: int, max_tokens: int) -> Any:
+    from rheo_ref.families.static.strategies import static_cases
+
+    return static_cases(max_trees=max_trees, max_tokens=max_tokens)
+
+
 FAMILY = Family(
     name="static",
     scheme=StaticScheme,
@@ -41,4 +47,5 @@ FAMILY = Family(
     estimate_what=_what,
     replay=_replay,
     settings=STATIC_SETTINGS,
+    cases=_cases,
 )

@@ -30,9 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rheo_ref.coins import coin, inverse_cdf, replay_rounds
 from rheo_ref.errors import CaseError
-from rheo_ref.families.rheo.replay import _coin, replay_rounds
-from rheo_ref.families.rheo.slots import inverse_cdf
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, Context, Row
 from rheo_ref.variants import SPEC, Variant
@@ -66,7 +65,7 @@ class CoinReader:
     def _cdf(self, row: Sequence[Fraction], i: int) -> int:
         """The inverse CDF at coin i; its margin: the coin's distance to the chosen token's two
         cumulative boundaries (the others are farther, the sums being monotone)."""
-        t = inverse_cdf(row, _coin(self.coins[i]))
+        t = inverse_cdf(row, coin(self.coins[i]))
         f = [float(x) for x in row]  # (margins need no exactness)
         total, below = sum(f), sum(f[:t])
         self._near(self.coins[i], below / total)
@@ -81,7 +80,7 @@ class CoinReader:
         """Whether the verifier accepts node `node`, tried with acceptance probability a."""
         i = self.N + 1 + node
         self._near(self.coins[i], float(a))
-        return _coin(self.coins[i]) < a
+        return coin(self.coins[i]) < a
 
     def bonus(self, row: Sequence[Fraction]) -> int:
         return self._cdf(row, 2 * self.N + 2)

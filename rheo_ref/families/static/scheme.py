@@ -20,6 +20,7 @@ from math import prod
 from typing import Any, ClassVar
 
 from rheo_ref.errors import CaseError
+from rheo_ref.family import MAX_NODES
 from rheo_ref.validate import check_fields, is_int
 from rheo_ref.verifier_laws import children_lists
 
@@ -30,10 +31,7 @@ SHAPE_KINDS = ("branching", "delayed", "parents")
 SAMPLINGS = ("iid", "wor")
 VERIFIERS = ("specinfer", "rrsw", "traversal")
 # The pairings whose output law is the target's (docs/SCHEMES.md); the others are accepted and lossy.
-LOSSLESS_PAIRINGS = frozenset(
-    {("iid", "specinfer"), ("iid", "rrsw"), ("wor", "rrsw"), ("iid", "traversal"), ("wor", "traversal")}
-)
-MAX_NODES = 256  # draft nodes per round; larger shapes are refused as bad input
+LOSSLESS_PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
 ZERO, ONE = Fraction(0), Fraction(1)
 
 
@@ -189,6 +187,10 @@ class StaticScheme:
         if self.ensemble_weight is not None:
             out["ensemble_weight"] = str(self.ensemble_weight)
         return out
+
+    def describe(self) -> str:
+        """One line naming the scheme's sizes."""
+        return f"{self.kind} {list(self.sizes)} ({self.nodes} nodes) {self.sampling}+{self.verify}"
 
     def check_vocab(self, vocab_size: int) -> None:
         """Any shape fits any vocabulary (`wor` caps a node's children at its support)."""

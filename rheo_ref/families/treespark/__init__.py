@@ -32,6 +32,12 @@ def _replay(case: Any, context: tuple[int, ...], coins: Sequence[float], variant
     return replay_treespark_round(case, tuple(context), coins, variant).emitted
 
 
+def _cases(*, max_trees: int, max_tokens: int) -> Any:
+    from rheo_ref.families.treespark.strategies import treespark_cases
+
+    return treespark_cases(max_trees=max_trees, max_tokens=max_tokens)
+
+
 FAMILY = Family(
     name="treespark",
     scheme=TreeSparkScheme,
@@ -42,4 +48,5 @@ FAMILY = Family(
     replay=_replay,
     settings=TREESPARK_SETTINGS,
     builds_on=("static",),
+    cases=_cases,
 )

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rheo_ref.families.rheo.replay import replay_rounds
+from rheo_ref.coins import replay_rounds
 from rheo_ref.families.static.replay import TOL, CoinReader, SampledTree, verify_topdown, verify_traversal
 from rheo_ref.families.treespark.exact import Builder
 from rheo_ref.families.treespark.scheme import TreeSparkScheme

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from rheo_ref.errors import CaseError
-from rheo_ref.families.static.scheme import MAX_NODES
+from rheo_ref.family import MAX_NODES
 from rheo_ref.validate import check_fields, is_int, show
 
 VERIFIERS = ("rrsw", "traversal")  # both with the wor update: TreeSpark's siblings are drawn wor
@@ -126,6 +126,10 @@ class TreeSparkScheme:
     def to_json(self) -> dict:
         return {"family": "treespark", "N": self.N, "k": self.k, "D": self.D, "theta": str(self.theta),
                 "calibration": str(self.calibration), "verify": self.verify}  # fmt: skip
+
+    def describe(self) -> str:
+        """One line naming the scheme's sizes."""
+        return f"N={self.N} k={self.k} D={self.D} theta={self.theta} {self.calibration} verify={self.verify}"
 
     def check_vocab(self, vocab_size: int) -> None:
         """Any N, k, D fit any vocabulary (a node's children stop at its q_samp support)."""

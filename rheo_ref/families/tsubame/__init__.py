@@ -39,6 +39,12 @@ def _replay(case: Any, context: tuple[int, ...], coins: Sequence[float], variant
     return replay_tsubame_round(case, tuple(context), coins).emitted
 
 
+def _cases(*, max_trees: int, max_tokens: int) -> Any:
+    from rheo_ref.families.tsubame.strategies import tsubame_cases
+
+    return tsubame_cases(max_trees=max_trees, max_tokens=max_tokens)
+
+
 FAMILY = Family(
     name="tsubame",
     scheme=TsubameScheme,
@@ -51,4 +57,5 @@ FAMILY = Family(
     replay=_replay,
     settings=TSUBAME_SETTINGS,
     builds_on=("rheo", "static"),
+    cases=_cases,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rheo_ref.families.rheo.replay import replay_rounds
+from rheo_ref.coins import replay_rounds
 from rheo_ref.families.static.replay import CoinReader, StaticReplayRound, draw_tree, verify_topdown, verify_traversal
 from rheo_ref.families.tsubame.exact import Planner
 from rheo_ref.families.tsubame.scheme import TsubameScheme

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rheo_ref.errors import CaseError
-from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, MAX_NODES, SAMPLINGS, VERIFIERS
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS
+from rheo_ref.family import MAX_NODES
 from rheo_ref.validate import check_fields, is_int, show
 
 FIELDS = ("K", "W", "D", "R")
@@ -56,6 +57,10 @@ class TsubameScheme:
     def to_json(self) -> dict:
         return {"family": "tsubame", "K": self.K, "W": self.W, "D": self.D, "R": self.R,
                 "sampling": self.sampling, "verify": self.verify}  # fmt: skip
+
+    def describe(self) -> str:
+        """One line naming the scheme's sizes."""
+        return f"K={self.K} W={self.W} D={self.D} R={self.R} {self.sampling}+{self.verify}"
 
     def check_vocab(self, vocab_size: int) -> None:
         if self.K > vocab_size:
