@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, lru_cache
 
-from rheo_ref.exact import Exact, Law, target_law
+from rheo_ref.exact import Exact, Law, mutant_exact, target_law
 from rheo_ref.exact import tv as total_variation
 from rheo_ref.generate import greedy_case
 from rheo_ref.models import AnyScheme, Case, TableModel
@@ -135,7 +135,7 @@ def mutant_cases(name: str) -> tuple[str, ...]:
         raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
     family = MUTANTS[name].family
     fams = suite_families()
-    if family not in fams:
+    if family is None or family not in fams:
         raise StatsError(f"mutant {name!r}: its family {family!r} has no gate rows")
     return mutant_cases_of(fams[family], name)
 
@@ -163,11 +163,7 @@ def _matrix_exact(name: str, mutant: str | None) -> Exact:
 
 
 def _new_exact(case: Case, mutant: str | None) -> Exact:
-    if mutant is None:
-        return Exact(case)
-    from rheo_ref.families.rheo.mutants import MutantExact
-
-    return MutantExact(case, mutant)
+    return Exact(case) if mutant is None else mutant_exact(case, mutant)
 
 
 def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:

@@ -25,7 +25,7 @@ from rheo_ref.family import RoundLaws, family_of
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, law_outcomes
 from rheo_ref.validate import within_limit
-from rheo_ref.variants import SPEC, Variant
+from rheo_ref.variants import SPEC, Variant, variant_named
 
 Law = dict[tuple[int, ...], Fraction]
 Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
@@ -139,6 +139,30 @@ class Exact:
     def acceptance(self, context: Context | None = None) -> Fraction:
         """One-level acceptance rate: probability that some child of the root is accepted."""
         return sum((pr for k, pr in self.round_lengths(context).items() if k >= 2), ZERO)
+
+
+class VariantExact(Exact):
+    """`Exact` of one of a family's mutants given as a `Variant` that its round laws read, by brute
+    force; a round ending in the invalid token V (a bonus from a massless row) stops decoding."""
+
+    def __init__(self, case: Case, variant: Variant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
+        super().__init__(case, "brute", max_trees=max_trees, variant=variant)
+
+    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
+        V = self.case.vocab_size
+        return V if emitted[-1] == V else None
+
+
+def mutant_exact(case: Case, mutant: str, *, max_trees: int | None = DEFAULT_MAX_TREES) -> Exact:
+    """The exact counterpart of the mutant called `mutant` on `case`: its family's own
+    (`Family.mutant_exact`, e.g. the rheo family's rules and tree rewrites), else `VariantExact`."""
+    variant = variant_named(mutant)
+    family = family_of(case.scheme)
+    variant.check_family(family.name)
+    if family.mutant_exact is not None:
+        out: Exact = family.mutant_exact(case, mutant, max_trees=max_trees)
+        return out
+    return VariantExact(case, variant, max_trees=max_trees)
 
 
 def target_law(case: Case, n: int | None = None, context: Context | None = None) -> Law:

@@ -73,7 +73,9 @@ class Family:
     - `settings`: the `rheo_ref.variants.Variant` fields that are steps of this family
       (its mutants are the variants that change one of them);
     - `cases(max_trees=, max_tokens=)`: a hypothesis strategy of its small cases (the fuzz
-      harness's, `rheo_ref.strategies.family_cases`); None: it has none.
+      harness's, `rheo_ref.strategies.family_cases`); None: it has none;
+    - `mutant_exact(case, mutant, max_trees=)`: the exact counterpart of one of its mutants when
+      its round laws do not read the mutant's settings themselves (None: `rheo_ref.exact.VariantExact`).
     """
 
     name: str
@@ -86,11 +88,12 @@ class Family:
     settings: tuple[str, ...] = ()
     builds_on: tuple[str, ...] = ()
     cases: Callable[..., Any] | None = None
+    mutant_exact: Callable[..., Any] | None = None
 
     def parse(self, obj: Any) -> SchemeLike:
         """The scheme object of this family from its JSON."""
-        out: SchemeLike = self.scheme.from_json(obj)
-        return out
+        parse: Callable[[Any], SchemeLike] = getattr(self.scheme, "from_json")  # noqa: B009
+        return parse(obj)
 
 
 _REGISTRY: dict[str, Family] = {}

@@ -32,6 +32,12 @@ def _cases(*, max_trees: int, max_tokens: int) -> Any:
     return cases(max_trees=max_trees, max_tokens=max_tokens, proxy=None)
 
 
+def _mutant_exact(case: Any, mutant: str, *, max_trees: int | None = None) -> Any:
+    from rheo_ref.families.rheo.mutants import MutantExact
+
+    return MutantExact(case, mutant, max_trees=max_trees)
+
+
 FAMILY = Family(
     name="rheo",
     scheme=Scheme,
@@ -42,4 +48,5 @@ FAMILY = Family(
     replay=_replay,
     settings=RHEO_SETTINGS,
     cases=_cases,
+    mutant_exact=_mutant_exact,
 )

@@ -21,6 +21,10 @@ def _rounds(case: Any, method: str, *, variant: Any = SPEC, **_: Any) -> StaticR
     return StaticRounds(case, "classes" if method == "dp" else method, variant)
 
 
+def _estimate(case: Any, method: str, variant: Any = SPEC) -> int:
+    return estimate_static(case, "classes" if method == "dp" else method)
+
+
 def _what(case: Any, method: str) -> str:
     s = case.scheme_as(StaticScheme)
     return f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
@@ -43,7 +47,7 @@ FAMILY = Family(
     scheme=StaticScheme,
     summary="a fixed shape (branching, delayed, parents), iid or wor siblings, specinfer/rrsw/traversal",
     rounds=_rounds,
-    estimate=lambda case, method, variant=SPEC: estimate_static(case, "classes" if method == "dp" else method),
+    estimate=_estimate,
     estimate_what=_what,
     replay=_replay,
     settings=STATIC_SETTINGS,

@@ -22,6 +22,10 @@ def _rounds(case: Any, method: str, *, variant: Any = SPEC, **_: Any) -> Tsubame
     return TsubameRounds(case, "classes" if method == "dp" else method, variant)
 
 
+def _estimate(case: Any, method: str, variant: Any = SPEC) -> int:
+    return estimate_tsubame(case, "classes" if method == "dp" else method, variant)
+
+
 def _what(case: Any, method: str) -> str:
     s = case.scheme_as(TsubameScheme)
     return (
@@ -50,9 +54,7 @@ FAMILY = Family(
     scheme=TsubameScheme,
     summary="the rheo family's Top-K tree as a plan, then a static round on it",
     rounds=_rounds,
-    estimate=lambda case, method, variant=SPEC: estimate_tsubame(
-        case, "classes" if method == "dp" else method, variant
-    ),
+    estimate=_estimate,
     estimate_what=_what,
     replay=_replay,
     settings=TSUBAME_SETTINGS,
