@@ -64,7 +64,7 @@ class Variant:
     traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
     # the tsubame family (docs/SCHEMES.md, "Family tsubame")
     plan_tokens: PlanTokens = "top_k"  # the topology planned on the deterministic Top-K tokens, or on the drawn ones
-    # the treespark family (docs/SCHEMES.md §12)
+    # the treespark family (docs/SCHEMES.md §13)
     admission: Admission = "slot"  # θ tested on the slot's bound before its draw, or on the drawn child's own survival
     note: str = ""  # what the gate can and cannot see of it
 
@@ -219,7 +219,7 @@ MUTANTS: dict[str, Variant] = {
             "children verified in token-id order (ties in draw order) instead of draw order",
             sibling_order="token_id",
         ),
-        # the treespark family (docs/SCHEMES.md §8, §12)
+        # the treespark family (docs/SCHEMES.md §8, §13)
         Variant(
             "treespark-own-survival",
             "treespark: a child is admitted only if its own drawn survival surv(v)·g(q_rank(x|v)) >= θ "

@@ -1,4 +1,4 @@
-"""Negative controls of the lossless gate: deliberately broken fast paths, of both families.
+"""Negative controls of the lossless gate: deliberately broken fast paths, of every family.
 
 - Every mutant of `rheo_ref.variants.MUTANTS` has an exact counterpart built from its settings (rheo_ref.families.rheo.mutants),
   and the seams those counterparts use reproduce the spec exactly when they change nothing.

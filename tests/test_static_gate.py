@@ -13,7 +13,7 @@
   running it emits; the by-leaf traversal loop is the Euler walk wherever both apply.
 - A mutant of one family on a case of the other is refused with one line, everywhere.
 The negative controls themselves (the gate rejects every static mutant, each fast mutant fits its
-exact counterpart) are tests/test_mutants.py's, parametrised over both families.
+exact counterpart) are tests/test_mutants.py's, parametrised over every family.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The treespark family's exact reference (docs/SCHEMES.md §12): the builder follows §5 step by step
+"""The treespark family's exact reference (docs/SCHEMES.md §13): the builder follows §5 step by step
 (heap order, N/k/D/θ limits, the strict θ test), brute ≡ memoised subtree verification, exact TV = 0
 for every θ, calibration and verifier, T = 0, the own-survival mutant lossy (TV > 0 found), refusals."""
 

@@ -1,4 +1,4 @@
-"""The treespark family's fast path (docs/SCHEMES.md §12): `rheo_fast.families.treespark.round` against the
+"""The treespark family's fast path (docs/SCHEMES.md §13): `rheo_fast.families.treespark.round` against the
 reference replay `rheo_ref.families.treespark.replay`, coin for coin (both verifiers, θ = 0 and θ > 0,
 identity and sigmoid calibration, T = 1, 0.5, 0, the own-survival mutant too), multi-round decode,
 and a negative control (a fast path running the mutant disagrees with the spec's replay)."""

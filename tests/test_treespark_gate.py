@@ -1,4 +1,4 @@
-"""The treespark family under the lossless gate (docs/SCHEMES.md §12): its rows' references are exact
+"""The treespark family under the lossless gate (docs/SCHEMES.md §13): its rows' references are exact
 and lossless, the own-survival mutant's exact TV on its case is >= δ, and `rheo mutants` catches it
 (a deliberately broken sampler detected: the gate's negative control)."""
 

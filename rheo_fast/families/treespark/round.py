@@ -1,4 +1,4 @@
-"""Family `treespark` on the fast path, vectorised over B trials (docs/SCHEMES.md §12), coupled
+"""Family `treespark` on the fast path, vectorised over B trials (docs/SCHEMES.md §13), coupled
 coin for coin to `rheo_ref.families.treespark.replay`.
 
 Coins per round and trial, `TreeSparkLayout.n_coins` = 2(N+1)+1 (the static family's layout):

@@ -1,4 +1,4 @@
-"""Family `treespark`: the round's builder and its exact round law (docs/SCHEMES.md §12).
+"""Family `treespark`: the round's builder and its exact round law (docs/SCHEMES.md §13).
 
 `Builder` is one round's state, exactly as the spec's loop (SCHEMES.md §5) runs it:
 - a *slot* of node v is "v's next child", pushed with its bound surv(v)·g(max q_rank(x|v) over

@@ -1,5 +1,5 @@
 """The treespark family driven by an explicit stream of uniforms: the reference side of the coupled
-replay between `rheo_ref` and `rheo_fast.families.treespark.round` (docs/SCHEMES.md §12, "The coin stream").
+replay between `rheo_ref` and `rheo_fast.families.treespark.round` (docs/SCHEMES.md §13, "The coin stream").
 
 One round reads one block of 2(N+1)+1 uniforms (N: the scheme's node budget), indexed by node id
 in creation order (the root is 0), the static family's layout (`rheo_ref.families.static.replay`):
