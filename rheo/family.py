@@ -15,13 +15,12 @@ defining `SUITE`, loaded on first use; a test's toy family or a third party's jo
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rheo_ref.errors import CaseError
 from rheo_ref.family import DEFAULT_FAMILIES, family_named
+from rheo_ref.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -38,32 +37,15 @@ class SuiteFamily:
     audit_rows: Callable[[Any, Any], list[tuple[str, Any]]] = lambda q, p: []
 
 
-_REGISTRY: dict[str, SuiteFamily] = {}
-_LOADED: list[bool] = []
+def _known(name: str) -> None:
+    """A layer's entry must be for a family of rheo_ref.family (refused by name otherwise)."""
+    family_named(name)
 
 
-def _load_defaults() -> None:
-    if not _LOADED:
-        _LOADED.append(True)
-        for name in DEFAULT_FAMILIES:
-            register(importlib.import_module(f"rheo.families.{name}").SUITE)
-
-
-def register(family: SuiteFamily) -> SuiteFamily:
-    """Add a family to the suite; its name must be a family of `rheo_ref.family`."""
-    _load_defaults()
-    if not isinstance(family, SuiteFamily):
-        raise CaseError(f"register: {family!r} is not a rheo.family.SuiteFamily")
-    family_named(family.name)
-    _REGISTRY[family.name] = family
-    return family
-
-
-def unregister(name: str) -> None:
-    """Remove a family added by `register`; the built-in ones stay."""
-    if name in DEFAULT_FAMILIES:
-        raise CaseError(f"family {name!r} is built in; allowed: families added by register()")
-    _REGISTRY.pop(name, None)
+_REGISTRY: Registry[SuiteFamily] = Registry(
+    SuiteFamily, "rheo.families", "SUITE", DEFAULT_FAMILIES, check=lambda fam: _known(fam.name), replace=True
+)
+register, unregister = _REGISTRY.register, _REGISTRY.unregister
 
 
 def mutant_cases_of(family: SuiteFamily, mutant: str) -> tuple[str, ...]:
@@ -73,5 +55,4 @@ def mutant_cases_of(family: SuiteFamily, mutant: str) -> tuple[str, ...]:
 
 def suite_families() -> Mapping[str, SuiteFamily]:
     """Every family of the suite by name, the built-in ones first, in table order."""
-    _load_defaults()
-    return dict(_REGISTRY)
+    return _REGISTRY.entries()

@@ -14,13 +14,13 @@ defining `FAST`, loaded on first use; a test's toy family or a third party's joi
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.family import DEFAULT_FAMILIES, family_named
+from rheo_ref.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -34,37 +34,19 @@ class FastFamily:
     lm_methods: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
-_REGISTRY: dict[str, FastFamily] = {}
-_LOADED: list[bool] = []
+def _known(name: str) -> None:
+    """A layer's entry must be for a family of rheo_ref.family (refused by name otherwise)."""
+    family_named(name)
 
 
-def _load_defaults() -> None:
-    if not _LOADED:
-        _LOADED.append(True)
-        for name in DEFAULT_FAMILIES:
-            register(importlib.import_module(f"rheo_fast.families.{name}").FAST)
-
-
-def register(family: FastFamily) -> FastFamily:
-    """Add a family's fast path; its name must be a family of `rheo_ref.family`."""
-    _load_defaults()
-    if not isinstance(family, FastFamily):
-        raise CaseError(f"register: {family!r} is not a rheo_fast.family.FastFamily")
-    family_named(family.name)
-    _REGISTRY[family.name] = family
-    return family
-
-
-def unregister(name: str) -> None:
-    """Remove a family added by `register`; the built-in ones stay."""
-    if name in DEFAULT_FAMILIES:
-        raise CaseError(f"family {name!r} is built in; allowed: families added by register()")
-    _REGISTRY.pop(name, None)
+_REGISTRY: Registry[FastFamily] = Registry(
+    FastFamily, "rheo_fast.families", "FAST", DEFAULT_FAMILIES, check=lambda fam: _known(fam.name), replace=True
+)
+register, unregister = _REGISTRY.register, _REGISTRY.unregister
 
 
 def fast_families() -> Mapping[str, FastFamily]:
-    _load_defaults()
-    return dict(_REGISTRY)
+    return _REGISTRY.entries()
 
 
 def fast_family_of(scheme: Any) -> FastFamily:

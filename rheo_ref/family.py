@@ -18,13 +18,13 @@ compare cells, real-model methods). docs/FAMILIES.md says where a new family's c
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rheo_ref.errors import CaseError
+from rheo_ref.registry import Registry
 
 Law = dict[tuple[int, ...], Fraction]
 DEFAULT_FAMILIES = ("rheo", "static", "tsubame", "treespark")  # modules rheo_ref.families.<name>, each with FAMILY
@@ -96,39 +96,13 @@ class Family:
         return parse(obj)
 
 
-_REGISTRY: dict[str, Family] = {}
-_LOADED: list[bool] = []
-
-
-def _load_defaults() -> None:
-    if not _LOADED:
-        _LOADED.append(True)
-        for name in DEFAULT_FAMILIES:
-            register(importlib.import_module(f"rheo_ref.families.{name}").FAMILY)
-
-
-def register(family: Family) -> Family:
-    """Add a family (after the built-in ones); a second family of the same name is refused."""
-    _load_defaults()
-    if not isinstance(family, Family):
-        raise CaseError(f"register: {family!r} is not a rheo_ref.family.Family")
-    if family.name in _REGISTRY and _REGISTRY[family.name] is not family:
-        raise CaseError(f"family {family.name!r} is already registered; allowed: a new name")
-    _REGISTRY[family.name] = family
-    return family
-
-
-def unregister(name: str) -> None:
-    """Remove a family added by `register` (a test's toy family); the built-in ones stay."""
-    if name in DEFAULT_FAMILIES:
-        raise CaseError(f"family {name!r} is built in; allowed: families added by register()")
-    _REGISTRY.pop(name, None)
+_REGISTRY: Registry[Family] = Registry(Family, "rheo_ref.families", "FAMILY", DEFAULT_FAMILIES)
+register, unregister = _REGISTRY.register, _REGISTRY.unregister
 
 
 def families() -> Mapping[str, Family]:
     """Every registered family by name, the built-in ones first, in table order."""
-    _load_defaults()
-    return dict(_REGISTRY)
+    return _REGISTRY.entries()
 
 
 def family_named(name: Any) -> Family:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rheo.compare import Cell
+from rheo.families.static import AUDIT_PAIRINGS
 from rheo.family import SuiteFamily
 from rheo.gate import GateCase, gate_case
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS
@@ -53,15 +54,6 @@ def compare_cells(N: int, vocab_size: int) -> list[Cell]:
         Cell(N, "tsubame", label, "Tsubame", f"{s}+{v}", TsubameScheme(K, W, D, N, s, v), f"{s}+{v}")
         for s, v in LOSSLESS_PAIRINGS
     ]
-
-
-AUDIT_PAIRINGS = (
-    ("iid", "specinfer"),
-    ("wor", "rrsw"),
-    ("iid", "traversal"),
-    ("wor", "traversal"),
-    ("wor", "specinfer"),
-)
 
 
 def audit_rows(q: Any, p: Any) -> list[tuple[str, Case]]:
