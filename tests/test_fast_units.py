@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rheo_ref.coins
 import rheo_ref.families.rheo.slots
 from rheo_fast.decode import decode, round_coins
 from rheo_fast.families.rheo.round import run_round
@@ -67,7 +68,7 @@ def test_expand_matches_the_reference_slot_plan(args, m_raw, proxy):
         want = plan.det
         kinds = [DET] * K
     else:
-        y = rheo_ref.families.rheo.slots.inverse_cdf(plan.qtilde, Fraction(u))
+        y = rheo_ref.coins.inverse_cdf(plan.qtilde, Fraction(u))
         want = plan.det + [(y, plan.factor_for(y))] + plan.fills_for(y)
         kinds = [DET] * m + [SAMPLED] + [FILL] * (K - m - 1)
         assert torch.allclose(ex.qtilde[0, 0], t64(plan.qtilde), rtol=1e-12, atol=0)

@@ -5,7 +5,7 @@ One round reads one block of 2(N+1)+1 uniforms u in [0, 1) (floats, read exactly
 N being the shape's draft nodes, indexed by node id (the root is 0, nodes in creation order):
 
 - `coins[i]`, i = 1..N: the *draw coin* of node i. Its token is the inverse CDF, in token-id
-  order with strict `<` (`rheo_ref.families.rheo.slots.inverse_cdf`), of its sibling row: `iid`: q_samp(.|c);
+  order with strict `<` (`rheo_ref.coins.inverse_cdf`), of its sibling row: `iid`: q_samp(.|c);
   `wor`: q_samp(.|c) with the tokens of its earlier siblings zeroed (renormalised implicitly).
   `coins[0]` (the root's) is never used, nor is the coin of a node that is not drafted.
 - `coins[N+1+i]`: the *accept coin* of node i, read when the verifier tries node i:
