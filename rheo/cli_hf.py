@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from rheo_ref.errors import CaseError
-from rheo_ref.validate import integer
+from rheo_ref.numbers import json_float, json_int
+from rheo_ref.validate import integer, show
 
 EPILOG = """\
 decoders:
@@ -68,15 +69,43 @@ def parse_gen(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise CaseError(f"--gen {item!r} must be KEY=VALUE, e.g. num_assistant_tokens=2")
-        try:
-            out[key] = json.loads(value)
+        try:  # JSON numbers within the number grammar's bounds (rheo_ref.numbers)
+            out[key] = json.loads(value, parse_int=json_int, parse_float=json_float, parse_constant=_no_constant)
         except json.JSONDecodeError:
             out[key] = value
+        except (CaseError, RecursionError) as e:
+            raise CaseError(f"--gen {show(item)}: {e if isinstance(e, CaseError) else 'nested too deep'}") from None
     return out
 
 
 MAX_WORKERS = 64  # sampling processes
-MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens)
+MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens or the case
+MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
+MAX_SAMPLES = 10**6  # samples the test needs (at least the two-cell χ² test's N at --tv, --alpha, --beta)
+
+
+def _no_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
+
+
+def check_gate_size(case: Any, tokens: int, *, alpha: float, tv: float, beta: float) -> None:
+    """Refuse up front what the gate cannot pay for: more tokens or context than allowed, an exact
+    law over `rheo exact`'s size limit, a sample count (a lower bound: two cells) over MAX_SAMPLES."""
+    from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
+    from rheo_ref.validate import within_limit
+
+    from .stats import min_num_samples
+
+    integer("tokens", tokens, min=1, max=MAX_TOKENS)
+    if len(case.context) > MAX_CONTEXT:
+        raise CaseError(f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,}")
+    check_law_size(case, tokens, DEFAULT_MAX_LAW_SIZE, name="tokens")
+    within_limit(
+        f"samples the test needs at --tv {tv:g}, --alpha {alpha:g}, --beta {beta:g} (at least)",
+        min_num_samples(tv, alpha, beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
 
 
 def run_gate_hf(args: argparse.Namespace) -> int:
@@ -100,7 +129,12 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     if args.tokens is not None:
         integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
     case = load_case(args.case)
+    check_gate_size(
+        case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
+    )
     decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
+    if decoder.kind != "rheo-lm" and not case.context:  # transformers generates from at least one input id
+        raise CaseError(f"decoder {decoder.name} needs a case context of at least 1 token; the case's is []")
     report = gate_hf(
         case,
         decoder,
