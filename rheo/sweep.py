@@ -83,7 +83,8 @@ class _Harvest:
     that finished but were not yielded yet (`finished`), so that the table keeps them."""
 
     def __init__(self, submit: Callable[[Cell], Any], completed: Callable[[list], Iterator[Any]]) -> None:
-        self.submit, self.completed, self.futures = submit, completed, []
+        self.submit, self.completed = submit, completed
+        self.futures: list[Any] = []
 
     def __call__(self, cells: list[Cell]) -> Iterator[dict]:
         self.futures = [self.submit(c) for c in cells]
@@ -96,7 +97,7 @@ class _Harvest:
             try:
                 if f.done() and not f.cancelled() and f.exception() is None:
                     rows.append(f.result())
-            except BaseException:  # a future of a lost worker or a closed client
+            except Exception:  # a future of a lost worker or a closed client
                 continue
         return rows
 

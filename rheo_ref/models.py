@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from . import numbers
 from .errors import CaseError
-from .static import StaticScheme
+from .static import StaticScheme, depths
 from .treespark import TreeSparkScheme
 from .tsubame import TsubameScheme
 from .validate import check_fields, is_int, show
@@ -280,18 +280,34 @@ class Scheme:
 AnyScheme = Scheme | StaticScheme | TsubameScheme | TreeSparkScheme
 
 
+MAX_DEPTH = 100  # levels of a kept tree whose verification recurses level by level (static, tsubame, treespark)
+
+
 def scheme_from_json(obj: Any) -> AnyScheme:
-    """The scheme object of a case: its `family` (default rheo) says which fields it has."""
+    """The scheme object of a case: its `family` (default rheo) says which fields it has. A
+    static, tsubame or treespark tree deeper than MAX_DEPTH levels is refused (their exact
+    verification recurses once per level, and ~250 levels exhaust Python's stack)."""
     family = obj.get("family", "rheo") if isinstance(obj, dict) else "rheo"
     if family == "static":
-        return StaticScheme.from_json(obj)
+        static = StaticScheme.from_json(obj)
+        _check_depth(max(depths(static.parents)), f"static shape {static.kind} {list(static.sizes)}")
+        return static
     if family == "tsubame":
-        return TsubameScheme.from_json(obj)
+        tsubame = TsubameScheme.from_json(obj)
+        _check_depth(min(tsubame.D, tsubame.R), f"tsubame scheme D={tsubame.D}, R={tsubame.R}")
+        return tsubame
     if family == "treespark":
-        return TreeSparkScheme.from_json(obj)
+        spark = TreeSparkScheme.from_json(obj)
+        _check_depth(min(spark.D, spark.N), f"treespark scheme D={spark.D}, N={spark.N}")
+        return spark
     if family != "rheo":
-        raise CaseError(f"unknown scheme family {family!r}; allowed: {', '.join(FAMILIES)}")
+        raise CaseError(f"unknown scheme family {show(family)}; allowed: {', '.join(FAMILIES)}")
     return Scheme.from_json(obj)
+
+
+def _check_depth(depth: int, what: str) -> None:
+    if depth > MAX_DEPTH:
+        raise CaseError(f"{what} keeps a tree {depth} levels deep; allowed: at most {MAX_DEPTH} levels")
 
 
 @dataclass(frozen=True)

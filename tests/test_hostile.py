@@ -271,6 +271,19 @@ def test_a_grid_nested_3000_deep_is_refused_with_its_depth(tmp_path):
     refused(["sweep", write(tmp_path, "[" * 3000 + "]" * 3000, "grid.json"), "--out", str(tmp_path / "o")], "3,000")
 
 
+@pytest.mark.parametrize(
+    "scheme",
+    [
+        {"family": "tsubame", "K": 1, "W": 1, "D": 400, "R": 256, "sampling": "wor", "verify": "traversal"},
+        {"family": "static", "branching": [1] * 200, "sampling": "wor", "verify": "traversal"},
+        {"family": "treespark", "N": 256, "k": 1, "D": 256, "theta": "0", "verify": "traversal"},
+    ],
+    ids=["tsubame", "static", "treespark"],
+)
+def test_trees_deeper_than_the_recursion_allows_are_refused_up_front(tmp_path, scheme):
+    refused(["exact", write(tmp_path, {**SMALL, "tokens": 1, "scheme": scheme}, "case.json"), "--force"], "levels")
+
+
 # --- 5. outputs ----------------------------------------------------------------------------------
 
 
@@ -334,7 +347,7 @@ def test_a_hundred_thousand_options_are_refused_before_parsing():
 
 
 def test_a_sweep_whose_every_cell_fails_exits_1_and_retry_failed_runs_them_again(tmp_path):
-    grid = {**GRID, "max_trees": 1}  # every enumeration refused: an error row
+    grid = {**GRID, "method": "brute", "max_trees": 1}  # every enumeration refused: an error row
     path, out = write(tmp_path, grid, "grid.json"), tmp_path / "out"
     rc, stdout, err = run_main(["sweep", path, "--out", str(out), "--workers", "1", "--no-progress"])
     assert rc == 1 and len(err.strip().splitlines()) == 1 and "every cell failed" in err, err

@@ -20,10 +20,10 @@ from rheo.sweep import load_grid, read_table
 from rheo_ref.grid import run_cells, same_rows
 
 ROOT = Path(__file__).resolve().parents[1]
-# 24 cells of a few tenths of a second each: long enough for a fault to land mid-run
+# 32 cells of about 0.2 s each: long enough for a fault to land mid-run
 GRID = {
     "tables": [{"generator": "random", "vocab_size": 8, "seeds": list(range(8))}],
-    "schemes": [{"K": 3, "m": 1, "W": 3, "D": 3, "R": 8}, {"K": 3, "m": 0, "W": 3, "D": 3, "R": 8}],
+    "schemes": [{"K": 4, "m": 1, "W": 3, "D": 3, "R": 12}, {"K": 4, "m": 2, "W": 3, "D": 3, "R": 12}],
     "temperatures": ["1", "1/2"],
     "context": [0],
     "tokens": 1,
