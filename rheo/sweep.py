@@ -61,7 +61,7 @@ def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator
             yield run
         return
     if workers is None:
-        workers = os.cpu_count() or 1
+        workers = min(os.cpu_count() or 1, MAX_WORKERS)
     integer("--workers", workers, min=1, max=MAX_WORKERS)
     if workers == 1:
         yield lambda cells: (run_cell(c) for c in cells)
