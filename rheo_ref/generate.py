@@ -102,9 +102,9 @@ def temper_row(row: Row, T: Fraction, *, max_denominator: int = 10**4) -> Row:
     else:
         w = [Fraction(float(x) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0) for x in row]
         if not any(w):  # every power underflowed: the same powers relative to the largest entry (which is 1)
-            top = float(max(row))
+            largest = float(max(row))
             w = [
-                Fraction((float(x) / top) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0)
+                Fraction((float(x) / largest) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0)
                 for x in row
             ]
     z = sum(w, Fraction(0))

@@ -1162,3 +1162,36 @@ def test_ctrl_c_at_any_cell_keeps_the_finished_ones(files, at):
         mp.undo()
     assert res.rc == 130
     assert len(read_table(out / "sweep.csv")) == at
+
+
+# 8. quieter edges: a name given twice runs once; failed cells, --retry-failed
+@fuzz(10)
+@given(names=st.lists(st.sampled_from(["fills-first", "leq-coin", "bonus-full-p"]), min_size=1, max_size=4))
+def test_a_mutant_named_twice_runs_once(stub_mutants, names):
+    import rheo.cli_mutants as cm
+
+    ran: list[str] = []
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cm, "mutant_rows", lambda case, names, **kw: ran.extend(names) or [])
+    try:
+        res = invoke(["mutants", "--seeds", "0", "--only", *names])
+    finally:
+        mp.undo()
+    if res.rc == 0:
+        assert sorted(ran) == sorted(set(names)), (names, ran)
+
+
+@fuzz(8)
+@given(retry=st.booleans(), fail=st.booleans())
+def test_failed_cells_exit_1_and_retry_failed_runs_them_again(files, retry, fail):
+    grid = files / "grid25f.json"
+    grid.write_text(json.dumps({**GRID, "temperatures": ["1"], "method": "brute", "max_trees": 1 if fail else None}))
+    argv = ["sweep", str(grid), "--out", str(files / "failed25"), "--workers", "1", "--no-progress"]
+    res = invoke(argv + (["--retry-failed"] if retry else []))
+    assert res.rc in (0, 1) and (res.rc == 1) == all(r["error"] for r in read_rows(files / "failed25"))
+
+
+def read_rows(out: Path) -> list[dict]:
+    from rheo.sweep import read_table
+
+    return read_table(out / "sweep.csv")

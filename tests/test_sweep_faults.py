@@ -38,7 +38,15 @@ def start_sweep(tmp_path: Path, out: Path, *args: str) -> subprocess.Popen:
     grid.write_text(json.dumps(GRID))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "rheo", "sweep", str(grid), "--out", str(out), "--no-progress", "--no-plot", *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint
+    )
+
+
+def default_sigint() -> None:
+    """A job started in the background by a non-interactive shell inherits SIGINT ignored (and so
+    would every process it starts): give the sweep the default, as a terminal's Ctrl-C finds it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(condition, what: str, deadline: float = DEADLINE, step: float = 0.05) -> None:
