@@ -99,8 +99,8 @@ def run_compare(args: argparse.Namespace) -> int:
     if len(args.nodes or []) > MAX_BUDGETS:
         raise CaseError(f"--nodes gives {len(args.nodes)} budgets; allowed: at most {MAX_BUDGETS}")
     if args.plot is not None:
-        check_writable(args.plot, inputs=(args.case,))
         check_plot_path(args.plot)
+        check_writable(args.plot, inputs=(args.case,))
     case = load_case(args.case)
     nodes = args.nodes or [default_nodes(case)]
     tokens = case.tokens if args.tokens is None else args.tokens

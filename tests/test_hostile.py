@@ -313,7 +313,8 @@ def test_the_write_probe_is_as_long_as_the_temporary_name(tmp_path):
 
 
 def test_an_empty_output_path_is_refused(tmp_path):
-    refused(["compare", str(ROOT / "tests" / "cases" / "small.json"), "--plot", ""], "empty path")
+    refused(["audit", "--no-stats", "--json", ""], "empty path")
+    refused(["compare", str(ROOT / "tests" / "cases" / "small.json"), "--plot", ""])
 
 
 def test_compare_does_not_overwrite_its_input(tmp_path):
