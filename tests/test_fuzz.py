@@ -1182,14 +1182,16 @@ def test_a_mutant_named_twice_runs_once(stub_mutants, names):
 
 
 @fuzz(8)
-@given(retry=st.booleans(), fail=st.booleans())
-def test_failed_cells_exit_1_and_retry_failed_runs_them_again(files, retry, fail):
-    grid = files / "grid25f.json"
-    cells = {"schemes": GRID["schemes"][:1], "temperatures": ["1"], "method": "brute", "max_trees": 1 if fail else None}
-    grid.write_text(json.dumps({**GRID, **cells}))
-    argv = ["sweep", str(grid), "--out", str(files / "failed25"), "--workers", "1", "--no-progress"]
-    res = invoke(argv + (["--retry-failed"] if retry else []))
-    assert res.rc in (0, 1) and (res.rc == 1) == all(r["error"] for r in read_rows(files / "failed25"))
+@given(retry=st.booleans(), workers=st.sampled_from(["1", "2"]))
+def test_failed_cells_exit_1_and_retry_failed_runs_them_again(files, retry, workers):
+    grid, out = files / "grid25f.json", files / f"failed25-{COUNTS['sweep']}"
+    argv = ["sweep", str(grid), "--out", str(out), "--workers", workers, "--no-progress"]
+    for max_trees in (1, None):  # every cell refused, then none: kept as failed, or run again with --retry-failed
+        cells = {"schemes": GRID["schemes"][:1], "temperatures": ["1"], "method": "brute", "max_trees": max_trees}
+        grid.write_text(json.dumps({**GRID, **cells}))
+        res = invoke(argv + (["--retry-failed"] if retry and max_trees is None else []))
+        failed = max_trees == 1 or not retry
+        assert res.rc == (1 if failed else 0) and all(bool(r["error"]) == failed for r in read_rows(out)), res.err
 
 
 def read_rows(out: Path) -> list[dict]:
