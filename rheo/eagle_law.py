@@ -16,7 +16,7 @@ round's bonus):
 - the bonus, which is the next round's root: from r when the last node visited had a coin flipped
   and all its children rejected; **from the raw, unprocessed p** (softmax of the logits, no
   temperature / top-k / top-p) when no coin was flipped there — the accepted node is a leaf of the
-  tree, or all its children have q = 0 (utils.py lines 380-384: `sample_p = torch.softmax(gt_logits)`
+  tree, or all its children have q = 0 (eagle/model/utils.py lines 407-411: `sample_p = torch.softmax(gt_logits)`
   of `logits[best_candidate, accept_length − 1]`, which the processor never touched).
 `leaf_bonus="processed"` models the corrected rule (the bonus from the processed p); `Eagle` with
 it is lossless, which the tests check exactly: the defect is that one line.

@@ -2,7 +2,7 @@
 
 Its own `eagenerate` runs unmodified on the kit; its output must fit the *exact law of eagle as
 coded* (`rheo.eagle_law.Eagle`), which is lossless at T = 1 and lossy under temperature / top-k /
-top-p because the bonus after an accepted leaf comes from the raw p (utils.py lines 380-384).
+top-p because the bonus after an accepted leaf comes from the raw p (eagle/model/utils.py lines 407-411).
 Quick rows: α = 1e-3, δ = 0.25 (power 0.99), the first 7 tokens (the first root, the 5 draft levels
 of `mc_sim_7b_63`, the bonus after its deepest leaf); slow rows: δ = 0.1, every setting, two seeds.
 """
