@@ -28,9 +28,7 @@ def tv(a: Law, b: Law) -> Fraction:
     return _tv(a, b)
 
 
-def plan_samples(
-    case: Case, *, alpha: float, tv: float, beta: float = DEFAULT_BETA, tokens: int | None = None
-) -> int:
+def plan_samples(case: Case, *, alpha: float, tv: float, beta: float = DEFAULT_BETA, tokens: int | None = None) -> int:
     """N that `assert_lossless` draws for `case`: the first `tokens` (default `case.tokens`) tokens'
     target law is tested at level α and detects TV ≥ `tv` with power ≥ 1 − β."""
     return samples_for(target_law(case, case.tokens if tokens is None else tokens), tv, alpha, beta)

@@ -68,9 +68,7 @@ class Eagle:
     """The law of eagle-llm 1.2.1's `eagenerate` on tables p (target) and q (draft), both processed by
     `proc` (see the module docstring)."""
 
-    def __init__(
-        self, p: TableModel, q: TableModel, proc: Processing, *, leaf_bonus: str = "raw", tree=TREE
-    ) -> None:
+    def __init__(self, p: TableModel, q: TableModel, proc: Processing, *, leaf_bonus: str = "raw", tree=TREE) -> None:
         if leaf_bonus not in LEAF_BONUS:
             raise CaseError(f"leaf_bonus={leaf_bonus!r}; allowed: {', '.join(LEAF_BONUS)}")
         self.raw, self.p, self.q = p, proc.table(p), proc.table(q)

@@ -305,8 +305,8 @@ def gate_hf(
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     tcase = decoder.target_case(case, n)
+    sampler = decoder.sampler(case, workers=workers)  # checks the case first (before the exact law's cost)
     exact = decoder.exact_law(case, n)
-    sampler = decoder.sampler(case, workers=workers)
     if workers == 1:
         import transformers  # noqa: F401  (loaded before the clock starts: seconds are the sampling's)
     t0 = time.perf_counter()

@@ -74,8 +74,10 @@ def judge(gen, seed, delta):
     coded, target = laws(gen)
     n = samples_for(target, delta, 1e-3, 0.01)
     samples = sample(gen, seed, n)
-    return check_law(samples, target, alpha=1e-3, tv=delta), check_law(samples, coded, alpha=1e-3, tv=delta), tv(
-        coded, target
+    return (
+        check_law(samples, target, alpha=1e-3, tv=delta),
+        check_law(samples, coded, alpha=1e-3, tv=delta),
+        tv(coded, target),
     )
 
 
@@ -141,3 +143,31 @@ def test_exact_tv_is_reported_by_the_gate():
 def test_bad_eagle_options_are_refused(gen, case, match):
     with pytest.raises(CaseError, match=match):
         HFDecoder.parse("eagle", gen).sampler(case)
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from rheo.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_gate_hf_help_lists_eagle(capsys):
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "gate-hf", "--help")
+    assert "eagle" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "case, argv, msg",
+    [
+        ("eagle", ["--gen", "top_k=2", "--gen", "top_p=0.9"], "not supported"),
+        ("hf", [], "needs vocab_size >= 10, got 4"),
+        ("eagle", ["--gen", "temperature=0"], "temperature=0 must be a number > 0"),
+        ("eagle", ["--gen", "top_p=2"], "top_p=2 must be a number in (0, 1]"),
+    ],
+)
+def test_gate_hf_eagle_bad_input_is_one_line(capsys, case, argv, msg):
+    code, out, err = run_cli(capsys, "gate-hf", f"tests/cases/{case}.json", "--decoder", "eagle", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and msg in err, err

@@ -91,7 +91,9 @@ def test_a_cache_that_kept_the_wrong_entry_changes_the_row():
 def draft_step(prev_feat_tokens, tokens, positions, mask=None, past=None, shift=1):
     """The EAGLE draft input: fc(cat(embedding of x_(i+1), feature whose one-hot part is x_i))."""
     emb = table_embedding(V)
-    feat = torch.cat([torch.zeros(1, len(tokens), V, dtype=torch.float64), emb(torch.tensor([prev_feat_tokens]))[..., V:]], -1)
+    feat = torch.cat(
+        [torch.zeros(1, len(tokens), V, dtype=torch.float64), emb(torch.tensor([prev_feat_tokens]))[..., V:]], -1
+    )
     x = draft_fc(V)(torch.cat([emb(torch.tensor([tokens])), feat], -1))  # [1, N, 2V]
     layer = TableDraftLayer(P, shift=shift)
     hid, present = layer(x, mask, torch.tensor([positions]), past)
