@@ -74,7 +74,7 @@ def eagle_model(case: Case, *, dtype: Any = None) -> Any:
         vocab_size=V,
     )
 
-    def bare(cls: type) -> Any:  # the object without its weight-loading __init__
+    def bare(cls: Any) -> Any:  # the object without its weight-loading __init__
         obj = cls.__new__(cls)
         nn.Module.__init__(obj)
         return obj
@@ -85,7 +85,7 @@ def eagle_model(case: Case, *, dtype: Any = None) -> Any:
     body.layers = nn.ModuleList([TableBodyLayer(case.target, dtype=dtype, max_positions=MAX_POSITIONS)])
     body.norm = nn.Identity()
 
-    base = nn.Module()
+    base: Any = nn.Module()
     base.model, base.lm_head, base.config, base.dtype = body, table_lm_head(V, dtype=dtype), config, dtype
 
     draft = bare(e.cnets.Model)
