@@ -183,7 +183,7 @@ def draft_windows(keys: list, prev: list, allowed: list, pos: list, L: int, shif
             top = pos[b][f] + shift
             if sorted(at) != list(range(top + 1)):
                 raise CaseError(
-                    f"draft query {f} at position id {pos[b][f]} sees token positions {sorted(at)}; "
+                    f"draft query {f} at position {pos[b][f]} sees positions {sorted(at)}; "
                     f"its mask must show the whole path 0..{top}"
                 )
             path = [at[i] for i in range(top + 1)]
