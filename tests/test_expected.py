@@ -63,7 +63,7 @@ def test_one_level_acceptance_is_rheo_refs_exact_rate(m, verify, request):
         p = random_row(rng, V, zeros=(trial // 2) % 2)
         case = case_of({"": q}, {"": p}, V, {"K": 3, "m": m, "W": 1, "D": 1, "R": 3, "verify": verify}, context=(), L=0)
         exact = acceptance(case)
-        row = lambda r: torch.tensor([[float(Fraction(x)) for x in r]], dtype=torch.float64)  # noqa: E731
+        row = lambda r: torch.tensor([[float(Fraction(x)) for x in r]], dtype=torch.float64)
         fast = one_level_acceptance(row(p), row(q), row(q), K=3, m=m, verify=verify)
         assert abs(float(fast[0]) - float(exact)) < 1e-12, (q, p, m, verify, float(fast[0]), exact)
 
