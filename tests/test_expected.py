@@ -77,13 +77,13 @@ def test_one_level_orders_differ_somewhere():
     assert abs(float(a - b)) > 1e-3
 
 
-def table_case(seed: int, verify: str = "rheo") -> Case:
+def table_case(seed: int, verify: str = "rheo", context: tuple[int, ...] = (0,)) -> Case:
     rng = random.Random(seed)
     V = 4
     keys = [""] + [str(t) for t in range(V)]
     q = {k: random_row(rng, V) for k in keys}
     p = {k: random_row(rng, V, zeros=1) for k in keys}
-    return case_of(q, p, V, {"K": 3, "m": 1, "W": 2, "D": 2, "R": 4, "verify": verify})
+    return case_of(q, p, V, {"K": 3, "m": 1, "W": 2, "D": 2, "R": 4, "verify": verify}, context=context)
 
 
 def rounds(case: Case, B: int, seed: int, *, fixed_tree: bool = False) -> tuple[torch.Tensor, torch.Tensor, object]:
@@ -144,3 +144,29 @@ def test_negative_control_stale_residual_is_rejected(request, monkeypatch):
     wrong = ex.expected_emitted(tree, p, 3, 1, "rrsw")  # [B]
     ok, delta = z_check(wrong, exact)
     assert not ok, f"stale-residual RB mean {float(wrong.mean()):.4f} not told from τ {exact:.4f} (δ {delta:.4f})"
+
+
+def test_lm_path_records_the_fast_paths_expectation_coin_for_coin(request):
+    """`rheo paper-tables`' round loop (rheo_fast.lm.paper_tables.recorded_rounds, the real-model
+    code path, here on a TableLM target and a table draft head) records, for the first round, the
+    realised length and the exact expectation that the table fast path computes from the same coins."""
+    from rheo_fast.decode import round_coins
+    from rheo_fast.lm.paper_tables import RecordingLM, recorded_rounds
+    from rheo_fast.lm.table_head import TableDraftHead
+    from rheo_fast.table_lm import table_lm
+
+    seed = seed_for(request.node.nodeid)
+    case = table_case(seed, context=(0, 1))
+    s = case.scheme
+    layout = layout_for(s)
+    for i in range(6):
+        lm = RecordingLM(table_lm(case.target), TableDraftHead(case.draft), T=1.0)
+        gen = lambda r, i=i: torch.Generator().manual_seed(seed + 1000 * i + r)
+        rec = recorded_rounds(lm, list(case.context), s, max_new=1, eos=set(), coins=gen)
+        model = TableTreeModel(case)
+        st = model.start([case.context])
+        res = run_round(model, st, s, round_coins(gen(0), 1, layout), layout=layout)
+        want = expected_emitted(res.tree, as_rows(model.target(st, res.tree)), s.K, s.m, s.verify)
+        assert rec["emitted"][0] == int(res.verdict.n_emitted[0])
+        assert abs(rec["expected"][0] - float(want[0])) < 1e-12
+        assert 1 <= rec["expected"][0] <= s.D + 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -232,20 +233,19 @@ class RecordingLM(LMTreeModel):
 
 
 @torch.inference_mode()
-def ablation_unit(target: Any, head: Any, prompt: Prompt, m: int, T: float, cfg: PaperConfig) -> dict[str, Any]:
-    """Decode one prompt with Scheme(K, m, W, D, R) at T; per round: realised and expected length,
-    drafting, round and expectation times. Round i's coins come from (seed, prompt, i): common
-    random numbers across settings."""
-    lm = RecordingLM(target.model, head, T=T, S=cfg.S)
-    scheme = Scheme(cfg.K, m, cfg.W, cfg.D, cfg.R)
+def recorded_rounds(
+    lm: RecordingLM, ids: list[int], scheme: Scheme, *, max_new: int, eos: set[int], coins: Callable[[int], Any]
+) -> dict[str, Any]:
+    """Decode ids with scheme until max_new tokens or EOS; per round: realised and expected
+    length, drafting, round and expectation times. coins(i): the torch.Generator of round i (its
+    coin block, then a bucket bonus if any)."""
     layout = layout_for(scheme)
-    ids = render(prompt, target.tokenizer)
     st = lm.start([ids])
     out: list[int] = []
     rec: dict[str, list[float]] = {"emitted": [], "expected": [], "draft_s": [], "round_s": [], "expected_s": []}
     i = 0
-    while len(out) < cfg.abl_tokens:
-        g = torch.Generator().manual_seed(_seed(cfg.seed, "round", prompt.set, prompt.id, i))
+    while len(out) < max_new:
+        g = coins(i)
         t0 = time.perf_counter()
         res = run_round(lm, st, scheme, round_coins(g, 1, layout), layout=layout)
         _check_round(lm, st, res, scheme, torch.ones(1, dtype=torch.bool))
@@ -262,11 +262,30 @@ def ablation_unit(target: Any, head: Any, prompt: Prompt, m: int, T: float, cfg:
             rec[k].append(float(x))
         rec["expected_s"].append(t2 - t1)
         i += 1
-        cut = next((j + 1 for j, t in enumerate(emitted) if t in target.eos_ids), None)
+        cut = next((j + 1 for j, t in enumerate(emitted) if t in eos), None)
         out += emitted[:cut]
         if cut is not None:
             break
-    return {"set": prompt.set, "id": prompt.id, "m": m, "T": T, "rounds": i, "tokens": len(out), **rec}
+    return {"rounds": i, "tokens": len(out), **rec}
+
+
+def ablation_unit(target: Any, head: Any, prompt: Prompt, m: int, T: float, cfg: PaperConfig) -> dict[str, Any]:
+    """One prompt decoded with Scheme(K, m, W, D, R) at T. Round i's coins come from (seed,
+    prompt, i), whatever m and T: common random numbers across settings."""
+    lm = RecordingLM(target.model, head, T=T, S=cfg.S)
+
+    def coins(i: int) -> torch.Generator:
+        return torch.Generator().manual_seed(_seed(cfg.seed, "round", prompt.set, prompt.id, i))
+
+    rec = recorded_rounds(
+        lm,
+        render(prompt, target.tokenizer),
+        Scheme(cfg.K, m, cfg.W, cfg.D, cfg.R),
+        max_new=cfg.abl_tokens,
+        eos=target.eos_ids,
+        coins=coins,
+    )
+    return {"set": prompt.set, "id": prompt.id, "m": m, "T": T, **rec}
 
 
 # --- the run -------------------------------------------------------------------------------
