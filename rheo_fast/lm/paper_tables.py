@@ -53,8 +53,9 @@ class PaperConfig:
     """Sizes of one run (`full()`: the documented run; `quick()`: the test size)."""
 
     table_per_set: int = 4  # prompts per set (HumanEval, MT-bench) for Tables 4/5
-    table_tokens: int = 256  # continuation tokens sampled per prompt = contexts per prompt
-    abl_per_set: int = 8  # prompts per set for Figures 3/4
+    table_tokens: int = 256  # continuation tokens sampled per prompt = contexts per prompt (fewer at an EOS)
+    min_contexts: int = 2000  # more prompts (up to 4 more per set) while the continuations gave fewer contexts
+    abl_per_set: int = 12  # prompts per set for Figures 3/4
     abl_tokens: int = 48  # new tokens per ablation decode
     K: int = 6
     W: int = 4
@@ -70,7 +71,7 @@ class PaperConfig:
     @classmethod
     def quick(cls, seed: int = 0) -> PaperConfig:
         return cls(
-            table_per_set=1, table_tokens=12, abl_per_set=1, abl_tokens=6, K=4, W=2, D=2, R=6, ms=(0, 1, 2, 4),
+            table_per_set=1, table_tokens=12, min_contexts=0, abl_per_set=1, abl_tokens=6, K=4, W=2, D=2, R=6, ms=(0, 1, 2, 4),
             supports=(16, 64, 256), exact_check=2, seed=seed,
         )  # fmt: skip
 
@@ -306,7 +307,9 @@ def run(
     from .paper_report import summarise
     from .target import load_target
 
-    table_prompts = sample_prompts(cfg.table_per_set)
+    pool = sample_prompts(cfg.table_per_set + 4)
+    n_pool = len(pool) // 2
+    table_prompts = [pool[i + k * n_pool] for i in range(n_pool) for k in (0, 1)]  # sets alternating
     abl_prompts = sample_prompts(cfg.abl_per_set, offset=1)  # other prompts than the tables' where possible
     head, meta = load_head(draft)
     if cfg.ms[-1] != cfg.K:
@@ -316,13 +319,19 @@ def run(
     work = out / "paper_tables.work" / cfg.key(draft_id)
     work.mkdir(parents=True, exist_ok=True)
     units: list[tuple[str, Any]] = [("table", pr) for pr in table_prompts]
+    spare = len(table_prompts) - 2 * cfg.table_per_set  # table units run only while contexts are short
     units += [("abl", (pr, m, T)) for pr in abl_prompts for m, T in settings(cfg)]  # prompt-major: a slow
     # spell of the machine hits every setting of a prompt alike
     t_start = time.perf_counter()
     tgt = None
     results: dict[str, list[dict]] = {"table": [], "abl": []}
-    with tqdm(total=len(units), desc="paper-tables", unit="unit", disable=None if progress else True) as bar:
+    with tqdm(total=len(units) - spare, desc="paper-tables", unit="unit", disable=None if progress else True) as bar:
         for kind, u in units:
+            n_ctx = sum(r["contexts"] for r in results["table"])
+            if kind == "table" and len(results["table"]) >= 2 * cfg.table_per_set:
+                if n_ctx >= cfg.min_contexts:
+                    continue
+                bar.total += 1
             name = (
                 f"table-{u.set}-{u.id}.json" if kind == "table" else f"abl-{u[0].set}-{u[0].id}-m{u[1]}-T{u[2]}.json"
             ).replace("/", "_")
