@@ -55,7 +55,7 @@ class PaperConfig:
     table_per_set: int = 4  # prompts per set (HumanEval, MT-bench) for Tables 4/5
     table_tokens: int = 256  # continuation tokens sampled per prompt = contexts per prompt (fewer at an EOS)
     min_contexts: int = 2000  # more prompts (up to 4 more per set) while the continuations gave fewer contexts
-    abl_per_set: int = 12  # prompts per set for Figures 3/4
+    abl_per_set: int = 8  # prompts per set for Figures 3/4
     abl_tokens: int = 48  # new tokens per ablation decode
     K: int = 6
     W: int = 4
