@@ -335,11 +335,14 @@ def canonical(seq, vocab_size: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: float = 1.0, device: str = "cpu"):
+def fast_sampler(
+    mutant: str | None = None, *, first_round: bool = False, T: float = 1.0, device: str = "cpu", rounds: bool = False
+):
     """A sampler (case, seed, num_samples) -> sequences running `rheo_fast` on a table case.
 
     `first_round`: the tokens of the first round only (variable length), else the first
-    `case.tokens` tokens. A token the fast path emits outside the vocabulary (-1) and every
+    `case.tokens` tokens; `rounds`: those as `rheo.horizon.Rounds`, with each first round's length
+    (for `assert_lossless(..., horizon=H, rounds=True)`). A token the fast path emits outside the vocabulary (-1) and every
     token after it read as V (see `canonical`). T: the fast path's temperature (applied to q_samp
     and p; T = 0 is greedy). Runs torch on one thread (the machine is shared).
     """
@@ -371,7 +374,12 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
         if first_round:
             rows, lengths = out.per_round[0].tolist(), out.first_lengths.tolist()
             return [canonical(r[:k], V) for r, k in zip(rows, lengths)]
-        return [canonical(r, V) for r in out.tokens.tolist()]
+        rows = [canonical(r, V) for r in out.tokens.tolist()]
+        if rounds:
+            from .horizon import Rounds
+
+            return Rounds(rows, out.first_lengths.tolist())
+        return rows
 
     sampler.__name__ = f"fast_sampler[{mutant or 'spec'}{', first round' if first_round else ''}]"
     return sampler
