@@ -318,8 +318,18 @@ def run_check(
     n = samples_for(law, tv, alpha, beta)
     seed = seed_for(f"gate|{gc.name}|{check}|{mutant}") if seed is None else seed
     samples = check_sampler(gc, check, mutant, factory)(seed, n)
+    names, condition = (("the first round's length",), "") if check == "lengths" else (None, "")
+    if check == "round":
+        condition = "in the first round"
     return check_law(
-        samples, law, alpha=alpha, beta=beta, tv=tv, label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else "")
+        samples,
+        law,
+        alpha=alpha,
+        beta=beta,
+        tv=tv,
+        label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else ""),
+        names=names,
+        condition=condition,
     )
 
 

@@ -443,7 +443,10 @@ def assert_lossless(
 
 
 def read_batch(batch: Any, n_tok: int, n: int) -> list[tuple[int, ...]]:
-    """A sampler's n sequences (lists, tuples or rows of a tensor), each cut to its first n_tok tokens."""
+    """A sampler's n sequences (lists, tuples or rows of a tensor, or the `tokens` of an object that
+    also carries `first_lengths`: rheo.horizon.Rounds, rheo_fast's Decoded), each cut to n_tok tokens."""
+    if hasattr(batch, "tokens") and hasattr(batch, "first_lengths"):
+        batch = batch.tokens
     if hasattr(batch, "tolist"):  # a tensor or array of rows: convert once, not row by row
         batch = batch.tolist()
     out = []
