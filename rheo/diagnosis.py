@@ -64,6 +64,49 @@ class Conditional:
         return f"{self.where} (N={self.n}, TV {self.tv:.3f}, p={self.p_value:.3g}): {'; '.join(parts[:4])}"
 
 
+    def to_json(self) -> dict:
+        return {
+            "where": self.where,
+            "n": self.n,
+            "p_value": self.p_value,
+            "tv": self.tv,
+            "observed": {_sym(s): c for s, c in self.observed},
+            "expected": {_sym(s): e for s, e in self.expected},
+        }
+
+
+def plot_worst(report: Mapping, path: str) -> str:
+    """Draw observed vs expected counts of a report's `worst_conditional_law` into `path` (PNG)."""
+    from rheo_ref.errors import OutputError
+
+    law = report.get("worst_conditional_law")
+    if not law:
+        raise OutputError(f"--plot {path}: no conditional law to draw (every conditional law had one testable cell)")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    syms = sorted(set(law["observed"]) | set(law["expected"]), key=lambda s: (s == "end", len(s), s))
+    x = range(len(syms))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(syms) + 2), 3.2))
+    ax.bar([i - 0.2 for i in x], [law["observed"].get(s, 0) for s in syms], 0.4, label="observed")
+    ax.bar([i + 0.2 for i in x], [law["expected"].get(s, 0.0) for s in syms], 0.4, label="expected")
+    ax.set_xticks(list(x), syms)
+    ax.set_xlabel("next symbol")
+    ax.set_ylabel("samples")
+    ax.set_title(f"{law['where']}\nN={law['n']}, TV {law['tv']:.3f}, p={law['p_value']:.3g}", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        raise OutputError(f"--plot {path}: cannot write it ({e.strerror})") from None
+    finally:
+        plt.close(fig)
+    return path
+
+
 def _sym(s: int) -> str:
     return "end" if s == END else str(s)
 
