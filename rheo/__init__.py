@@ -21,13 +21,12 @@ not import torch or scipy.
 from rheo_ref.errors import RheoError
 from rheo_ref.models import Case, load_case
 
-from .horizon import HorizonTest, Rounds, default_horizon
+from .horizon import HorizonTest, Rounds, assert_lossless, default_horizon
 from .stats import (
     LawTest,
     LosslessError,
     StatsError,
     assert_law,
-    assert_lossless,
     check_law,
     min_detectable_tv,
     min_num_samples,

@@ -63,7 +63,6 @@ class Conditional:
         parts = [f"{_sym(s)} seen {obs.get(s, 0)}, expected {exp.get(s, 0.0):.1f}" for s in syms]
         return f"{self.where} (N={self.n}, TV {self.tv:.3f}, p={self.p_value:.3g}): {'; '.join(parts[:4])}"
 
-
     def to_json(self) -> dict:
         return {
             "where": self.where,
@@ -207,10 +206,12 @@ def worst_conditional(
     )
 
 
-def _pooled_chi2(obs: Mapping[int, float], e_cond: Mapping[int, float], n: int, min_expected: float) -> tuple[float, int]:
+def _pooled_chi2(
+    obs: Mapping[int, float], e_cond: Mapping[int, float], n: int, min_expected: float
+) -> tuple[float, int]:
     """Pearson statistic and degrees of freedom of n samples against a conditional law, rare cells pooled."""
     cells = sorted(e_cond, key=lambda s: (e_cond[s], s), reverse=True)
-    big = [(s,) for s in cells if n * e_cond[s] >= min_expected]
+    big: list[tuple[int, ...]] = [(s,) for s in cells if n * e_cond[s] >= min_expected]
     small = tuple(s for s in cells if n * e_cond[s] < min_expected)
     if small:
         pool = small

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, lru_cache
+from typing import Any
 
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
@@ -363,7 +364,7 @@ def fast_sampler(
 
     variant = variant_named(mutant)  # an unknown name is refused here, before any sampling
 
-    def sampler(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
+    def sampler(case: Case, seed: int, num_samples: int) -> Any:  # rows, or Rounds with `rounds`
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:

@@ -40,8 +40,8 @@ from rheo_ref.models import Case
 from rheo_ref.static import parse_weight
 
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
-from .horizon import HorizonTest
-from .stats import DEFAULT_BETA, LawTest, Sampler, assert_lossless, seed_for
+from .horizon import HorizonTest, assert_lossless
+from .stats import DEFAULT_BETA, LawTest, Sampler, seed_for
 
 KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm")
 DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm")  # as written on the command line

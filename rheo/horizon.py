@@ -26,13 +26,24 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 
 from .diagnosis import Cell, Conditional
-from .stats import LawTest, Sampler, check_law, read_batch, samples_for
+from .stats import (
+    DEFAULT_BETA,
+    LawTest,
+    Sampler,
+    _check_rate,
+    check_gate_args,
+    check_law,
+    current_test_seed,
+    read_batch,
+    samples_for,
+)
+from .stats import assert_lossless as assert_first_tokens
 from .windows import Law, check_horizon, first_lengths, target_windows, windows_given_first_length
 
 CORRECTION = "bonferroni"
@@ -255,3 +266,74 @@ def assert_horizon(
     if res.rejected:
         raise LosslessError(res.summary(), res)
     return res
+
+
+@overload
+def assert_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = ...,
+    tokens: int | None = ...,
+    seed: int | None = ...,
+    statistic: str = ...,
+    horizon: None = ...,
+    rounds: bool = ...,
+) -> LawTest: ...
+
+
+@overload
+def assert_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = ...,
+    tokens: int | None = ...,
+    seed: int | None = ...,
+    statistic: str = ...,
+    horizon: int,
+    rounds: bool = ...,
+) -> HorizonTest: ...
+
+
+def assert_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = DEFAULT_BETA,
+    tokens: int | None = None,
+    seed: int | None = None,
+    statistic: str = "pearson",
+    horizon: int | None = None,
+    rounds: bool = False,
+) -> LawTest | HorizonTest:
+    """`rheo.assert_lossless`: gate a decoder against the exact target law.
+
+    Without `horizon`: the joint law of its first n tokens (n = `tokens` or `case.tokens`;
+    `rheo.stats.assert_lossless`). With `horizon=H`: every window (x_{k−1}, x_k), k = 2..H, and
+    with `rounds=True` (a sampler returning `Rounds`) the first round's length law and the windows
+    given it; `alpha` is then the family-wise total, split by Bonferroni, and the record a
+    `HorizonTest`. `sampler(case, seed, num_samples)` returns the emitted token sequences; N is
+    chosen so that TV ≥ `tv` is detected with power 1−`beta`; the seed defaults to one derived
+    from the running pytest test id. Raises `LosslessError` (with where the law broke) on a rejection.
+    """
+    if horizon is None:
+        if rounds:
+            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
+        return assert_first_tokens(
+            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic
+        )
+    check_gate_args(sampler, case)
+    if tokens is not None:
+        raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
+    alpha, beta, tv = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_rate("tv", tv)
+    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
+    return assert_horizon(
+        sampler, case, horizon, alpha=alpha, tv=tv, beta=beta, seed=seed, statistic=statistic, rounds=rounds
+    )

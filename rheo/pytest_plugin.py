@@ -50,7 +50,7 @@ def assert_lossless(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
     Bonferroni; returns a `rheo.HorizonTest`) with rounds=True for a sampler returning
     `rheo.Rounds` (also the windows given the first round's length). A rejection's message
     and `LosslessError.conditional` / `.cells` say where the law goes wrong."""
-    from .stats import assert_lossless as _assert_lossless
+    from .horizon import assert_lossless as _assert_lossless
 
     return _assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
 

@@ -34,15 +34,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any
 
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 
 from .diagnosis import Cell, Conditional, top_cells, worst_conditional
-
-if TYPE_CHECKING:
-    from .horizon import HorizonTest
 
 Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
@@ -353,38 +350,6 @@ def law_sampler(law_of: Callable[[Case, int], Law]) -> Sampler:
 # --- the decoder gate ----------------------------------------------------------------------
 
 
-@overload
-def assert_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = ...,
-    tokens: int | None = ...,
-    seed: int | None = ...,
-    statistic: str = ...,
-    horizon: None = ...,
-    rounds: bool = ...,
-) -> LawTest: ...
-
-
-@overload
-def assert_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = ...,
-    tokens: int | None = ...,
-    seed: int | None = ...,
-    statistic: str = ...,
-    horizon: int,
-    rounds: bool = ...,
-) -> HorizonTest: ...
-
-
 def assert_lossless(
     sampler: Sampler,
     case: Case,
@@ -395,42 +360,21 @@ def assert_lossless(
     tokens: int | None = None,
     seed: int | None = None,
     statistic: str = "pearson",
-    horizon: int | None = None,
-    rounds: bool = False,
-) -> LawTest | HorizonTest:
+) -> LawTest:
     """Gate a decoder: its first n tokens (n = `tokens` or `case.tokens`) against the exact target law.
 
     `sampler(case, seed, num_samples)` returns `num_samples` emitted token sequences (lists,
     tuples or rows of a tensor), each at least n tokens long, starting after `case.context`.
     The number of samples is chosen so that TV ≥ `tv` is detected with power 1−`beta` at
     level `alpha`. The seed defaults to one derived from the running pytest test id.
-
-    With `horizon=H` it tests instead every window (x_{k−1}, x_k), k = 2..H, against its exact
-    law (and with `rounds=True`, for a sampler that returns its first rounds' lengths, the first
-    round's length law and the windows given it); `alpha` is then the family-wise total, split
-    over the tests by Bonferroni (`rheo.horizon`), and the record is a `rheo.horizon.HorizonTest`.
+    `rheo.assert_lossless` (rheo.horizon) is this, plus the horizon tests (`horizon=H`).
     """
     from rheo_ref.exact import target_law
 
-    if not isinstance(case, Case):
-        raise StatsError(
-            f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}"
-        )
-    if not callable(sampler):
-        raise StatsError(f"sampler {sampler!r} is not callable; it must take (case, seed, num_samples)")
+    check_gate_args(sampler, case)
     alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
     tv = _check_rate("tv", tv)
     seed = current_test_seed(repr(case.to_json())) if seed is None else seed
-    if horizon is not None:
-        from .horizon import assert_horizon
-
-        if tokens is not None:
-            raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-        return assert_horizon(
-            sampler, case, horizon, alpha=alpha, tv=tv, beta=beta, seed=seed, statistic=statistic, rounds=rounds
-        )
-    if rounds:
-        raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
     n_tok = case.tokens if tokens is None else tokens
     if isinstance(n_tok, bool) or not isinstance(n_tok, int) or n_tok < 1:
         raise StatsError(f"tokens={n_tok!r} must be an integer >= 1")
@@ -440,6 +384,15 @@ def assert_lossless(
     return assert_law(
         out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
     )
+
+
+def check_gate_args(sampler: Any, case: Any) -> None:
+    if not isinstance(case, Case):
+        raise StatsError(
+            f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}"
+        )
+    if not callable(sampler):
+        raise StatsError(f"sampler {sampler!r} is not callable; it must take (case, seed, num_samples)")
 
 
 def read_batch(batch: Any, n_tok: int, n: int) -> list[tuple[int, ...]]:

@@ -118,5 +118,9 @@ def windows_given_first_length(
         if not p_ell:
             continue
         cond = {s: pr / p_ell for s, pr in first_round.items() if len(s) == ell}
-        out[ell] = round_windows(case, rest, horizon, first=lambda ctx, cond=cond: cond)
+
+        def given(ctx: Context, cond: Law = cond) -> Law:
+            return cond
+
+        out[ell] = round_windows(case, rest, horizon, first=given)
     return out
