@@ -7,6 +7,7 @@ the pytest plugin) -> `rheo_fast` (vectorised torch) -> `rheo_ref` (exact, pure 
 What a downstream decoder author imports (stable; see docs/GATE.md):
 
     from rheo import Case, load_case, assert_lossless, LosslessError
+    from rheo import processed, target_law, tv, plan_samples   # the exact laws around the gate
 
 `assert_lossless(..., horizon=H)` tests every window (x_{k-1}, x_k) up to token H instead of the
 joint law of the first tokens (`HorizonTest`; with `rounds=True` and a sampler returning `Rounds`,
@@ -21,6 +22,7 @@ not import torch or scipy.
 from rheo_ref.errors import RheoError
 from rheo_ref.models import Case, load_case
 
+from .api import plan_samples, processed, target_law, tv
 from .horizon import HorizonTest, Rounds, assert_lossless, default_horizon
 from .stats import (
     LawTest,
@@ -48,5 +50,9 @@ __all__ = [
     "load_case",
     "min_detectable_tv",
     "min_num_samples",
+    "plan_samples",
+    "processed",
     "seed_for",
+    "target_law",
+    "tv",
 ]

@@ -522,7 +522,18 @@ def test_compare_argument_vectors(files, path, argv):
 
 GATE_HF_FLAGS = {
     "--decoder": st.sampled_from(
-        ["assisted", "prompt-lookup", "ensemble:1/2", "ensemble:x", "ensemble:2", "rheo-lm", "nope", ""]
+        [
+            "assisted",
+            "prompt-lookup",
+            "ensemble:1/2",
+            "ensemble:x",
+            "ensemble:2",
+            "rheo-lm",
+            "eagle",
+            "eagle:1",
+            "nope",
+            "",
+        ]
     ),
     "--alpha": FLOAT_TEXT,
     "--tv": FLOAT_TEXT,
@@ -530,7 +541,9 @@ GATE_HF_FLAGS = {
     "--tokens": INT_TEXT,
     "--seed": INT_TEXT,
     "--workers": INT_TEXT,
-    "--gen": st.sampled_from(["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1"]),
+    "--gen": st.sampled_from(
+        ["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1", "top_k=2", "top_p=0.9", "top_p=2"]
+    ),
 }
 
 
@@ -550,13 +563,15 @@ def stub_gate_hf():
 @given(path=CASE_PATHS, argv=flags(GATE_HF_FLAGS))
 @example(path="small", argv=["--decoder", "assisted", "--workers", "0"])
 @example(path="small", argv=["--decoder", "assisted", "--tokens", str(2**63)])
+@example(path="small", argv=["--decoder", "eagle", "--gen", "top_k=2", "--gen", "top_p=0.9"])
+@example(path="small", argv=["--decoder", "eagle", "--gen", "temperature=0"])
 def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
-    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm"):
+    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle"):
         assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
 
 
