@@ -41,6 +41,8 @@ output (one JSON object):
   exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
                          does not know the decoder's law (the heuristic schedule)
   seconds, ms_per_sample wall time of the sampling and the test
+  horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
+  worst_conditional, worst_cells, summary  where the law deviates most (a rejection's diagnosis)
 exit status: 0 pass, 1 REJECT, 2 bad input."""
 
 
@@ -64,6 +66,17 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
     sp.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
     sp.add_argument("--workers", type=int, default=1, help="sampling processes (default 1)")
+    sp.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="H",
+        help="test every window (x_{k-1}, x_k), k = 2..H, instead of the first tokens' joint law; --alpha is "
+        "then the family-wise total, split by Bonferroni (docs/GATE.md)",
+    )
+    sp.add_argument(
+        "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"
+    )
     sp.set_defaults(func=run_gate_hf)
 
 
@@ -133,6 +146,10 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     integer("--seed", args.seed, min=0, max=2**63 - 1)
     if args.tokens is not None:
         integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
+    if args.horizon is not None:
+        integer("--horizon", args.horizon, min=2, max=MAX_TOKENS)
+        if args.tokens is not None:
+            raise CaseError(f"--tokens {args.tokens} and --horizon {args.horizon}: give one")
     case = load_case(args.case)
     check_gate_size(
         case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
@@ -149,6 +166,11 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         seed=args.seed,
         tokens=args.tokens,
         workers=args.workers,
+        horizon=args.horizon,
     )
+    if args.plot:
+        from .diagnosis import plot_worst
+
+        report["plot"] = plot_worst(report, args.plot)
     print(json.dumps(report))
     return 0 if report["verdict"] == "pass" else 1

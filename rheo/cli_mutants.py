@@ -21,6 +21,9 @@ EPILOG = """\
 columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/3 tokens vs the target law;
 round: first round's sequence vs the spec's round law; lengths: its length law), as rationals
 in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
+Under each rejected mutant: where its most significant check says the law goes wrong (the
+conditional law that deviates most, e.g. "token 3 given token 1 = 1, token 2 = 0") and its worst
+cell; --json: `diagnosis` (check, where, conditional, the three worst cells).
 A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
 --case C runs the mutants of C's scheme family (a mutant of another family named in --only is
 refused). tsubame-plan-after-sampling has no vectorised fast path: its sampler is the reference replay.
@@ -105,9 +108,24 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
                 "expected": expected,
                 "verdict": verdict,
                 "note": MUTANTS[name].note,
+                "diagnosis": diagnosis(tests),
             }
         )
     return rows
+
+
+def diagnosis(tests: list) -> dict | None:
+    """Where the most significant of a mutant's tests says its law goes wrong: the check, the
+    conditional law that deviates most and the three cells with the largest residuals."""
+    worst = min(tests, key=lambda t: (not t.rejected, -t.impossible, t.p_value, -t.chi2))
+    cond = worst.worst_conditional
+    return {
+        "check": worst.label.split()[1],
+        "rejected": worst.rejected,
+        "where": None if cond is None else cond.where,
+        "conditional": None if cond is None else cond.text(),
+        "cells": [c.text() for c in worst.top_cells[:3]],
+    }
 
 
 def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float) -> dict:
@@ -201,6 +219,11 @@ def _print_table(out: dict) -> None:
             f"{r['mutant']:24} {r['case']:34} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
             f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n"
         )
+        d = r.get("diagnosis")
+        if d and d["rejected"] and d["conditional"]:
+            w(f"    where ({d['check']}): {d['conditional']}\n")
+            if d["cells"]:
+                w(f"    worst cell: {d['cells'][0]}\n")
     fa = out["false_alarm"]
     if fa:
         for key in ("at_alpha", "at_0.05"):
