@@ -21,14 +21,19 @@ EPILOG = """\
 columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/3 tokens vs the target law;
 round: first round's sequence vs the spec's round law; lengths: its length law), as rationals
 in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
+Under each rejected mutant: where its most significant check says the law goes wrong (the
+conditional law that deviates most, e.g. "token 3 given token 1 = 1, token 2 = 0") and its worst
+cell; --json: `diagnosis` (check, where, conditional, the three worst cells).
 A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
 --case C runs the mutants of C's scheme family (a mutant of another family named in --only is
 refused). tsubame-plan-after-sampling has no vectorised fast path: its sampler is the reference replay.
 exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
 with α (binomial p >= 0.001); 1 otherwise; 2 bad input; 130 interrupted (docs/CLI.md).
-size limit: --seeds <= 100,000 (each seed runs one gate test)."""
+size limits: --seeds <= 100,000 (each seed runs one gate test); the samples of one gate test
+<= 10^7 (refused up front from --tv, --alpha, --beta: a --tv of 1e-4 would need ~10^9)."""
 
 MAX_SEEDS = 100_000
+MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alpha, --beta)
 
 
 def register(subparsers) -> None:
@@ -104,9 +109,24 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
                 "expected": expected,
                 "verdict": verdict,
                 "note": MUTANTS[name].note,
+                "diagnosis": diagnosis(tests),
             }
         )
     return rows
+
+
+def diagnosis(tests: list) -> dict | None:
+    """Where the most significant of a mutant's tests says its law goes wrong: the check, the
+    conditional law that deviates most and the three cells with the largest residuals."""
+    worst = min(tests, key=lambda t: (not t.rejected, -t.impossible, t.p_value, -t.chi2))
+    cond = worst.worst_conditional
+    return {
+        "check": worst.label.split()[1],
+        "rejected": worst.rejected,
+        "where": None if cond is None else cond.where,
+        "conditional": None if cond is None else cond.text(),
+        "cells": [c.text() for c in worst.top_cells[:3]],
+    }
 
 
 def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float) -> dict:
@@ -132,19 +152,25 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
 
 def run_mutants(args: argparse.Namespace) -> int:
     from rheo_ref.errors import CaseError
-    from rheo_ref.validate import integer
+    from rheo_ref.validate import integer, within_limit
     from rheo_ref.variants import MUTANTS, variant_named
 
     from .gate import gate_cases
-    from .stats import _check_rate
+    from .stats import _check_rate, min_num_samples
 
     for name in ("alpha", "beta", "tv"):
         _check_rate(name, getattr(args, name))
+    within_limit(  # each gate test draws at least the two-cell χ² test's N
+        f"samples per gate test at --tv {args.tv:g}, --alpha {args.alpha:g}, --beta {args.beta:g} (at least)",
+        min_num_samples(args.tv, args.alpha, args.beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
     for opt, value in (("--case", args.case), ("--fa-case", args.fa_case)):
         if value not in gate_cases() and not (opt == "--case" and value == "auto"):
             raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
     integer("--seeds", args.seeds, min=0, max=MAX_SEEDS)
-    names = [variant_named(n).name for n in args.only] if args.only else list(MUTANTS)
+    names = list(dict.fromkeys(variant_named(n).name for n in args.only)) if args.only else list(MUTANTS)
     if "spec" in names:
         raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")
     if args.case != "auto":  # the case's family's mutants; one of the other family is refused
@@ -194,6 +220,11 @@ def _print_table(out: dict) -> None:
             f"{r['mutant']:24} {r['case']:34} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
             f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n"
         )
+        d = r.get("diagnosis")
+        if d and d["rejected"] and d["conditional"]:
+            w(f"    where ({d['check']}): {d['conditional']}\n")
+            if d["cells"]:
+                w(f"    worst cell: {d['cells'][0]}\n")
     fa = out["false_alarm"]
     if fa:
         for key in ("at_alpha", "at_0.05"):

@@ -6,7 +6,9 @@ A decoder is named as on the command line (`rheo gate-hf --decoder`):
 - `ensemble:W`: the same with `assistant_ensemble_weight=W` (documented as lossy);
 - `prompt-lookup`: `target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True, ...)`;
 - `rheo-lm`: rheo's real-model path (`rheo_fast.lm`: KV caches, tree masks, position ids,
-  compaction) with a `TableLM` target and a table draft head, on the case's rheo scheme.
+  compaction) with a `TableLM` target and a table draft head, on the case's rheo scheme;
+- `eagle`: eagle-llm's `EaModel.eagenerate` (EAGLE-1) on the stand-in kit (`rheo.eagle`), its law
+  `rheo.eagle_law.Eagle`.
 `gen` holds the `generate` options (`--gen KEY=VALUE`). transformers 5.24 reads
 `num_assistant_tokens`, `num_assistant_tokens_schedule` and `assistant_confidence_threshold` from
 the *assistant's* `generation_config` and ignores them when given to `generate`
@@ -41,10 +43,11 @@ from rheo_ref.families.static.scheme import parse_weight
 from rheo_ref.models import Case
 
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
-from .stats import DEFAULT_BETA, LawTest, Sampler, assert_lossless, seed_for
+from .horizon import HorizonTest, assert_lossless
+from .stats import DEFAULT_BETA, LawTest, Sampler, seed_for
 
-KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm")
-DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm")  # as written on the command line
+KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle")
+DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm", "eagle")  # as written on the command line
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
 PROCESSING = ("temperature", "top_k", "top_p")
 LOOKUP = ("prompt_lookup_num_tokens", "max_matching_ngram_size")
@@ -53,6 +56,7 @@ GEN_KEYS = {
     "ensemble": ON_DRAFT + PROCESSING,
     "prompt-lookup": LOOKUP + PROCESSING,
     "rheo-lm": ("temperature",),
+    "eagle": PROCESSING,
 }
 HF_DEFAULTS = {
     "num_assistant_tokens": 20,
@@ -92,6 +96,11 @@ class HFDecoder:
                 f"decoder {head}: --gen {bad[0]} is not supported (the exact target law would be unknown); "
                 f"allowed: {', '.join(GEN_KEYS[head])}"
             )
+        if head == "eagle" and gen.get("top_k") and gen.get("top_p") not in (None, 1):
+            raise CaseError(
+                "decoder eagle: --gen top_k and top_p together are not supported (eagle applies top-p before "
+                "top-k, transformers top-k before top-p); give one of them"
+            )
         dec = cls(head, tuple(sorted(gen.items())), weight)
         dec.check()
         return dec
@@ -106,6 +115,8 @@ class HFDecoder:
         if self.kind in ("assisted", "ensemble"):
             for k in ON_DRAFT:
                 out.setdefault(k, HF_DEFAULTS[k])
+        if self.kind == "eagle":
+            out.setdefault("temperature", 1)  # eagle's own default, 0, is greedy
         if self.kind == "prompt-lookup":
             out.setdefault("prompt_lookup_num_tokens", LOOKUP_TOKENS)
             out.setdefault("max_matching_ngram_size", HF_DEFAULTS["max_matching_ngram_size"])
@@ -140,6 +151,10 @@ class HFDecoder:
         """The decoder's exact law of the first n tokens where rheo knows it, else None (the
         heuristic schedule carries state across rounds and calls)."""
         proc, opts = self.processing(), self.options()
+        if self.kind == "eagle":
+            from .eagle_law import Eagle
+
+            return Eagle(case.target, case.q_samp_model, proc).token_law(case.context, n)
         if self.kind == "rheo-lm":
             p = proc.table(case.target)
             ds = proc.table(case.q_samp_model) if not proc.identity else None
@@ -179,6 +194,14 @@ class HFDecoder:
             case.scheme_as(Scheme)
             if len(case.context) < 2:
                 raise CaseError(f"decoder rheo-lm needs a context of at least 2 tokens, got {list(case.context)}")
+        if self.kind == "eagle":
+            from .eagle import EAGLE_CHILDREN
+
+            if case.vocab_size < EAGLE_CHILDREN:
+                raise CaseError(
+                    f"decoder eagle draws {EAGLE_CHILDREN} children per node without replacement: it needs "
+                    f"vocab_size >= {EAGLE_CHILDREN}, got {case.vocab_size}"
+                )
         obj = case.to_json()
 
         def sample(c: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
@@ -224,6 +247,10 @@ def decode_batch(
 
     case = Case.from_json(case_obj)
     with quiet_one_thread():
+        if decoder.kind == "eagle":
+            from .eagle import sample_eagle
+
+            return sample_eagle(case, context, n, seed, num_samples, gen=decoder.options())
         if decoder.kind == "rheo-lm":
             from rheo_fast.lm.table_head import generate_tokens, table_tree_model
 
@@ -273,26 +300,38 @@ def gate_hf(
     beta: float = DEFAULT_BETA,
     tokens: int | None = None,
     workers: int = 1,
+    horizon: int | None = None,
 ) -> dict[str, Any]:
     """Run `decoder` on the case's table models and test its first n tokens against the exact
-    (processed) target law. Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
+    (processed) target law, or with `horizon` every window (x_{k−1}, x_k), k ≤ H (`alpha` the
+    family-wise total; rheo.horizon). Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
     n = case.tokens if tokens is None else tokens
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     tcase = decoder.target_case(case, n)
+    sampler = decoder.sampler(case, workers=workers)  # checks the case first (before the exact law's cost)
     exact = decoder.exact_law(case, n)
-    sampler = decoder.sampler(case, workers=workers)
     if workers == 1:
         import transformers  # noqa: F401  (loaded before the clock starts: seconds are the sampling's)
     t0 = time.perf_counter()
+    res: LawTest | HorizonTest
     try:
-        res: LawTest = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+        if horizon is None:
+            res = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+        else:
+            res = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
     except LosslessError as e:
         res = e.result
     seconds = time.perf_counter() - t0
     exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
+    extra = {}
+    if decoder.kind == "eagle":
+        from .eagle import eagle_version
+
+        extra["package"] = f"eagle-llm {eagle_version()}"
     return {
         "decoder": decoder.name,
+        **extra,
         "transformers": transformers_version(),
         "gen": decoder.options(),
         "tokens": n,
@@ -309,4 +348,18 @@ def gate_hf(
         "seed": seed,
         "seconds": round(seconds, 3),
         "ms_per_sample": round(1000 * seconds / res.n, 3),
+        **horizon_fields(res),
     }
+
+
+def horizon_fields(res: LawTest | HorizonTest) -> dict[str, Any]:
+    """The horizon (tests, α per test) and where the law deviates most, for the JSON verdict."""
+    out: dict[str, Any] = {}
+    if isinstance(res, HorizonTest):
+        out = {"horizon": res.horizon, "tests": res.planned, "alpha_each": res.alpha_each, "correction": res.correction}
+    cond = res.worst_conditional
+    out["worst_conditional"] = None if cond is None else cond.text()
+    out["worst_conditional_law"] = None if cond is None else cond.to_json()
+    out["worst_cells"] = [c.text() for c in res.top_cells[:3]]
+    out["summary"] = res.summary()
+    return out

@@ -25,9 +25,11 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rheo_ref.errors import CaseError
 from rheo_ref.registry import Registry
+from rheo_ref.validate import show
 
 Law = dict[tuple[int, ...], Fraction]
 DEFAULT_FAMILIES = ("rheo", "static", "tsubame", "treespark")  # modules rheo_ref.families.<name>, each with FAMILY
+MAX_DEPTH = 100  # levels of a kept tree whose verification recurses level by level (~250 exhaust Python's stack)
 MAX_NODES = 256  # draft nodes per round of any scheme; larger ones are refused as bad input
 DEFAULT_FAMILY = "rheo"  # the family of a scheme object without a `family` field
 
@@ -74,6 +76,8 @@ class Family:
       (its mutants are the variants that change one of them);
     - `cases(max_trees=, max_tokens=)`: a hypothesis strategy of its small cases (the fuzz
       harness's, `rheo_ref.strategies.family_cases`); None: it has none;
+    - `kept_depth(scheme)`: (levels of the deepest kept tree, what the scheme is) for a family
+      whose exact verification recurses once per level; `parse` refuses more than MAX_DEPTH;
     - `mutant_exact(case, mutant, max_trees=)`: the exact counterpart of one of its mutants when
       its round laws do not read the mutant's settings themselves (None: `rheo_ref.exact.VariantExact`).
     """
@@ -89,11 +93,17 @@ class Family:
     builds_on: tuple[str, ...] = ()
     cases: Callable[..., Any] | None = None
     mutant_exact: Callable[..., Any] | None = None
+    kept_depth: Callable[[Any], tuple[int, str]] | None = None
 
     def parse(self, obj: Any) -> SchemeLike:
         """The scheme object of this family from its JSON."""
         parse: Callable[[Any], SchemeLike] = getattr(self.scheme, "from_json")  # noqa: B009
-        return parse(obj)
+        scheme = parse(obj)
+        if self.kept_depth is not None:
+            depth, what = self.kept_depth(scheme)
+            if depth > MAX_DEPTH:
+                raise CaseError(f"{what} keeps a tree {depth} levels deep; allowed: at most {MAX_DEPTH} levels")
+        return scheme
 
 
 _REGISTRY: Registry[Family] = Registry(Family, "rheo_ref.families", "FAMILY", DEFAULT_FAMILIES)
@@ -109,7 +119,7 @@ def family_named(name: Any) -> Family:
     """The family called `name`; an unknown one is refused with the allowed names."""
     fams = families()
     if not isinstance(name, str) or name not in fams:
-        raise CaseError(f"unknown scheme family {name!r}; allowed: {', '.join(fams)}")
+        raise CaseError(f"unknown scheme family {show(name)}; allowed: {', '.join(fams)}")
     return fams[name]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rheo_ref.families.static.exact import StaticRounds, estimate_static
-from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.static.scheme import StaticScheme, depths
 from rheo_ref.family import Family
 from rheo_ref.validate import show
 from rheo_ref.variants import SPEC, STATIC_SETTINGS
@@ -52,4 +52,5 @@ FAMILY = Family(
     replay=_replay,
     settings=STATIC_SETTINGS,
     cases=_cases,
+    kept_depth=lambda s: (max(depths(s.parents)), f"static shape {s.kind} {list(s.sizes)}"),
 )

@@ -49,4 +49,5 @@ FAMILY = Family(
     settings=TREESPARK_SETTINGS,
     builds_on=("static",),
     cases=_cases,
+    kept_depth=lambda s: (min(s.D, s.N), f"treespark scheme D={s.D}, N={s.N}"),
 )

@@ -60,4 +60,5 @@ FAMILY = Family(
     settings=TSUBAME_SETTINGS,
     builds_on=("rheo", "static"),
     cases=_cases,
+    kept_depth=lambda s: (min(s.D, s.R), f"tsubame scheme D={s.D}, R={s.R}"),
 )
