@@ -54,10 +54,11 @@ def load_grid(path: str) -> list[Cell]:
 
 
 @contextmanager
-def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator[Runner]:
-    """A runner that yields each cell's row as it finishes, on local processes or on Dask."""
+def engine(scheduler: str | None = None, workers: int | None = None, *, fn: Callable = run_cell) -> Iterator[Runner]:
+    """A runner that yields each cell's row (`fn(cell)`, default `run_cell`) as it finishes, on
+    local processes or on Dask."""
     if scheduler is not None:
-        with _dask(scheduler) as run:
+        with _dask(scheduler, fn) as run:
             yield run
         return
     if workers is None:
@@ -65,17 +66,17 @@ def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator
     if workers < 1:
         raise CaseError(f"--workers {workers} must be >= 1")
     if workers == 1:
-        yield lambda cells: (run_cell(c) for c in cells)
+        yield lambda cells: (fn(c) for c in cells)
         return
     pool = ProcessPoolExecutor(max_workers=workers)
     try:
-        yield lambda cells: (f.result() for f in as_completed([pool.submit(run_cell, c) for c in cells]))
+        yield lambda cells: (f.result() for f in as_completed([pool.submit(fn, c) for c in cells]))
     finally:  # on an interruption, cells not started yet are dropped, not waited for
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextmanager
-def _dask(address: str) -> Iterator[Runner]:
+def _dask(address: str, fn: Callable = run_cell) -> Iterator[Runner]:
     if not re.fullmatch(r"(tcp|tls|ws|wss)://[^\s:/]+:[0-9]{1,5}", address):
         raise CaseError(f"--scheduler {show(address)} must be a Dask scheduler address such as tcp://HOST:PORT")
     try:
@@ -87,7 +88,7 @@ def _dask(address: str) -> Iterator[Runner]:
     except OSError as e:
         raise CaseError(f"--scheduler {address}: no Dask scheduler answers there ({e})") from None
     with client:
-        yield lambda cells: (f.result() for f in distributed.as_completed(client.map(run_cell, cells, pure=False)))
+        yield lambda cells: (f.result() for f in distributed.as_completed(client.map(fn, cells, pure=False)))
 
 
 # --- the table ---------------------------------------------------------------------------------
