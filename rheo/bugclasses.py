@@ -3,7 +3,9 @@ gate check needs to convict a mutant (docs/GATE.md, "Bug classes" and "The fewes
 
 - `sampler(mutant)`: the baseline decoder of `rheo_ref.bugclasses.decoder` run on float64 rows
   with a seeded `random.Random` stream (one stream per sample; the same code as the exact law);
-- checks `joint1` … `joint<tokens>`: the first n tokens against the request's exact law;
+- checks `joint1` … `joint<tokens>`: the first n tokens against the request's exact law; `round`:
+  the prefill token and the first verification step's tokens against the baseline decoder's
+  exact law of them (so a lossless change of the algorithm, or of τ, shows too);
 - `samples_to_convict(laws, tvs)`: the smallest N at which one check rejects the mutant with
   power ≥ 1 − β at level α, from its exact TV (`rheo.stats.samples_for`, the gate's own N rule,
   with the TV re-read on the cells the test pools at that N, so the power claim holds);
@@ -12,6 +14,7 @@ gate check needs to convict a mutant (docs/GATE.md, "Bug classes" and "The fewes
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping
 from fractions import Fraction
@@ -61,7 +64,8 @@ class FloatStream:
     """A `Random` over float64 uniforms: a position's uniform is drawn once, when first asked for."""
 
     def __init__(self, rng: random.Random) -> None:
-        self.rng, self.drawn = rng, {}
+        self.rng = rng
+        self.drawn: dict[int, float] = {}
 
     def uniform(self, position: int) -> float:
         if position not in self.drawn:
@@ -95,14 +99,17 @@ def _float_rows():
     return rows
 
 
-def sampler(mutant: str | None = None):
-    """(case, seed, n) -> n first-`case.tokens` sequences of the baseline decoder (or of `mutant`)."""
+def sampler(mutant: str | None = None, *, first_round: bool = False):
+    """(case, seed, n) -> n first-`case.tokens` sequences of the baseline decoder (or of `mutant`);
+    `first_round`: the prefill token and the first verification step's tokens."""
     steps = BUG_MUTANTS[mutant].steps if mutant else None
 
     def run(case: BugCase, seed: int, n: int) -> list[tuple[int, ...]]:
         models = Models(case.draft, case.target, _float_rows())
         rng = random.Random(seed)
-        kw: dict[str, Any] = {} if steps is None else {"steps": steps}
+        kw: dict[str, Any] = (
+            {"first_round": first_round} if steps is None else {"steps": steps, "first_round": first_round}
+        )
         return [decode(models, case.context, case.tokens, case.request, FloatStream(rng), **kw) for _ in range(n)]
 
     return run
@@ -112,24 +119,46 @@ def sampler(mutant: str | None = None):
 
 
 def checks(case: BugCase) -> tuple[str, ...]:
-    return tuple(f"joint{n}" for n in range(1, case.tokens + 1))
+    return (*(f"joint{n}" for n in range(1, case.tokens + 1)), "round")
+
+
+_BASELINE: dict[str, Law] = {}  # the baseline's round law per case (JSON), computed once
+
+
+def check_law_of(case: BugCase, check: str, mutant: str | None = None) -> Law:
+    """The exact law a check tests against (`mutant` None), or the mutant's law of the same outcome."""
+    if check == "round":
+        if mutant is not None:
+            return case_law(case, mutant, first_round=True)
+        key = json.dumps(case.to_json(), sort_keys=True)
+        if key not in _BASELINE:
+            if len(_BASELINE) > 256:
+                _BASELINE.clear()
+            _BASELINE[key] = case_law(case, first_round=True)
+        return _BASELINE[key]
+    n = int(check[5:])
+    return request_law(case, n) if mutant is None else marginal(case_law(case, mutant), n)
 
 
 def run_check(
     case: BugCase, check: str, *, alpha: float, beta: float, tv: float, seed: int, mutant: str | None = None
 ) -> LawTest:
-    """One gate test of the baseline decoder (or `mutant`) on `case`: its first n tokens against the request's law."""
-    n = int(check[5:])
-    law = request_law(case, n)
+    """One gate test of the baseline decoder (or `mutant`) on `case` (module docstring)."""
+    law = check_law_of(case, check)
     N = samples_for(law, tv, alpha, beta)
-    draws = sampler(mutant)(case, seed, N)
-    return check_law([s[:n] for s in draws], law, alpha=alpha, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
+    draws = sampler(mutant, first_round=check == "round")(case, seed, N)
+    if check != "round":
+        draws = [s[: int(check[5:])] for s in draws]
+    return check_law(draws, law, alpha=alpha, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
 
 
 def coarse_tv(a: Law, b: Law, cells: list[tuple]) -> Fraction:
     """TV between a and b read on the tested cells (outcomes of b pooled; the rest is one cell)."""
     inside = {k for g in cells for k in g}
-    total = sum((abs(sum((a.get(k, 0) for k in g), Fraction(0)) - sum((b[k] for k in g), Fraction(0))) for g in cells), Fraction(0))
+    total = sum(
+        (abs(sum((a.get(k, 0) for k in g), Fraction(0)) - sum((b[k] for k in g), Fraction(0))) for g in cells),
+        Fraction(0),
+    )
     total += sum((x for k, x in a.items() if k not in inside), Fraction(0))
     return total / 2
 
@@ -166,11 +195,13 @@ def samples_to_convict(
 
 
 def bug_laws(case: BugCase, mutant: str) -> tuple[dict[str, Law], dict[str, Law]]:
-    """(request law per check, mutant law per check) on a case."""
+    """(the law each check tests against, the mutant's law of the same outcome) on a case."""
     m = case_law(case, mutant)
     ref = request_law(case)
-    cs = checks(case)
-    return {c: marginal(ref, int(c[5:])) for c in cs}, {c: marginal(m, int(c[5:])) for c in cs}
+    laws = {c: marginal(ref, int(c[5:])) for c in checks(case) if c != "round"}
+    bad = {c: marginal(m, int(c[5:])) for c in laws}
+    laws["round"], bad["round"] = check_law_of(case, "round"), check_law_of(case, "round", mutant)
+    return laws, bad
 
 
 def bug_row(case: BugCase, mutant: str, *, alpha: float, beta: float) -> dict:

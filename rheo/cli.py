@@ -38,7 +38,15 @@ and --max-law-size (tokens in all the sequences of the N-token law, b^N x N); --
 exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
 # Subcommands living in other modules: each exposes register(subparsers).
-PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm", "rheo.cli_compare", "rheo.cli_hf", "rheo.cli_sweep")
+PLUGINS = (
+    "rheo.cli_sample",
+    "rheo.cli_mutants",
+    "rheo.cli_lm",
+    "rheo.cli_compare",
+    "rheo.cli_hf",
+    "rheo.cli_sweep",
+    "rheo.cli_cases",
+)
 
 
 def _cmd_exact(args: argparse.Namespace) -> int:

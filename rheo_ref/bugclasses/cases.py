@@ -61,13 +61,15 @@ class BugCase:
         )
 
 
-def case_law(case: BugCase, mutant: str | None = None) -> Law:
-    """Exact law of the first `case.tokens` tokens of the decoder (or of `mutant`)."""
+def case_law(case: BugCase, mutant: str | None = None, *, first_round: bool = False) -> Law:
+    """Exact law of the first `case.tokens` tokens of the decoder (or of `mutant`); `first_round`:
+    of the prefill token and the first verification step's tokens."""
+    c = (case.draft, case.target, case.context, case.tokens, case.request)
     if mutant is None:
-        return decoder_law(case.draft, case.target, case.context, case.tokens, case.request)
+        return decoder_law(*c, first_round=first_round)
     m = BUG_MUTANTS[mutant]
     m.check(case.request)
-    return decoder_law(case.draft, case.target, case.context, case.tokens, case.request, m.steps)
+    return decoder_law(*c, m.steps, first_round=first_round)
 
 
 def request_law(case: BugCase, n: int | None = None) -> Law:
@@ -76,6 +78,9 @@ def request_law(case: BugCase, n: int | None = None) -> Law:
 
 
 def mutant_tvs(case: BugCase, mutant: str) -> dict[str, Fraction]:
-    """Exact TV of the mutant's first 1..tokens tokens to the request's law, per check `joint<n>`."""
+    """Exact TV of the mutant per check: `joint<n>`, its first n tokens against the request's law;
+    `round`, its first verification step against the baseline decoder's."""
     law = case_law(case, mutant)
-    return {f"joint{n}": tv(marginal(law, n), request_law(case, n)) for n in range(1, case.tokens + 1)}
+    out = {f"joint{n}": tv(marginal(law, n), request_law(case, n)) for n in range(1, case.tokens + 1)}
+    out["round"] = tv(case_law(case, mutant, first_round=True), case_law(case, first_round=True))
+    return out

@@ -218,7 +218,7 @@ class Models:
 class Steps:
     """The steps of the decoder, correct. A mutant overrides one (module docstring)."""
 
-    def counts(self, generated: Sequence[int], step_tokens: Sequence[int], vocab: int) -> list[int]:
+    def counts(self, generated: Sequence[int], step_tokens: Sequence[Sequence[int]], vocab: int) -> list[int]:
         """Occurrences of each token among the generated ones (for the frequency penalty);
         `step_tokens`: the tokens emitted by each completed verification step, in order."""
         c = [0] * vocab
@@ -274,8 +274,20 @@ class Steps:
 CORRECT = Steps()
 
 
-def decode(models: Models, context: Sequence[int], n: int, req: Request, rand: Random, steps: Steps = CORRECT) -> tuple:
-    """The first n tokens the decoder emits after `context` (module docstring)."""
+def decode(
+    models: Models,
+    context: Sequence[int],
+    n: int,
+    req: Request,
+    rand: Random,
+    steps: Steps = CORRECT,
+    *,
+    first_round: bool = False,
+) -> tuple:
+    """The first n tokens the decoder emits after `context` (module docstring); with
+    `first_round`, the prefill token and the tokens of the first verification step instead."""
+    if first_round:
+        n = req.gamma + 2
     V = models.draft.vocab_size
     stream = Stream(rand)
     out: list[int] = []
@@ -308,6 +320,8 @@ def decode(models: Models, context: Sequence[int], n: int, req: Request, rand: R
         emitted = verify(xs, qs, us, rows, rand, stream, steps)
         done_steps.append(tuple(emitted))
         out.extend(emitted)
+        if first_round:
+            return tuple(out)
     return tuple(out[:n])
 
 

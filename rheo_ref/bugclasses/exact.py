@@ -86,15 +86,23 @@ def _bounds(row: Weights) -> tuple[tuple[Fraction, Fraction], ...]:
 
 
 def decoder_law(
-    draft: TableModel, target: TableModel, context: Sequence[int], n: int, req: Request, steps: Steps = CORRECT
+    draft: TableModel,
+    target: TableModel,
+    context: Sequence[int],
+    n: int,
+    req: Request,
+    steps: Steps = CORRECT,
+    *,
+    first_round: bool = False,
 ) -> Law:
-    """Exact law of the first n tokens the decoder (with `steps`) emits."""
+    """Exact law of the first n tokens the decoder (with `steps`) emits (`first_round`: of the
+    prefill token and the first verification step's tokens)."""
     law: Law = {}
     models = Models(draft, target)
     trail: list[int] = []
     while True:
         rand = Enumerating(trail)
-        out = decode(models, context, n, req, rand, steps)
+        out = decode(models, context, n, req, rand, steps, first_round=first_round)
         law[out] = law.get(out, ZERO) + rand.prob
         trail = rand.trail[: len(rand.arity)]
         while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
