@@ -43,7 +43,8 @@ def test_processors_match_transformers_rules():
     assert top_k(w, 2) == (0, 0, F(3, 10), F(4, 10))
     assert top_k((F(1), F(2), F(2), F(3)), 2) == (0, F(2), F(2), F(3))  # ties at the k-th value kept
     # TopP: ascending cumulative 0.1, 0.3, 0.6: dropped while <= 1 - top_p
-    assert top_p(w, F(7, 10)) == (0, F(2, 10), F(3, 10), F(4, 10))
+    assert top_p(w, F(8, 10)) == (0, F(2, 10), F(3, 10), F(4, 10))
+    assert top_p(w, F(7, 10)) == (0, 0, F(3, 10), F(4, 10))
     assert top_p(w, F(4, 10)) == (0, 0, 0, F(4, 10))
     assert bfloat16(F(1, 3)) != F(1, 3) and abs(bfloat16(F(1, 3)) - F(1, 3)) < F(1, 3) / 2**8
 
@@ -92,6 +93,19 @@ def test_samples_to_convict_is_the_gate_rule_at_the_exact_tv():
     assert convict_n(law, law, ALPHA, BETA) is None
 
 
+def test_the_twenty_get_samples_to_convict_on_their_gate_cases():
+    from rheo.bugclasses import samples_to_convict
+    from rheo.gate import CHECKS, gate_cases, mutant_case
+    from rheo.gate import check_law_of as gate_law
+
+    gc = gate_cases()[mutant_case("proxy-true")]
+    laws = {ch: gate_law(gc, ch) for ch in CHECKS}
+    n, ch = samples_to_convict(laws, {c: gate_law(gc, c, "proxy-true") for c in CHECKS}, ALPHA, BETA)
+    assert ch in CHECKS and 0 < n < 1000
+    n0, _ = samples_to_convict(laws, laws, ALPHA, BETA)
+    assert n0 is None
+
+
 def test_the_library_rows_keep_the_family_wise_bound():
     tests = sum(len(checks(c)) for c in CASES.values())
     assert family_alpha() + ALPHA * tests <= FAMILY_ALPHA_BOUND
@@ -136,11 +150,36 @@ def test_cli_cases_and_mutants(capsys, tmp_path):
     assert token["floor"] >= 0.15 and token["N"] < 5_000  # vs ~40,000-70,000 at the gate's δ = 0.025
     assert main(["cases", "--show", "nope"]) == 2
     assert "not a library case" in capsys.readouterr().err
-    assert main(["mutants", "--only", "verify-argmax", "proxy-true", "--seeds", "0", "--json"]) == 0
-    rows = {r["mutant"]: r for r in json.loads(capsys.readouterr().out)["mutants"]}
-    assert set(rows) == {"verify-argmax", "proxy-true"}
-    assert all(r["class"] and r["samples_to_convict"] for r in rows.values())
-    argv = ["mutants", "--hunt", "2", "--hunt-seed", "3", "--hunt-out", str(tmp_path), "--json"]
+    assert main(["mutants", "--only", "verify-argmax", "--seeds", "0", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["mutants"]
+    assert row["mutant"] == "verify-argmax" and row["class"].startswith("10:") and row["rejected"]
+    assert row["samples_to_convict"] == row["N"][row["convicting_check"]]
+
+
+def test_hunt_resumes_from_its_file(tmp_path):
+    """A cell already in hunt.jsonl is not run again (a planted row comes back as it is)."""
+    from rheo.hunt import hunt
+
+    planted = {"seed": 3, "i": 0, "case": {}, "floor": 0.5, "rows": {}}
+    (tmp_path / "hunt.jsonl").write_text(json.dumps(planted) + "\n")
+    assert hunt(tmp_path, seed=3, cases=1, alpha=ALPHA, beta=BETA) == [planted]
+    assert len((tmp_path / "hunt.jsonl").read_text().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_cli_hunt_runs_and_resumes(capsys, tmp_path):
+    argv = [
+        "mutants",
+        "--hunt",
+        "2",
+        "--hunt-seed",
+        "3",
+        "--hunt-out",
+        str(tmp_path),
+        "--json",
+        "--only",
+        "verify-argmax",
+    ]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert len((tmp_path / "hunt.jsonl").read_text().splitlines()) == 2
