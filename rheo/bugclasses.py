@@ -198,8 +198,8 @@ def bug_laws(case: BugCase, mutant: str) -> tuple[dict[str, Law], dict[str, Law]
     """(the law each check tests against, the mutant's law of the same outcome) on a case."""
     m = case_law(case, mutant)
     ref = request_law(case)
-    laws = {c: marginal(ref, int(c[5:])) for c in checks(case) if c != "round"}
-    bad = {c: marginal(m, int(c[5:])) for c in laws}
+    laws: dict[str, Law] = {c: marginal(ref, int(c[5:])) for c in checks(case) if c != "round"}
+    bad: dict[str, Law] = {c: marginal(m, int(c[5:])) for c in laws}
     laws["round"], bad["round"] = check_law_of(case, "round"), check_law_of(case, "round", mutant)
     return laws, bad
 

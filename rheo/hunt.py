@@ -126,7 +126,7 @@ def hunt(
     keys = [(c[0], c[1], c[2]) if isinstance(c[0], str) else ("", c[0], c[1]) for c in cells]
     todo = [c for c, k in zip(cells, keys) if k not in done]
     with engine(scheduler, workers, fn=run_cell) as runner, path.open("a", encoding="utf-8") as f:
-        for row in runner(todo):
+        for row in runner(todo):  # type: ignore[arg-type]  # (the runner takes any cells fn takes)
             f.write(json.dumps(row) + "\n")
             f.flush()
             done[_key(row)] = row

@@ -143,11 +143,11 @@ def top_p(w: Weights, p: Num) -> Weights:
 
 def process(row: Weights, counts: Sequence[int], req: Request) -> Weights:
     """The processed, normalised row: penalty → temperature → top-k → top-p."""
-    return _process(row, tuple(counts), req, type(row[0]))  # the type: 0.5 == Fraction(1, 2) as a key
+    return _process(row, tuple(counts), req, type(row[0]).__name__)  # the type: 0.5 == Fraction(1, 2) as a key
 
 
 @lru_cache(maxsize=1 << 16)
-def _process(row: Weights, counts: tuple[int, ...], req: Request, kind: type) -> Weights:
+def _process(row: Weights, counts: tuple[int, ...], req: Request, kind: str) -> Weights:
     w = frequency_penalty(row, counts, _like(row, req.penalty))
     w = temperature(w, req.temperature)
     w = top_k(w, req.top_k)

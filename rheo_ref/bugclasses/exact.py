@@ -15,7 +15,7 @@ processed rows (the frequency penalty counting the generated tokens).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -128,7 +128,7 @@ def target_law(target: TableModel, context: Sequence[int], n: int, req: Request)
     return law
 
 
-def marginal(law: Law, n: int) -> Law:
+def marginal(law: Mapping[tuple[int, ...], Fraction], n: int) -> Law:
     """The law of the first n tokens."""
     out: Law = {}
     for seq, pr in law.items():
@@ -136,5 +136,5 @@ def marginal(law: Law, n: int) -> Law:
     return out
 
 
-def tv(a: Law, b: Law) -> Fraction:
+def tv(a: Mapping[tuple[int, ...], Fraction], b: Mapping[tuple[int, ...], Fraction]) -> Fraction:
     return sum((abs(a.get(k, ZERO) - b.get(k, ZERO)) for k in set(a) | set(b)), ZERO) / 2
