@@ -24,7 +24,6 @@ from rheo_ref.bugclasses.cases import BugCase, case_law, request_law
 from rheo_ref.bugclasses.decoder import Models, decode
 from rheo_ref.bugclasses.exact import marginal, tv
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
-from rheo_ref.models import TableModel
 
 from .stats import LawTest, check_law, pool_cells, samples_for, seed_for
 
@@ -86,17 +85,8 @@ class FloatStream:
         return last  # u·Σ rounded past the last cumulative sum
 
 
-def _float_rows():
-    """rows(model, context) as float64 tuples, memoised by the table key of the context."""
-    memo: dict[tuple[int, tuple], tuple[float, ...]] = {}
-
-    def rows(model: TableModel, context: tuple) -> tuple[float, ...]:
-        key = (id(model), context[len(context) - model.context_length :] if model.context_length else ())
-        if key not in memo:
-            memo[key] = tuple(float(x) for x in model.row(context))
-        return memo[key]
-
-    return rows
+def _floats(row) -> tuple[float, ...]:
+    return tuple(float(x) for x in row)
 
 
 def sampler(mutant: str | None = None, *, first_round: bool = False):
@@ -105,7 +95,7 @@ def sampler(mutant: str | None = None, *, first_round: bool = False):
     steps = BUG_MUTANTS[mutant].steps if mutant else None
 
     def run(case: BugCase, seed: int, n: int) -> list[tuple[int, ...]]:
-        models = Models(case.draft, case.target, _float_rows())
+        models = Models(case.draft, case.target, number=_floats)
         rng = random.Random(seed)
         kw: dict[str, Any] = (
             {"first_round": first_round} if steps is None else {"steps": steps, "first_round": first_round}
@@ -141,11 +131,20 @@ def check_law_of(case: BugCase, check: str, mutant: str | None = None) -> Law:
 
 
 def run_check(
-    case: BugCase, check: str, *, alpha: float, beta: float, tv: float, seed: int, mutant: str | None = None
+    case: BugCase,
+    check: str,
+    *,
+    alpha: float,
+    beta: float,
+    tv: float,
+    seed: int,
+    mutant: str | None = None,
+    n: int | None = None,
 ) -> LawTest:
-    """One gate test of the baseline decoder (or `mutant`) on `case` (module docstring)."""
+    """One gate test of the baseline decoder (or `mutant`) on `case` (module docstring); N is the
+    gate's rule for `tv` unless `n` is given."""
     law = check_law_of(case, check)
-    N = samples_for(law, tv, alpha, beta)
+    N = samples_for(law, tv, alpha, beta) if n is None else n
     draws = sampler(mutant, first_round=check == "round")(case, seed, N)
     if check != "round":
         draws = [s[: int(check[5:])] for s in draws]

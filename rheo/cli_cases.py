@@ -171,7 +171,7 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float) -> lis
             res = None
         else:
             res = run_check(
-                case, ch, alpha=alpha, beta=beta, tv=min(1.0, tvs[ch]), seed=seed(f"{lib}|{name}"), mutant=name
+                case, ch, alpha=alpha, beta=beta, tv=min(1.0, tvs[ch]), seed=seed(f"{lib}|{name}"), mutant=name, n=n
             )
         expected = res is not None
         rejected = bool(res and res.rejected)

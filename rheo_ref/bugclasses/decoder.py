@@ -213,6 +213,9 @@ class Models:
     draft: TableModel
     target: TableModel
     rows: Callable[[TableModel, tuple], Weights] = field(default=lambda m, ctx: m.row(ctx))
+    # the decoder's dtype: each processed row is computed exactly, then held as `number(row)`
+    # (identity for the exact law; float64 for samples, so top-p's boundary ties stay exact)
+    number: Callable[[Weights], Weights] = field(default=lambda row: row)
 
 
 class Steps:
@@ -297,8 +300,8 @@ def decode(
     def target(extra: Sequence[int]) -> tuple[Weights, Weights]:
         """(processed p for verification, the row residual/bonus draws use) after out + extra."""
         raw = models.rows(models.target, tuple(context) + tuple(out) + tuple(extra))
-        p = steps.verify_row(process(raw, steps.counts(out + list(extra), done_steps, V), treq))
-        return p, steps.recovery_row(p, normalise(raw))
+        p = steps.verify_row(models.number(process(raw, steps.counts(out + list(extra), done_steps, V), treq)))
+        return p, steps.recovery_row(p, models.number(normalise(raw)))
 
     p0, _ = target(())
     out.append(steps.first_token(rand, stream, p0))
@@ -309,9 +312,9 @@ def decode(
         us: list[Any] = []
         for _ in range(req.gamma):
             raw = models.rows(models.draft, tuple(context) + tuple(out) + tuple(xs))
-            q = process(raw, steps.counts(out + xs, done_steps, V), req)
+            q = models.number(process(raw, steps.counts(out + xs, done_steps, V), req))
             x, u = steps.draft_token(rand, stream, steps.draft_sampling_row(q))
-            qs.append(steps.reported_q(q, normalise(raw), x))
+            qs.append(steps.reported_q(q, models.number(normalise(raw)), x))
             xs.append(x)
             us.append(u)
         # target: γ + 1 rows, row j after x_1..x_j
