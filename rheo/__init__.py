@@ -7,6 +7,7 @@ the pytest plugin) -> `rheo_fast` (vectorised torch) -> `rheo_ref` (exact, pure 
 What a downstream decoder author imports (stable; see docs/GATE.md):
 
     from rheo import Case, load_case, assert_lossless, LosslessError
+    from rheo import processed, target_law, tv, plan_samples   # the exact laws around the gate
 
 and the pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry point) gives the
 `lossless` marker and the `rheo_seed` / `rheo_lossless` fixtures. Importing this package does
@@ -16,6 +17,7 @@ not import torch or scipy.
 from rheo_ref.errors import RheoError
 from rheo_ref.models import Case, load_case
 
+from .api import plan_samples, processed, target_law, tv
 from .stats import (
     LawTest,
     LosslessError,
@@ -40,5 +42,9 @@ __all__ = [
     "load_case",
     "min_detectable_tv",
     "min_num_samples",
+    "plan_samples",
+    "processed",
     "seed_for",
+    "target_law",
+    "tv",
 ]

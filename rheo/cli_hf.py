@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from rheo_ref.errors import CaseError
-from rheo_ref.validate import integer
+from rheo_ref.numbers import json_float, json_int
+from rheo_ref.validate import integer, show
 
 EPILOG = """\
 decoders:
@@ -20,12 +21,15 @@ decoders:
   ensemble:W     the same with assistant_ensemble_weight=W (a rational in (0, 1), e.g. 1/2; lossy)
   prompt-lookup  target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True) (k = 3 unless --gen)
   rheo-lm        rheo's real-model path (KV caches, tree masks, compaction) on the case's rheo scheme
+  eagle          eagle-llm 1.2.1's EaModel.eagenerate (EAGLE-1), unmodified, on the stand-in kit
+                 (rheo_fast.kit); needs vocab_size >= 10 and pip install --no-deps eagle-llm==1.2.1
 --gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):
   assisted, ensemble: num_assistant_tokens, num_assistant_tokens_schedule, assistant_confidence_threshold
                       (set on the draft's generation_config, where transformers reads them), temperature,
                       top_k, top_p
   prompt-lookup:      prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p
   rheo-lm:            temperature
+  eagle:              temperature (default 1), top_k or top_p (not both: eagle applies top-p first)
   temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
 output (one JSON object):
   decoder, transformers  the decoder and the installed transformers version
@@ -50,7 +54,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
-    sp.add_argument("--decoder", required=True, metavar="NAME", help="assisted | prompt-lookup | ensemble:W | rheo-lm")
+    sp.add_argument(
+        "--decoder", required=True, metavar="NAME", help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle"
+    )
     sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
     sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
     sp.add_argument("--beta", type=float, default=0.01, help="miss probability at TV = --tv (default 0.01)")
@@ -68,15 +74,43 @@ def parse_gen(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise CaseError(f"--gen {item!r} must be KEY=VALUE, e.g. num_assistant_tokens=2")
-        try:
-            out[key] = json.loads(value)
+        try:  # JSON numbers within the number grammar's bounds (rheo_ref.numbers)
+            out[key] = json.loads(value, parse_int=json_int, parse_float=json_float, parse_constant=_no_constant)
         except json.JSONDecodeError:
             out[key] = value
+        except (CaseError, RecursionError) as e:
+            raise CaseError(f"--gen {show(item)}: {e if isinstance(e, CaseError) else 'nested too deep'}") from None
     return out
 
 
 MAX_WORKERS = 64  # sampling processes
-MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens)
+MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens or the case
+MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
+MAX_SAMPLES = 10**6  # samples the test needs (at least the two-cell χ² test's N at --tv, --alpha, --beta)
+
+
+def _no_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
+
+
+def check_gate_size(case: Any, tokens: int, *, alpha: float, tv: float, beta: float) -> None:
+    """Refuse up front what the gate cannot pay for: more tokens or context than allowed, an exact
+    law over `rheo exact`'s size limit, a sample count (a lower bound: two cells) over MAX_SAMPLES."""
+    from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
+    from rheo_ref.validate import within_limit
+
+    from .stats import min_num_samples
+
+    integer("tokens", tokens, min=1, max=MAX_TOKENS)
+    if len(case.context) > MAX_CONTEXT:
+        raise CaseError(f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,}")
+    check_law_size(case, tokens, DEFAULT_MAX_LAW_SIZE, name="tokens")
+    within_limit(
+        f"samples the test needs at --tv {tv:g}, --alpha {alpha:g}, --beta {beta:g} (at least)",
+        min_num_samples(tv, alpha, beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
 
 
 def run_gate_hf(args: argparse.Namespace) -> int:
@@ -100,7 +134,12 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     if args.tokens is not None:
         integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
     case = load_case(args.case)
+    check_gate_size(
+        case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
+    )
     decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
+    if decoder.kind != "rheo-lm" and not case.context:  # transformers generates from at least one input id
+        raise CaseError(f"decoder {decoder.name} needs a case context of at least 1 token; the case's is []")
     report = gate_hf(
         case,
         decoder,

@@ -26,9 +26,11 @@ A mutant whose exact TV is below δ on every check (float-level effects) is repo
 refused). tsubame-plan-after-sampling has no vectorised fast path: its sampler is the reference replay.
 exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
 with α (binomial p >= 0.001); 1 otherwise; 2 bad input; 130 interrupted (docs/CLI.md).
-size limit: --seeds <= 100,000 (each seed runs one gate test)."""
+size limits: --seeds <= 100,000 (each seed runs one gate test); the samples of one gate test
+<= 10^7 (refused up front from --tv, --alpha, --beta: a --tv of 1e-4 would need ~10^9)."""
 
 MAX_SEEDS = 100_000
+MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alpha, --beta)
 
 
 def register(subparsers) -> None:
@@ -147,14 +149,20 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
 
 def run_mutants(args: argparse.Namespace) -> int:
     from rheo_ref.errors import CaseError
-    from rheo_ref.validate import integer
+    from rheo_ref.validate import integer, within_limit
     from rheo_ref.variants import MUTANTS, variant_named
 
     from .gate import gate_cases
-    from .stats import _check_rate
+    from .stats import _check_rate, min_num_samples
 
     for name in ("alpha", "beta", "tv"):
         _check_rate(name, getattr(args, name))
+    within_limit(  # each gate test draws at least the two-cell χ² test's N
+        f"samples per gate test at --tv {args.tv:g}, --alpha {args.alpha:g}, --beta {args.beta:g} (at least)",
+        min_num_samples(args.tv, args.alpha, args.beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
     for opt, value in (("--case", args.case), ("--fa-case", args.fa_case)):
         if value not in gate_cases() and not (opt == "--case" and value == "auto"):
             raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
@@ -165,7 +173,11 @@ def run_mutants(args: argparse.Namespace) -> int:
         return run_hunt(args)
     from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
-    names = [variant_named(n).name for n in args.only if n not in BUG_MUTANTS] if args.only else list(MUTANTS)
+    names = (
+        list(dict.fromkeys(variant_named(n).name for n in args.only if n not in BUG_MUTANTS))
+        if args.only
+        else list(MUTANTS)
+    )
     if "spec" in names:
         raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")
     if args.case != "auto":  # the case's family's mutants; one of the other family is refused

@@ -6,7 +6,9 @@ A decoder is named as on the command line (`rheo gate-hf --decoder`):
 - `ensemble:W`: the same with `assistant_ensemble_weight=W` (documented as lossy);
 - `prompt-lookup`: `target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True, ...)`;
 - `rheo-lm`: rheo's real-model path (`rheo_fast.lm`: KV caches, tree masks, position ids,
-  compaction) with a `TableLM` target and a table draft head, on the case's rheo scheme.
+  compaction) with a `TableLM` target and a table draft head, on the case's rheo scheme;
+- `eagle`: eagle-llm's `EaModel.eagenerate` (EAGLE-1) on the stand-in kit (`rheo.eagle`), its law
+  `rheo.eagle_law.Eagle`.
 `gen` holds the `generate` options (`--gen KEY=VALUE`). transformers 5.24 reads
 `num_assistant_tokens`, `num_assistant_tokens_schedule` and `assistant_confidence_threshold` from
 the *assistant's* `generation_config` and ignores them when given to `generate`
@@ -42,8 +44,8 @@ from rheo_ref.static import parse_weight
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
 from .stats import DEFAULT_BETA, LawTest, Sampler, assert_lossless, seed_for
 
-KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm")
-DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm")  # as written on the command line
+KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle")
+DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm", "eagle")  # as written on the command line
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
 PROCESSING = ("temperature", "top_k", "top_p")
 LOOKUP = ("prompt_lookup_num_tokens", "max_matching_ngram_size")
@@ -52,6 +54,7 @@ GEN_KEYS = {
     "ensemble": ON_DRAFT + PROCESSING,
     "prompt-lookup": LOOKUP + PROCESSING,
     "rheo-lm": ("temperature",),
+    "eagle": PROCESSING,
 }
 HF_DEFAULTS = {
     "num_assistant_tokens": 20,
@@ -91,6 +94,11 @@ class HFDecoder:
                 f"decoder {head}: --gen {bad[0]} is not supported (the exact target law would be unknown); "
                 f"allowed: {', '.join(GEN_KEYS[head])}"
             )
+        if head == "eagle" and gen.get("top_k") and gen.get("top_p") not in (None, 1):
+            raise CaseError(
+                "decoder eagle: --gen top_k and top_p together are not supported (eagle applies top-p before "
+                "top-k, transformers top-k before top-p); give one of them"
+            )
         dec = cls(head, tuple(sorted(gen.items())), weight)
         dec.check()
         return dec
@@ -105,6 +113,8 @@ class HFDecoder:
         if self.kind in ("assisted", "ensemble"):
             for k in ON_DRAFT:
                 out.setdefault(k, HF_DEFAULTS[k])
+        if self.kind == "eagle":
+            out.setdefault("temperature", 1)  # eagle's own default, 0, is greedy
         if self.kind == "prompt-lookup":
             out.setdefault("prompt_lookup_num_tokens", LOOKUP_TOKENS)
             out.setdefault("max_matching_ngram_size", HF_DEFAULTS["max_matching_ngram_size"])
@@ -139,6 +149,10 @@ class HFDecoder:
         """The decoder's exact law of the first n tokens where rheo knows it, else None (the
         heuristic schedule carries state across rounds and calls)."""
         proc, opts = self.processing(), self.options()
+        if self.kind == "eagle":
+            from .eagle_law import Eagle
+
+            return Eagle(case.target, case.q_samp_model, proc).token_law(case.context, n)
         if self.kind == "rheo-lm":
             p = proc.table(case.target)
             ds = proc.table(case.q_samp_model) if not proc.identity else None
@@ -178,6 +192,14 @@ class HFDecoder:
             case.rheo_scheme()
             if len(case.context) < 2:
                 raise CaseError(f"decoder rheo-lm needs a context of at least 2 tokens, got {list(case.context)}")
+        if self.kind == "eagle":
+            from .eagle import EAGLE_CHILDREN
+
+            if case.vocab_size < EAGLE_CHILDREN:
+                raise CaseError(
+                    f"decoder eagle draws {EAGLE_CHILDREN} children per node without replacement: it needs "
+                    f"vocab_size >= {EAGLE_CHILDREN}, got {case.vocab_size}"
+                )
         obj = case.to_json()
 
         def sample(c: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
@@ -223,6 +245,10 @@ def decode_batch(
 
     case = Case.from_json(case_obj)
     with quiet_one_thread():
+        if decoder.kind == "eagle":
+            from .eagle import sample_eagle
+
+            return sample_eagle(case, context, n, seed, num_samples, gen=decoder.options())
         if decoder.kind == "rheo-lm":
             from rheo_fast.lm.table_head import generate_tokens, table_tree_model
 
@@ -279,8 +305,8 @@ def gate_hf(
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     tcase = decoder.target_case(case, n)
+    sampler = decoder.sampler(case, workers=workers)  # checks the case first (before the exact law's cost)
     exact = decoder.exact_law(case, n)
-    sampler = decoder.sampler(case, workers=workers)
     if workers == 1:
         import transformers  # noqa: F401  (loaded before the clock starts: seconds are the sampling's)
     t0 = time.perf_counter()
@@ -290,8 +316,14 @@ def gate_hf(
         res = e.result
     seconds = time.perf_counter() - t0
     exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
+    extra = {}
+    if decoder.kind == "eagle":
+        from .eagle import eagle_version
+
+        extra["package"] = f"eagle-llm {eagle_version()}"
     return {
         "decoder": decoder.name,
+        **extra,
         "transformers": transformers_version(),
         "gen": decoder.options(),
         "tokens": n,

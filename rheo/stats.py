@@ -290,7 +290,8 @@ def seed_for(test_id: str, salt: str | None = None) -> int:
     """A 63-bit seed fixed in advance by the test id (and `$RHEO_SEED_SALT`, empty by default:
     set it, e.g. to the date, in a nightly job to vary every seed)."""
     salt = os.environ.get(SALT_ENV, "") if salt is None else salt
-    return int.from_bytes(hashlib.sha256(f"{salt}|{test_id}".encode()).digest()[:8], "big") >> 1
+    text = f"{salt}|{test_id}".encode("utf-8", "surrogateescape")  # a salt of non-UTF-8 bytes reads as its bytes
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 1
 
 
 def current_test_seed(fallback: str) -> int:

@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import torch
 from torch import Tensor, nn
 
+from rheo_fast.kit import draft_windows
 from rheo_fast.table_lm import LogTable, table_lm
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Scheme, TableModel
@@ -78,32 +79,8 @@ class TableDraftHead(nn.Module):
         return hid, (k, v)
 
     def _windows(self, keys: list, prev: list, allowed: list, pos: list) -> Tensor:
-        """Each query's last L context tokens, from the positions its visible keys cover."""
-        L = self.log_table.L
-        out = []
-        for b, rows in enumerate(allowed):
-            wins = []
-            for f, row in enumerate(rows):
-                at: dict[int, int] = {}
-                for j, ok in enumerate(row):
-                    if ok:
-                        (x, i), xp = keys[b][j], prev[b][j]
-                        for where, t in ((i, x), (i - 1, xp)):
-                            if at.setdefault(where, t) != t:
-                                raise CaseError(
-                                    f"draft query {f} sees tokens {at[where]} and {t} at position {where}; "
-                                    f"its mask must show one path"
-                                )
-                if sorted(at) != list(range(pos[b][f] + 1)):
-                    raise CaseError(
-                        f"draft query {f} at position {pos[b][f]} sees positions {sorted(at)}; "
-                        f"its mask must show the whole path 0..{pos[b][f]}"
-                    )
-                path = [at[i] for i in range(pos[b][f] + 1)]
-                tail = path[-L:] if L else []
-                wins.append([-1] * (L - len(tail)) + tail)
-            out.append(wins)
-        return torch.tensor(out, dtype=torch.int64).reshape(len(allowed), -1, L)
+        """Each query's last L context tokens, from the positions its visible keys cover (input i carries x_i)."""
+        return draft_windows(keys, prev, allowed, pos, self.log_table.L, shift=0)
 
     def draft_logits(self, hid: Tensor) -> Tensor:
         return hid[..., : self.V]  # [..., V] log q
