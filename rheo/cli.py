@@ -46,17 +46,11 @@ PLUGINS = (
     "rheo.cli_sample",
     "rheo.cli_mutants",
     "rheo.cli_lm",
-<<<<<<< HEAD
-    "rheo.cli_compare",
-    "rheo.cli_hf",
-    "rheo.cli_sweep",
-    "rheo.cli_cases",
-=======
     "rheo.cli_paper",
     "rheo.cli_compare",
     "rheo.cli_hf",
     "rheo.cli_sweep",
->>>>>>> main
+    "rheo.cli_cases",
 )
 
 
