@@ -149,7 +149,7 @@ def library_case_of(mutant: str) -> str:
     return next(iter(LIBRARY))
 
 
-def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float) -> list[dict]:
+def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n: int = 200_000) -> list[dict]:
     """The bug-class mutants (all, or those named in `only`), each on its library case: exact TVs,
     samples_to_convict, and the convicting check run at that N (power ≥ 1 − β at its exact TV)."""
     from rheo_ref.bugclasses.cases import BugCase
@@ -167,7 +167,7 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float) -> lis
         row = bug_row(case, name, alpha=alpha, beta=beta)
         n, ch = row["samples_to_convict"], row["convicting_check"]
         tvs = row["exact_tv_float"]
-        if n is None or n > 200_000:  # lossless here, or float-level: not run
+        if n is None or n > max_n:  # lossless here, or float-level (or above max_n): not run
             res = None
         else:
             res = run_check(
