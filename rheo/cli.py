@@ -50,6 +50,7 @@ PLUGINS = (
     "rheo.cli_compare",
     "rheo.cli_hf",
     "rheo.cli_sweep",
+    "rheo.cli_cases",
 )
 
 

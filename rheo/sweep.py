@@ -54,20 +54,21 @@ def load_grid(path: str, *, force: bool = False) -> list[Cell]:
 
 
 @contextmanager
-def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator[Runner]:
-    """A runner that yields each cell's row as it finishes, on local processes or on Dask."""
+def engine(scheduler: str | None = None, workers: int | None = None, *, fn: Callable = run_cell) -> Iterator[Runner]:
+    """A runner that yields each cell's row (`fn(cell)`, default `run_cell`) as it finishes, on
+    local processes or on Dask."""
     if scheduler is not None:
-        with _dask(scheduler) as run:
+        with _dask(scheduler, fn) as run:
             yield run
         return
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
     integer("--workers", workers, min=1, max=MAX_WORKERS)
     if workers == 1:
-        yield lambda cells: (run_cell(c) for c in cells)
+        yield lambda cells: (fn(c) for c in cells)
         return
     pool = ProcessPoolExecutor(max_workers=workers)
-    run = _Harvest(lambda c: pool.submit(run_cell, c), as_completed)
+    run = _Harvest(lambda c: pool.submit(fn, c), as_completed)
     try:
         yield run
     except BaseException:  # Ctrl-C, an error: stop the workers now, not after their cells
@@ -129,7 +130,7 @@ def _check_address(address: str) -> None:
 
 
 @contextmanager
-def _dask(address: str) -> Iterator[Runner]:
+def _dask(address: str, fn: Callable = run_cell) -> Iterator[Runner]:
     _check_address(address)
     try:
         import distributed
@@ -140,7 +141,7 @@ def _dask(address: str) -> Iterator[Runner]:
     except OSError as e:
         raise CaseError(f"--scheduler {address}: no Dask scheduler answers there ({e})") from None
     with client:
-        yield _Harvest(lambda c: client.submit(run_cell, c, pure=False), distributed.as_completed)
+        yield _Harvest(lambda c: client.submit(fn, c, pure=False), distributed.as_completed)
 
 
 # --- the table ---------------------------------------------------------------------------------
