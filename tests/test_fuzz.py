@@ -76,6 +76,8 @@ SUBCOMMANDS = (
     "compare",
     "gate-hf",
     "sweep",
+    "paper-tables",
+    "cases",
 )
 
 
@@ -976,6 +978,55 @@ def test_train_draft_argument_vectors(files, no_models, argv):
     _lm(files, "train-draft", argv, "train/head.safetensors")
 
 
+PAPER_FLAGS = {
+    "--quick": None,
+    "--out": OUT_PATHS,
+    "--seed": INT_TEXT,
+    "--draft": st.sampled_from(["missing", "folder", "empty"]),
+    "--threads": THREADS,
+    "--quiet": None,
+}
+
+
+@fuzz(40)
+@given(argv=flags(PAPER_FLAGS))
+@example(argv=["--seed", "-1"])
+@example(argv=["--out", "under a file"])
+def test_paper_tables_argument_vectors(files, no_models, argv):
+    _lm(files, "paper-tables", argv, "")
+
+
+@pytest.fixture(scope="module")
+def stub_false_alarms():
+    """`rheo cases --false-alarms N` runs N gate checks of the baseline decoder: replaced by the
+    ReachedModel sentinel, so only argument checking is fuzzed here (its run is tested in
+    tests/test_bugclasses.py)."""
+    import rheo.cli_cases as cc
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cc, "false_alarms", _reached)
+    yield
+    mp.undo()
+
+
+CASES_FLAGS = {
+    "--json": None,
+    "--show": st.one_of(st.sampled_from(["bugclasses-token", "nope", ""]), st.text(max_size=8)),
+    "--alpha": FLOAT_TEXT,
+    "--beta": FLOAT_TEXT,
+    "--false-alarms": INT_TEXT,
+}
+
+
+@fuzz(40)
+@given(argv=flags(CASES_FLAGS))
+@example(argv=["--show", "nope"])
+@example(argv=["--alpha", "0"])
+@example(argv=["--false-alarms", str(10**9)])
+def test_cases_argument_vectors(stub_false_alarms, argv):
+    invoke(["cases", *argv])
+
+
 # --- the top level, --help, and the console script -------------------------------------------
 
 
@@ -987,9 +1038,9 @@ def test_train_draft_argument_vectors(files, no_models, argv):
     )
 )
 def test_top_level_argument_vectors(no_models, argv):
-    if len(argv) >= 1 and argv[0] in SUBCOMMANDS and argv[0] not in ("audit", "mutants"):
+    if len(argv) >= 1 and argv[0] in SUBCOMMANDS and argv[0] not in ("audit", "mutants", "paper-tables"):
         invoke(argv)
-    elif not argv or argv[0] not in ("audit", "mutants"):
+    elif not argv or argv[0] not in ("audit", "mutants", "paper-tables"):
         invoke(argv, tally="(top level)")
 
 
