@@ -47,7 +47,14 @@ from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point
 from .stats import DEFAULT_BETA, LawTest, Sampler, assert_lossless, seed_for
 
 KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec")
-DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm", "eagle", "seqspec:METHOD")  # as written on the command line
+DECODERS = (
+    "assisted",
+    "prompt-lookup",
+    "ensemble:W",
+    "rheo-lm",
+    "eagle",
+    "seqspec:METHOD",
+)  # as written on the command line
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
 PROCESSING = ("temperature", "top_k", "top_p")
 LOOKUP = ("prompt_lookup_num_tokens", "max_matching_ngram_size")

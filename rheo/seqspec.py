@@ -64,8 +64,9 @@ class IdTokenizer:
         return ""
 
     def __call__(self, texts: Any, return_tensors: str = "pt") -> Any:
-        import torch
         from types import SimpleNamespace
+
+        import torch
 
         return SimpleNamespace(input_ids=torch.tensor([self.context]))
 

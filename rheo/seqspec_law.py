@@ -153,7 +153,9 @@ class SeqSpec:
             for y, ry in enumerate(res):
                 if ry:
                     nxt = ctx + seq + (y,)
-                    walk(seq + (y,), self.p.row(list(nxt)), self.q.row(list(nxt)), Pc * p[y], Qc * q[y], w * ry, left - 1)
+                    walk(
+                        seq + (y,), self.p.row(list(nxt)), self.q.row(list(nxt)), Pc * p[y], Qc * q[y], w * ry, left - 1
+                    )
 
         walk(kept, ps[tau + 1], qs[tau + 1], Pc, Qc, w, g - 1 - tau)
 
