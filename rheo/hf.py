@@ -293,12 +293,13 @@ def decode_batch(
             T = 1 / decoder.processing().power
             lm, g = table_tree_model(case, T=T), torch.Generator().manual_seed(seed % 2**63)
             return [tuple(generate_tokens(lm, context, case.rheo_scheme(), n, g)) for _ in range(num_samples)]
-        from rheo_fast.table_lm import table_lms
+        from rheo_fast.table_lm import table_lm
 
-        draft, target = table_lms(case)
+        target = table_lm(case.target)  # prompt-lookup brings its own draft: the case's may be absent
         opts = decoder.options()
         kwargs = {k: v for k, v in opts.items() if k not in ON_DRAFT}
         if decoder.kind in ("assisted", "ensemble"):
+            draft = table_lm(case.q_samp_model)
             for k in ON_DRAFT:  # where transformers reads them (finding 1)
                 setattr(draft.generation_config, k, opts[k])
             kwargs["assistant_model"] = draft
