@@ -117,7 +117,7 @@ def _statistical(case: Case, seed: int) -> dict:
 
 
 def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: int = 0) -> int:
-    if json_path:
+    if json_path is not None:
         check_writable(json_path)  # before the work, not after it
     rows = []
     cases = audit_cases()
@@ -146,7 +146,7 @@ def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: i
             row["fast"] = _statistical(case, seed)
         rows.append(row)
     print(format_table(rows))
-    if json_path:
+    if json_path is not None:
         with open_atomic(json_path) as fh:
             json.dump(rows, fh, indent=1)
     return 0

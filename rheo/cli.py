@@ -11,11 +11,15 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from rheo_ref.errors import RheoError
+from rheo_ref.errors import CaseError, RheoError
+from rheo_ref.numbers import flag_float, flag_int
 from rheo_ref.validate import integer
 
 DEBUG_ENV = "RHEO_DEBUG"  # set: unexpected errors show their traceback
+MAX_ARGS = 1000  # arguments on one command line (argparse's time grows with their square)
+MAX_ARGV_CHARS = 1 << 20  # characters of all the arguments together
 
 EXACT_EPILOG = """\
 output (one JSON object; probabilities are exact rationals as strings; keys are comma-joined
@@ -38,7 +42,16 @@ and --max-law-size (tokens in all the sequences of the N-token law, b^N x N); --
 exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
 # Subcommands living in other modules: each exposes register(subparsers).
-PLUGINS = ("rheo.cli_sample", "rheo.cli_mutants", "rheo.cli_lm", "rheo.cli_compare", "rheo.cli_hf", "rheo.cli_sweep")
+PLUGINS = (
+    "rheo.cli_sample",
+    "rheo.cli_mutants",
+    "rheo.cli_lm",
+    "rheo.cli_paper",
+    "rheo.cli_compare",
+    "rheo.cli_hf",
+    "rheo.cli_sweep",
+    "rheo.cli_cases",
+)
 
 
 def _cmd_exact(args: argparse.Namespace) -> int:
@@ -69,6 +82,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line usage error (`rheo exact: error: ... (see rheo exact --help)`, exit 2)
     instead of a usage block that wraps over several lines."""
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        """Every int and float flag reads the one number grammar (rheo_ref.numbers): ASCII digits,
+        bounded length; "1_0", "١", " 1", "nan", "1e999999999" are usage errors."""
+        if action.type in (int, float) and isinstance(arg_string, str):
+            try:
+                return (flag_int if action.type is int else flag_float)(arg_string)
+            except ValueError as e:
+                raise argparse.ArgumentError(action, str(e)) from None
+        return super()._get_value(action, arg_string)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         text = " ".join(message.split())
@@ -142,9 +165,16 @@ def _say(prefix: str, message: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; the exit status is documented in docs/CLI.md (argparse's own usage
     errors exit 2 with a usage line and an error line)."""
+    _tolerant_streams()
     try:
+        args_in = sys.argv[1:] if argv is None else list(argv)
+        if len(args_in) > MAX_ARGS or sum(len(a) for a in args_in) > MAX_ARGV_CHARS:
+            raise CaseError(
+                f"{len(args_in):,} arguments of {sum(len(a) for a in args_in):,} characters; allowed: at most "
+                f"{MAX_ARGS:,} arguments of {MAX_ARGV_CHARS:,} characters in all"
+            )
         ap = build_parser()
-        args = ap.parse_args(argv)
+        args = ap.parse_args(args_in)
         if getattr(args, "tokens", None) is not None:
             integer("--tokens", args.tokens, min=1)
         return args.func(args)
@@ -179,6 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)",
         )
         return 1
+
+
+def _tolerant_streams() -> None:
+    """A terminal or pipe whose encoding cannot show a character (PYTHONIOENCODING=ascii and the α
+    of a message) gets an escape (\\u03b1) instead of a UnicodeEncodeError after the work."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # not a text file of the io module (tests capture)
+            pass
 
 
 def _quiet_stdout() -> None:

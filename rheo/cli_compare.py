@@ -12,6 +12,7 @@ import json
 import sys
 import time
 
+from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES
 from rheo_ref.models import load_case
@@ -97,8 +98,9 @@ def run_compare(args: argparse.Namespace) -> int:
         integer("--tokens", args.tokens, min=1)
     if len(args.nodes or []) > MAX_BUDGETS:
         raise CaseError(f"--nodes gives {len(args.nodes)} budgets; allowed: at most {MAX_BUDGETS}")
-    if args.plot:
+    if args.plot is not None:
         check_plot_path(args.plot)
+        check_writable(args.plot, inputs=(args.case,))
     case = load_case(args.case)
     nodes = args.nodes or [default_nodes(case)]
     tokens = case.tokens if args.tokens is None else args.tokens

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from rheo_ref.errors import CaseError
-from rheo_ref.validate import integer
+from rheo_ref.numbers import json_float, json_int
+from rheo_ref.validate import integer, show
 
 EPILOG = """\
 decoders:
@@ -45,6 +46,8 @@ output (one JSON object):
   exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
                          does not know the decoder's law (the heuristic schedule)
   seconds, ms_per_sample wall time of the sampling and the test
+  horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
+  worst_conditional, worst_cells, summary  where the law deviates most (a rejection's diagnosis)
 exit status: 0 pass, 1 REJECT, 2 bad input."""
 
 
@@ -68,6 +71,17 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
     sp.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
     sp.add_argument("--workers", type=int, default=1, help="sampling processes (default 1)")
+    sp.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="H",
+        help="test every window (x_{k-1}, x_k), k = 2..H, instead of the first tokens' joint law; --alpha is "
+        "then the family-wise total, split by Bonferroni (docs/GATE.md)",
+    )
+    sp.add_argument(
+        "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"
+    )
     sp.set_defaults(func=run_gate_hf)
 
 
@@ -78,15 +92,43 @@ def parse_gen(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise CaseError(f"--gen {item!r} must be KEY=VALUE, e.g. num_assistant_tokens=2")
-        try:
-            out[key] = json.loads(value)
+        try:  # JSON numbers within the number grammar's bounds (rheo_ref.numbers)
+            out[key] = json.loads(value, parse_int=json_int, parse_float=json_float, parse_constant=_no_constant)
         except json.JSONDecodeError:
             out[key] = value
+        except (CaseError, RecursionError) as e:
+            raise CaseError(f"--gen {show(item)}: {e if isinstance(e, CaseError) else 'nested too deep'}") from None
     return out
 
 
 MAX_WORKERS = 64  # sampling processes
-MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens)
+MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens or the case
+MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
+MAX_SAMPLES = 10**6  # samples the test needs (at least the two-cell χ² test's N at --tv, --alpha, --beta)
+
+
+def _no_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
+
+
+def check_gate_size(case: Any, tokens: int, *, alpha: float, tv: float, beta: float) -> None:
+    """Refuse up front what the gate cannot pay for: more tokens or context than allowed, an exact
+    law over `rheo exact`'s size limit, a sample count (a lower bound: two cells) over MAX_SAMPLES."""
+    from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
+    from rheo_ref.validate import within_limit
+
+    from .stats import min_num_samples
+
+    integer("tokens", tokens, min=1, max=MAX_TOKENS)
+    if len(case.context) > MAX_CONTEXT:
+        raise CaseError(f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,}")
+    check_law_size(case, tokens, DEFAULT_MAX_LAW_SIZE, name="tokens")
+    within_limit(
+        f"samples the test needs at --tv {tv:g}, --alpha {alpha:g}, --beta {beta:g} (at least)",
+        min_num_samples(tv, alpha, beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
 
 
 def run_gate_hf(args: argparse.Namespace) -> int:
@@ -109,8 +151,17 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     integer("--seed", args.seed, min=0, max=2**63 - 1)
     if args.tokens is not None:
         integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
+    if args.horizon is not None:
+        integer("--horizon", args.horizon, min=2, max=MAX_TOKENS)
+        if args.tokens is not None:
+            raise CaseError(f"--tokens {args.tokens} and --horizon {args.horizon}: give one")
     case = load_case(args.case)
+    check_gate_size(
+        case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
+    )
     decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
+    if decoder.kind != "rheo-lm" and not case.context:  # transformers generates from at least one input id
+        raise CaseError(f"decoder {decoder.name} needs a case context of at least 1 token; the case's is []")
     report = gate_hf(
         case,
         decoder,
@@ -120,6 +171,11 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         seed=args.seed,
         tokens=args.tokens,
         workers=args.workers,
+        horizon=args.horizon,
     )
+    if args.plot:
+        from .diagnosis import plot_worst
+
+        report["plot"] = plot_worst(report, args.plot)
     print(json.dumps(report))
     return 0 if report["verdict"] == "pass" else 1

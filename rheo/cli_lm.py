@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
+from rheo_ref.numbers import rational
 from rheo_ref.sizes import available_memory, batch_bytes, gib, nodes
 from rheo_ref.validate import integer, number, show, within_limit
 
@@ -66,8 +68,8 @@ def numbers(flag: str, text: str, *, lo: float, hi: float = math.inf) -> list[fl
     out = []
     for item in text.split(","):
         try:
-            x = float(item)
-        except ValueError:
+            x = float(rational(item.strip(), flag))
+        except (CaseError, OverflowError):
             raise CaseError(
                 f"{flag} {show(text)}: {show(item.strip())} is not a number; allowed: comma-separated "
                 f"numbers in [{lo:g}, {hi:g}]"
@@ -85,7 +87,7 @@ def methods(flag: str, text: str, *, tree_only: bool = False, rheo_family: bool 
     """A comma-separated list of method names (tree_only: schemes that draft, not `ar`;
     rheo_family: the rheo family's methods only)."""
     allowed = [m for m in _methods() if not (tree_only and m == "ar") and not (rheo_family and m not in RHEO_FAMILY)]
-    out = [m.strip() for m in text.split(",")]
+    out = list(dict.fromkeys(m.strip() for m in text.split(",")))  # "ar,ar" runs ar once
     bad = [m for m in out if m not in allowed]
     if bad:
         raise CaseError(f"{flag} {show(text)}: unknown method {show(bad[0])}; allowed: {', '.join(allowed)}")
@@ -108,7 +110,7 @@ def check_report(args: argparse.Namespace) -> None:
     check_run(args)
     integer("--prompts", args.prompts, min=1, max=1000)
     check_writable(args.out, folder=True)
-    if args.json:
+    if args.json is not None:
         check_writable(args.json)
 
 
@@ -196,8 +198,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     for flag in ("epochs", "windows"):
         if getattr(args, flag) is not None:
             integer(f"--{flag}", getattr(args, flag), min=1, max=1000 if flag == "epochs" else 10**9)
-    if args.out is not None:
-        check_writable(args.out, parents=True)  # save_head creates the folder
+    # save_head creates the folder; the default is $RHEO_CACHE/draft_head.safetensors (rheo_fast.lm.target)
+    default = Path(os.environ.get("RHEO_CACHE") or Path.home() / ".cache" / "rheo") / "draft_head.safetensors"
+    check_writable(args.out if args.out is not None else default, parents=True)
     from rheo_fast.lm.train_draft import cmd_train_draft
 
     return cmd_train_draft(args)

@@ -21,14 +21,19 @@ EPILOG = """\
 columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/3 tokens vs the target law;
 round: first round's sequence vs the spec's round law; lengths: its length law), as rationals
 in --json · N of each test · rejected (any check at level α) · expected (some exact TV >= δ).
+Under each rejected mutant: where its most significant check says the law goes wrong (the
+conditional law that deviates most, e.g. "token 3 given token 1 = 1, token 2 = 0") and its worst
+cell; --json: `diagnosis` (check, where, conditional, the three worst cells).
 A mutant whose exact TV is below δ on every check (float-level effects) is reported as such.
 --case C runs the mutants of C's scheme family (a mutant of another family named in --only is
 refused). tsubame-plan-after-sampling has no vectorised fast path: its sampler is the reference replay.
 exit status: 0 when every expected mutant is rejected and the false-alarm count is consistent
 with α (binomial p >= 0.001); 1 otherwise; 2 bad input; 130 interrupted (docs/CLI.md).
-size limit: --seeds <= 100,000 (each seed runs one gate test)."""
+size limits: --seeds <= 100,000 (each seed runs one gate test); the samples of one gate test
+<= 10^7 (refused up front from --tv, --alpha, --beta: a --tv of 1e-4 would need ~10^9)."""
 
 MAX_SEEDS = 100_000
+MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alpha, --beta)
 
 
 def register(subparsers) -> None:
@@ -68,6 +73,16 @@ def register(subparsers) -> None:
         default=100,
         help=f"seeds of the false-alarm measurement (default 100; 0 skips it; at most {MAX_SEEDS:,})",
     )
+    sp.add_argument(
+        "--hunt",
+        type=int,
+        metavar="CASES",
+        help="search CASES small cases (seeded, resumable: --hunt-out) for the one where each bug-class mutant is "
+        "convicted with the fewest samples, and the shared case of each verification mode (docs/GATE.md)",
+    )
+    sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
+    sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
+    sp.add_argument("--workers", type=int, default=1, help="local processes of the hunt (default 1)")
     sp.set_defaults(func=run_mutants)
 
 
@@ -79,7 +94,8 @@ def _rational(x: Fraction, width: int = 14) -> str:
 def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: float) -> list[dict]:
     from rheo_ref.variants import MUTANTS
 
-    from .gate import CHECKS, exact_tvs, gate_cases, mutant_case, run_check
+    from .bugclasses import CLASS_OF, samples_to_convict
+    from .gate import CHECKS, check_law_of, exact_tvs, gate_cases, mutant_case, run_check
 
     rows = []
     for name in names:
@@ -89,9 +105,14 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
         rejected = any(t.rejected for t in tests)
         expected = max(tvs.values()) >= tv
         verdict = ("caught" if rejected else "MISSED") if expected else ("caught (below δ)" if rejected else "below δ")
+        laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
+        n_convict, by = samples_to_convict(laws, {ch: check_law_of(gc, ch, name) for ch in CHECKS}, alpha, beta)
         rows.append(
             {
                 "mutant": name,
+                "class": CLASS_OF[name],
+                "samples_to_convict": n_convict,
+                "convicting_check": by,
                 "case": gc.name,
                 "description": MUTANTS[name].description,
                 "exact_tv": {ch: str(v) for ch, v in tvs.items()},
@@ -103,9 +124,24 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
                 "expected": expected,
                 "verdict": verdict,
                 "note": MUTANTS[name].note,
+                "diagnosis": diagnosis(tests),
             }
         )
     return rows
+
+
+def diagnosis(tests: list) -> dict | None:
+    """Where the most significant of a mutant's tests says its law goes wrong: the check, the
+    conditional law that deviates most and the three cells with the largest residuals."""
+    worst = min(tests, key=lambda t: (not t.rejected, -t.impossible, t.p_value, -t.chi2))
+    cond = worst.worst_conditional
+    return {
+        "check": worst.label.split()[1],
+        "rejected": worst.rejected,
+        "where": None if cond is None else cond.where,
+        "conditional": None if cond is None else cond.text(),
+        "cells": [c.text() for c in worst.top_cells[:3]],
+    }
 
 
 def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float) -> dict:
@@ -131,19 +167,35 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
 
 def run_mutants(args: argparse.Namespace) -> int:
     from rheo_ref.errors import CaseError
-    from rheo_ref.validate import integer
+    from rheo_ref.validate import integer, within_limit
     from rheo_ref.variants import MUTANTS, variant_named
 
     from .gate import gate_cases
-    from .stats import _check_rate
+    from .stats import _check_rate, min_num_samples
 
     for name in ("alpha", "beta", "tv"):
         _check_rate(name, getattr(args, name))
+    within_limit(  # each gate test draws at least the two-cell χ² test's N
+        f"samples per gate test at --tv {args.tv:g}, --alpha {args.alpha:g}, --beta {args.beta:g} (at least)",
+        min_num_samples(args.tv, args.alpha, args.beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
     for opt, value in (("--case", args.case), ("--fa-case", args.fa_case)):
         if value not in gate_cases() and not (opt == "--case" and value == "auto"):
             raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
     integer("--seeds", args.seeds, min=0, max=MAX_SEEDS)
-    names = [variant_named(n).name for n in args.only] if args.only else list(MUTANTS)
+    if args.hunt is not None:
+        from .cli_cases import run_hunt
+
+        return run_hunt(args)
+    from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+
+    names = (
+        list(dict.fromkeys(variant_named(n).name for n in args.only if n not in BUG_MUTANTS))
+        if args.only
+        else list(MUTANTS)
+    )
     if "spec" in names:
         raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")
     if args.case != "auto":  # the case's family's mutants; one of the other family is refused
@@ -155,6 +207,10 @@ def run_mutants(args: argparse.Namespace) -> int:
             names = [n for n in names if MUTANTS[n].family == family]
     t0 = time.perf_counter()
     rows = mutant_rows(args.case, names, alpha=args.alpha, beta=args.beta, tv=args.tv)
+    if args.case == "auto":  # the bug classes, each on its library case (rheo.cli_cases)
+        from .cli_cases import bug_mutant_rows
+
+        rows += bug_mutant_rows(args.only, alpha=args.alpha, beta=args.beta)
     fa = false_alarms(args.fa_case, args.seeds, alpha=args.alpha, beta=args.beta, tv=args.tv) if args.seeds else None
     ok = all(r["verdict"] != "MISSED" for r in rows) and (fa is None or fa["at_alpha"]["binomial_p"] >= 1e-3)
     out = {
@@ -184,15 +240,22 @@ def _print_table(out: dict) -> None:
     )
     w(
         f"{'mutant':24} {'case':34} {'TV joint2':>11} {'TV joint3':>11} {'TV round':>11} {'TV lengths':>11} {'N (j2/j3/r/l)':>24} "
-        f"{'min p':>9}  verdict\n"
+        f"{'min p':>9} {'convict N':>9}  verdict\n"
     )
     for r in out["mutants"]:
         tv = {ch: _rational(Fraction(v), 11) for ch, v in r["exact_tv"].items()}
+        tv = {ch: tv.get(ch, "-") for ch in ("joint2", "joint3", "round", "lengths")}
         n = "/".join(str(x) for x in r["N"].values())
         w(
             f"{r['mutant']:24} {r['case']:34} {tv['joint2']:>11} {tv['joint3']:>11} {tv['round']:>11} {tv['lengths']:>11} {n:>24} "
-            f"{min(r['p_value'].values()):9.2g}  {r['verdict']}{'  (' + r['note'] + ')' if r['note'] else ''}\n"
+            f"{min(r['p_value'].values()):9.2g} {r['samples_to_convict'] or '-'!s:>9}  {r['verdict']}"
+            f"{'  (' + r['note'] + ')' if r['note'] else ''}\n"
         )
+        d = r.get("diagnosis")
+        if d and d["rejected"] and d["conditional"]:
+            w(f"    where ({d['check']}): {d['conditional']}\n")
+            if d["cells"]:
+                w(f"    worst cell: {d['cells'][0]}\n")
     fa = out["false_alarm"]
     if fa:
         for key in ("at_alpha", "at_0.05"):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, lru_cache
+from typing import Any
 
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
@@ -318,8 +319,18 @@ def run_check(
     n = samples_for(law, tv, alpha, beta)
     seed = seed_for(f"gate|{gc.name}|{check}|{mutant}") if seed is None else seed
     samples = check_sampler(gc, check, mutant, factory)(seed, n)
+    names, condition = (("the first round's length",), "") if check == "lengths" else (None, "")
+    if check == "round":
+        condition = "in the first round"
     return check_law(
-        samples, law, alpha=alpha, beta=beta, tv=tv, label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else "")
+        samples,
+        law,
+        alpha=alpha,
+        beta=beta,
+        tv=tv,
+        label=f"{gc.name} {check}" + (f" [{mutant}]" if mutant else ""),
+        names=names,
+        condition=condition,
     )
 
 
@@ -335,11 +346,14 @@ def canonical(seq, vocab_size: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: float = 1.0, device: str = "cpu"):
+def fast_sampler(
+    mutant: str | None = None, *, first_round: bool = False, T: float = 1.0, device: str = "cpu", rounds: bool = False
+):
     """A sampler (case, seed, num_samples) -> sequences running `rheo_fast` on a table case.
 
     `first_round`: the tokens of the first round only (variable length), else the first
-    `case.tokens` tokens. A token the fast path emits outside the vocabulary (-1) and every
+    `case.tokens` tokens; `rounds`: those as `rheo.horizon.Rounds`, with each first round's length
+    (for `assert_lossless(..., horizon=H, rounds=True)`). A token the fast path emits outside the vocabulary (-1) and every
     token after it read as V (see `canonical`). T: the fast path's temperature (applied to q_samp
     and p; T = 0 is greedy). Runs torch on one thread (the machine is shared).
     """
@@ -350,7 +364,7 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
 
     variant = variant_named(mutant)  # an unknown name is refused here, before any sampling
 
-    def sampler(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
+    def sampler(case: Case, seed: int, num_samples: int) -> Any:  # rows, or Rounds with `rounds`
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
@@ -371,7 +385,12 @@ def fast_sampler(mutant: str | None = None, *, first_round: bool = False, T: flo
         if first_round:
             rows, lengths = out.per_round[0].tolist(), out.first_lengths.tolist()
             return [canonical(r[:k], V) for r, k in zip(rows, lengths)]
-        return [canonical(r, V) for r in out.tokens.tolist()]
+        rows = [canonical(r, V) for r in out.tokens.tolist()]
+        if rounds:
+            from .horizon import Rounds
+
+            return Rounds(rows, out.first_lengths.tolist())
+        return rows
 
     sampler.__name__ = f"fast_sampler[{mutant or 'spec'}{', first round' if first_round else ''}]"
     return sampler

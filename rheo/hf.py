@@ -44,7 +44,8 @@ from rheo_ref.models import Case
 from rheo_ref.static import parse_weight
 
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
-from .stats import DEFAULT_BETA, LawTest, Sampler, assert_lossless, seed_for
+from .horizon import HorizonTest, assert_lossless
+from .stats import DEFAULT_BETA, LawTest, Sampler, seed_for
 
 KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec")
 DECODERS = (
@@ -337,9 +338,11 @@ def gate_hf(
     beta: float = DEFAULT_BETA,
     tokens: int | None = None,
     workers: int = 1,
+    horizon: int | None = None,
 ) -> dict[str, Any]:
     """Run `decoder` on the case's table models and test its first n tokens against the exact
-    (processed) target law. Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
+    (processed) target law, or with `horizon` every window (x_{k−1}, x_k), k ≤ H (`alpha` the
+    family-wise total; rheo.horizon). Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
     n = case.tokens if tokens is None else tokens
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
@@ -349,8 +352,12 @@ def gate_hf(
     if workers == 1:
         import transformers  # noqa: F401  (loaded before the clock starts: seconds are the sampling's)
     t0 = time.perf_counter()
+    res: LawTest | HorizonTest
     try:
-        res: LawTest = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+        if horizon is None:
+            res = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+        else:
+            res = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
     except LosslessError as e:
         res = e.result
     seconds = time.perf_counter() - t0
@@ -383,4 +390,18 @@ def gate_hf(
         "seed": seed,
         "seconds": round(seconds, 3),
         "ms_per_sample": round(1000 * seconds / res.n, 3),
+        **horizon_fields(res),
     }
+
+
+def horizon_fields(res: LawTest | HorizonTest) -> dict[str, Any]:
+    """The horizon (tests, α per test) and where the law deviates most, for the JSON verdict."""
+    out: dict[str, Any] = {}
+    if isinstance(res, HorizonTest):
+        out = {"horizon": res.horizon, "tests": res.planned, "alpha_each": res.alpha_each, "correction": res.correction}
+    cond = res.worst_conditional
+    out["worst_conditional"] = None if cond is None else cond.text()
+    out["worst_conditional_law"] = None if cond is None else cond.to_json()
+    out["worst_cells"] = [c.text() for c in res.top_cells[:3]]
+    out["summary"] = res.summary()
+    return out

@@ -50,6 +50,8 @@ VerifyRow = Callable[[Context, int], Row]  # (context of the drafted position, d
 
 # --- processing: temperature, top-k, top-p -----------------------------------------------------
 
+MAX_POWER = 100  # the smallest temperature is 1/MAX_POWER
+
 
 @dataclass(frozen=True)
 class Processing:
@@ -68,6 +70,8 @@ class Processing:
         if T is not None:
             if isinstance(T, bool) or not isinstance(T, (int, float)) or not T > 0:
                 raise CaseError(f"temperature={T!r} must be a number > 0")
+            if T < 1 / MAX_POWER:  # rows to the power 1/T: exact numbers of 1/T times the digits
+                raise CaseError(f"temperature={T!r} is below 1/{MAX_POWER}; allowed: 1/k with 1 <= k <= {MAX_POWER}")
             power = round(1 / T)
             if power < 1 or abs(1 / T - power) > 1e-9:
                 raise CaseError(

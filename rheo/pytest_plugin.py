@@ -6,6 +6,7 @@ lossless gate for downstream decoders, and its fixtures.
     @pytest.mark.lossless
     def test_my_decoder(rheo_lossless):          # seed fixed by the test id
         rheo_lossless(my_sampler, case, alpha=1e-3, tv=0.05)
+        rheo_lossless(my_sampler, case, alpha=1e-3, tv=0.05, horizon=8)  # every window up to token 8
 
 `my_sampler(case, seed, num_samples)` returns `num_samples` emitted token sequences (each at
 least `case.tokens` long). See docs/GATE.md. Seeds come from the test id (`rheo_seed`), never
@@ -44,8 +45,12 @@ def assert_lossless(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
     """Fail (rheo.LosslessError, an AssertionError) unless `sampler`'s first n tokens
     fit the exact target law of `case`: a χ² test at level `alpha` that detects TV ≥ `tv` with
     power 1 − `beta` (default 0.01). Returns the `LawTest` (N, p-value, detectable TV).
-    Keyword options: beta, tokens, seed (default: from the running test id), statistic."""
-    from .stats import assert_lossless as _assert_lossless
+    Keyword options: beta, tokens, seed (default: from the running test id), statistic, and
+    horizon=H (every window (x_{k−1}, x_k), k ≤ H; `alpha` is then the family-wise total, split by
+    Bonferroni; returns a `rheo.HorizonTest`) with rounds=True for a sampler returning
+    `rheo.Rounds` (also the windows given the first round's length). A rejection's message
+    and `LosslessError.conditional` / `.cells` say where the law goes wrong."""
+    from .horizon import assert_lossless as _assert_lossless
 
     return _assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
 
@@ -60,7 +65,7 @@ def rheo_seed(request) -> int:
 
 @pytest.fixture
 def rheo_lossless(rheo_seed):
-    """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=)."""
+    """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=[, horizon=H])."""
 
     def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
         kwargs.setdefault("seed", rheo_seed)

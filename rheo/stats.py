@@ -39,6 +39,8 @@ from typing import Any
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 
+from .diagnosis import Cell, Conditional, top_cells, worst_conditional
+
 Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
 
@@ -149,15 +151,27 @@ class LawTest:
     tv: float  # δ the test states
     detectable_tv: float  # smallest TV detected with power 1−β at this n
     rejected: bool
+    top_cells: tuple[Cell, ...] = ()  # largest standardised residuals first (rheo.diagnosis)
+    worst_conditional: Conditional | None = None  # the conditional law that deviates most
 
-    def summary(self) -> str:
+    def summary(self, top: int = 3) -> str:
+        """One line; a rejected test adds where it broke: the worst conditional law and the `top` cells."""
         verdict = "REJECT" if self.rejected else "pass"
         imp = f", {self.impossible} impossible" if self.impossible else ""
-        return (
+        line = (
             f"{self.label}: {verdict} (p={self.p_value:.3g}, α={self.alpha:g}, N={self.n}, "
             f"{self.cells} cells, {self.statistic}{imp}; detects TV≥{self.detectable_tv:.4f} "
             f"with power {1 - self.beta:g}, stated δ={self.tv:g})"
         )
+        return line + ("\n" + self.diagnosis(top) if self.rejected else "")
+
+    def diagnosis(self, top: int = 3) -> str:
+        """Where the law goes wrong: the conditional law that deviates most and the `top` cells."""
+        lines = []
+        if self.worst_conditional is not None:
+            lines.append(f"  worst conditional law: {self.worst_conditional.text()}")
+        lines += [f"  cell {c.text()}" for c in self.top_cells[:top]]
+        return "\n".join(lines)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -178,8 +192,14 @@ def check_law(
     beta: float = DEFAULT_BETA,
     statistic: str = "pearson",
     label: str = "law",
+    names: Sequence[str] | None = None,
+    condition: str = "",
 ) -> LawTest:
-    """Goodness of fit of `samples` (sequences, or a Counter of tuples) to the exact `law`; no raise."""
+    """Goodness of fit of `samples` (sequences, or a Counter of tuples) to the exact `law`; no raise.
+
+    The record carries where the samples deviate most (`rheo.diagnosis`): `names` name the
+    outcome's components (default "token 1", "token 2", ...), `condition` what the whole test
+    conditions on (e.g. "first round of length 3")."""
     from scipy.stats import chi2 as chi2_dist
 
     alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
@@ -216,6 +236,7 @@ def check_law(
     if impossible:
         stat, pval = math.inf, 0.0
     det = _detectable(groups, n, alpha, beta)
+    law_f = {o: float(p) for o, p in law.items() if p > 0}
     return LawTest(
         label,
         statistic,
@@ -230,6 +251,8 @@ def check_law(
         tv,
         det,
         bool(impossible or pval < alpha),
+        top_cells(counts, law_f, groups, n),
+        worst_conditional(counts, law_f, names=names, condition=condition),
     )
 
 
@@ -242,10 +265,14 @@ def assert_law(
     beta: float = DEFAULT_BETA,
     statistic: str = "pearson",
     label: str = "law",
+    names: Sequence[str] | None = None,
+    condition: str = "",
 ) -> LawTest:
     """Raise `LosslessError` when the samples reject `law` at level `alpha`; also when the test is
     too weak for its claim (detectable TV at this N above the stated `tv`)."""
-    res = check_law(samples, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label)
+    res = check_law(
+        samples, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label, names=names, condition=condition
+    )
     if res.detectable_tv > res.tv + 1e-12:
         raise LosslessError(
             f"{res.summary()}: too few samples to detect TV {tv:g}; "
@@ -290,7 +317,8 @@ def seed_for(test_id: str, salt: str | None = None) -> int:
     """A 63-bit seed fixed in advance by the test id (and `$RHEO_SEED_SALT`, empty by default:
     set it, e.g. to the date, in a nightly job to vary every seed)."""
     salt = os.environ.get(SALT_ENV, "") if salt is None else salt
-    return int.from_bytes(hashlib.sha256(f"{salt}|{test_id}".encode()).digest()[:8], "big") >> 1
+    text = f"{salt}|{test_id}".encode("utf-8", "surrogateescape")  # a salt of non-UTF-8 bytes reads as its bytes
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 1
 
 
 def current_test_seed(fallback: str) -> int:
@@ -340,24 +368,39 @@ def assert_lossless(
     tuples or rows of a tensor), each at least n tokens long, starting after `case.context`.
     The number of samples is chosen so that TV ≥ `tv` is detected with power 1−`beta` at
     level `alpha`. The seed defaults to one derived from the running pytest test id.
+    `rheo.assert_lossless` (rheo.horizon) is this, plus the horizon tests (`horizon=H`).
     """
     from rheo_ref.exact import target_law
 
+    check_gate_args(sampler, case)
+    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
+    tv = _check_rate("tv", tv)
+    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
+    n_tok = case.tokens if tokens is None else tokens
+    if isinstance(n_tok, bool) or not isinstance(n_tok, int) or n_tok < 1:
+        raise StatsError(f"tokens={n_tok!r} must be an integer >= 1")
+    law = target_law(case, n_tok)
+    n = samples_for(law, tv, alpha, beta)
+    out = read_batch(sampler(case, seed, n), n_tok, n)
+    return assert_law(
+        out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
+    )
+
+
+def check_gate_args(sampler: Any, case: Any) -> None:
     if not isinstance(case, Case):
         raise StatsError(
             f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}"
         )
     if not callable(sampler):
         raise StatsError(f"sampler {sampler!r} is not callable; it must take (case, seed, num_samples)")
-    n_tok = case.tokens if tokens is None else tokens
-    if isinstance(n_tok, bool) or not isinstance(n_tok, int) or n_tok < 1:
-        raise StatsError(f"tokens={n_tok!r} must be an integer >= 1")
-    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
-    tv = _check_rate("tv", tv)
-    law = target_law(case, n_tok)
-    n = samples_for(law, tv, alpha, beta)
-    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
-    batch = sampler(case, seed, n)
+
+
+def read_batch(batch: Any, n_tok: int, n: int) -> list[tuple[int, ...]]:
+    """A sampler's n sequences (lists, tuples or rows of a tensor, or the `tokens` of an object that
+    also carries `first_lengths`: rheo.horizon.Rounds, rheo_fast's Decoded), each cut to n_tok tokens."""
+    if hasattr(batch, "tokens") and hasattr(batch, "first_lengths"):
+        batch = batch.tokens
     if hasattr(batch, "tolist"):  # a tensor or array of rows: convert once, not row by row
         batch = batch.tolist()
     out = []
@@ -368,6 +411,4 @@ def assert_lossless(
         out.append(t[:n_tok])
     if len(out) != n:
         raise StatsError(f"the sampler returned {len(out)} sequences for num_samples={n}")
-    return assert_law(
-        out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
-    )
+    return out

@@ -27,57 +27,111 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from rheo_ref import numbers
 from rheo_ref.atomic import write_with
 from rheo_ref.errors import CaseError, MissingDependencyError
 from rheo_ref.grid import COLUMN_NAMES, COLUMNS, Cell, grid_cells, run_cell
-from rheo_ref.validate import show
+from rheo_ref.models import read_json_file, read_text_file
+from rheo_ref.validate import integer, show
 
 Runner = Callable[[list[Cell]], Iterator[dict]]
 WRITE_EVERY = 5.0  # seconds between rewrites of the CSV while cells finish
 
 
-def load_grid(path: str) -> list[Cell]:
-    """The cells of a grid file; every problem is one `CaseError` line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise CaseError(f"cannot read grid file {path!r}: {e.strerror}") from None
-    try:
-        grid = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CaseError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    return grid_cells(grid)
+MAX_GRID_BYTES = 16 * 2**20  # a grid file (a `given` table of V = 100 with context_length 2 is ~2 MiB)
+MAX_TABLE_BYTES = 256 * 2**20  # a sweep.csv read back on resume
+MAX_WORKERS = 1024  # local processes
+
+
+def load_grid(path: str, *, force: bool = False) -> list[Cell]:
+    """The cells of a grid file; every problem is one `CaseError` line, before any work."""
+    return grid_cells(read_json_file(path, "grid file", MAX_GRID_BYTES), force=force)
 
 
 # --- engines -----------------------------------------------------------------------------------
 
 
 @contextmanager
-def engine(scheduler: str | None = None, workers: int | None = None) -> Iterator[Runner]:
-    """A runner that yields each cell's row as it finishes, on local processes or on Dask."""
+def engine(scheduler: str | None = None, workers: int | None = None, *, fn: Callable = run_cell) -> Iterator[Runner]:
+    """A runner that yields each cell's row (`fn(cell)`, default `run_cell`) as it finishes, on
+    local processes or on Dask."""
     if scheduler is not None:
-        with _dask(scheduler) as run:
+        with _dask(scheduler, fn) as run:
             yield run
         return
     if workers is None:
-        workers = os.cpu_count() or 1
-    if workers < 1:
-        raise CaseError(f"--workers {workers} must be >= 1")
+        workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    integer("--workers", workers, min=1, max=MAX_WORKERS)
     if workers == 1:
-        yield lambda cells: (run_cell(c) for c in cells)
+        yield lambda cells: (fn(c) for c in cells)
         return
     pool = ProcessPoolExecutor(max_workers=workers)
+    run = _Harvest(lambda c: pool.submit(fn, c), as_completed)
     try:
-        yield lambda cells: (f.result() for f in as_completed([pool.submit(run_cell, c) for c in cells]))
-    finally:  # on an interruption, cells not started yet are dropped, not waited for
+        yield run
+    except BaseException:  # Ctrl-C, an error: stop the workers now, not after their cells
+        pool.shutdown(wait=False, cancel_futures=True)
+        _terminate(pool)
+        raise
+    finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+class _Harvest:
+    """A runner over futures that also hands back, after an interruption, the rows of the cells
+    that finished but were not yielded yet (`finished`), so that the table keeps them."""
+
+    def __init__(self, submit: Callable[[Cell], Any], completed: Callable[[list], Iterator[Any]]) -> None:
+        self.submit, self.completed = submit, completed
+        self.futures: list[Any] = []
+
+    def __call__(self, cells: list[Cell]) -> Iterator[dict]:
+        self.futures = [self.submit(c) for c in cells]
+        for f in self.completed(self.futures):
+            yield f.result()
+
+    def finished(self) -> list[dict]:
+        rows = []
+        for f in self.futures:
+            try:
+                if f.done() and not f.cancelled() and f.exception() is None:
+                    rows.append(f.result())
+            except Exception:  # a future of a lost worker or a closed client
+                continue
+        return rows
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM the pool's worker processes (the executor has no public way to stop running calls)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, AttributeError):
+            pass
+
+
+def check_engine(scheduler: str | None, workers: int | None) -> None:
+    """Refuse a bad --scheduler or --workers up front (before the grid is read)."""
+    if scheduler is not None:
+        _check_address(scheduler)
+    if workers is not None:
+        integer("--workers", workers, min=1, max=MAX_WORKERS)
+
+
+def _check_address(address: str) -> None:
+    m = re.fullmatch(r"tcp://([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]{2,39}\]):([0-9]{1,5})", address)
+    if not m or not 1 <= int(m.group(2)) <= 65535:
+        raise CaseError(
+            f"--scheduler {show(address)} must be a Dask scheduler address tcp://HOST:PORT (port 1-65535; "
+            f"tls:// and ws:// need a security configuration rheo does not take)"
+        )
+
+
 @contextmanager
-def _dask(address: str) -> Iterator[Runner]:
-    if not re.fullmatch(r"(tcp|tls|ws|wss)://[^\s:/]+:[0-9]{1,5}", address):
-        raise CaseError(f"--scheduler {show(address)} must be a Dask scheduler address such as tcp://HOST:PORT")
+def _dask(address: str, fn: Callable = run_cell) -> Iterator[Runner]:
+    _check_address(address)
     try:
         import distributed
     except ModuleNotFoundError:
@@ -87,7 +141,7 @@ def _dask(address: str) -> Iterator[Runner]:
     except OSError as e:
         raise CaseError(f"--scheduler {address}: no Dask scheduler answers there ({e})") from None
     with client:
-        yield lambda cells: (f.result() for f in distributed.as_completed(client.map(run_cell, cells, pure=False)))
+        yield _Harvest(lambda c: client.submit(fn, c, pure=False), distributed.as_completed)
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -98,19 +152,37 @@ def _typed(row: dict) -> dict:
     out: dict = {}
     for name, kind in COLUMNS:
         v = row.get(name) or ""
-        out[name] = v if kind is str else (kind(v) if v else None)
+        if kind is str or not v:
+            out[name] = v if kind is str else None
+        else:
+            out[name] = numbers.integer_text(v, name) if kind is int else float(numbers.rational(v, name))
     return out
 
 
 def read_table(path: Path) -> list[dict]:
-    """The rows of a sweep's CSV (none if it does not exist)."""
-    if not path.exists():
+    """The rows of a sweep's CSV (none if it does not exist); a file that is not one this command
+    wrote (other columns, a value of the wrong type, damaged bytes) is refused in one line."""
+    if not os.path.lexists(path):
         return []
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
+    text = read_text_file(str(path), "sweep table", MAX_TABLE_BYTES)
+    fix = "allowed: a sweep.csv this command wrote; use another --out, or delete the file"
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         if reader.fieldnames != COLUMN_NAMES:
-            raise CaseError(f"{path}: not a sweep table (columns {reader.fieldnames}); use another --out")
-        return [_typed(r) for r in reader]
+            raise CaseError(f"{path}: not a sweep table (columns {show(reader.fieldnames)}); {fix}")
+        rows = []
+        for i, r in enumerate(reader, start=2):
+            if None in r or any(v is None for v in r.values()):
+                raise CaseError(f"{path} line {i}: {len(r)} fields, the table has {len(COLUMN_NAMES)}; {fix}")
+            row = _typed(r)
+            if not re.fullmatch(r"[0-9a-f]{16}", row["case_hash"] or "") or not row["method"]:
+                raise CaseError(f"{path} line {i}: case_hash {show(row['case_hash'])} is not a case hash; {fix}")
+            rows.append(row)
+        return rows
+    except (csv.Error, ValueError, OverflowError) as e:
+        if isinstance(e, CaseError):
+            raise
+        raise CaseError(f"{path}: not a sweep table ({show(str(e))}); {fix}") from None
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -211,8 +283,11 @@ def sweep(
     workers: int | None = None,
     progress: bool = True,
     summary_plot: bool = True,
+    retry_failed: bool = False,
 ) -> SweepResult:
-    """Run the cells not yet in `out`/sweep.csv, writing the table as they finish (module docstring)."""
+    """Run the cells not yet in `out`/sweep.csv, writing the table as they finish (module docstring);
+    `retry_failed`: the cells whose row there has an error run again. After an interruption the
+    table keeps every cell that finished, the ones not yet reported by the engine included."""
     from tqdm import tqdm
 
     t0 = time.perf_counter()
@@ -223,13 +298,14 @@ def sweep(
         cells = list({c.key: c for c in cells}.values())  # the same case twice is one cell
         keys = [c.key for c in cells]
     found = {(r["case_hash"], r["method"]): r for r in read_table(csv_path)}
-    done = {k: found[k] for k in keys if k in found}
+    done = {k: found[k] for k in keys if k in found and not (retry_failed and found[k]["error"])}
     todo = [c for c in cells if c.key not in done]
 
     def ordered() -> list[dict]:
         return [done[k] for k in keys if k in done]
 
-    last = time.monotonic()
+    last = -WRITE_EVERY  # the first finished cell is written at once, then every WRITE_EVERY seconds
+    runner: Any = None
     try:
         with engine(scheduler, workers) as runner:
             bar = tqdm(
@@ -248,11 +324,13 @@ def sweep(
                         write_csv(ordered(), csv_path)
                         last = time.monotonic()
     finally:
+        for row in getattr(runner, "finished", list)():  # finished, not yet reported (an interruption)
+            done.setdefault((row["case_hash"], row["method"]), row)
         rows = ordered()
         write_csv(rows, csv_path)
     write_parquet(rows, pq_path)
     files = {"csv": str(csv_path), "parquet": str(pq_path)}
-    if summary_plot:
+    if summary_plot and any(not r["error"] for r in rows):  # nothing to draw when every cell failed
         plot(rows, png_path)
         files["plot"] = str(png_path)
     return SweepResult(rows, len(todo), len(cells) - len(todo), files, time.perf_counter() - t0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,12 +71,20 @@ def _output_error(path: Path, e: OSError) -> OutputError | EnvironmentFailure:
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to `path`; when the block succeeds, fsync it and rename it to
     `path`. When the block raises, the temporary file is removed and `path` is left as it was."""
-    path = _no_nul(Path(path))
+    path = _no_nul(path)
     if path.is_dir():
         raise OutputError(
             f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder"
         )
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    path = _real(path)
+    if _kind(path) == "device":  # /dev/null, a terminal: written through, never replaced by a file
+        tmp = path
+        try:
+            yield tmp
+        except OSError as e:
+            raise _output_error(path, e) from None
+        return
+    tmp = _temporary(path)
     try:
         yield tmp
         if not tmp.exists():  # a writer that added its own suffix, or wrote nothing
@@ -131,12 +140,21 @@ def savefig_atomic(fig: Any, path: str | os.PathLike, **kwargs: Any) -> None:
     write_with(path, lambda tmp: fig.savefig(tmp, format=fmt, **kwargs))
 
 
-def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bool = False) -> Path:
+def check_writable(
+    path: str | os.PathLike, *, folder: bool = False, parents: bool = False, inputs: tuple[str, ...] = ()
+) -> Path:
     """Refuse up front, before any long work, an output that cannot be written: `path` is a file
     to write (its folder must exist, or with parents=True is created, and accept new files) or,
     with folder=True, a folder to write files into (created when missing). Probes by creating and
     removing a hidden file."""
-    path = _no_nul(Path(path))
+    path = _no_nul(path)
+    for given in inputs:  # `compare CASE --plot CASE` must not overwrite its input
+        try:
+            same = os.path.exists(path) and os.path.samefile(path, given)
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise OutputError(f"cannot write {str(path)!r}: it is the input {given!r}; allowed: another path")
     where = path if folder else path.parent
     try:
         if parents and not folder:
@@ -151,7 +169,12 @@ def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bo
             raise OutputError(
                 f"cannot write {str(path)!r}: it is a folder; allowed: a file path in an existing, writable folder"
             )
-        probe = where / f".rheo-probe.{secrets.token_hex(4)}.tmp"
+        if not folder:
+            path = _real(path)
+            where = path.parent
+            if _kind(path) == "device":  # written through (atomic_path)
+                return path
+        probe = _temporary(path) if not folder else where / f".rheo-probe.{secrets.token_hex(4)}.tmp"
         fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         os.close(fd)
         os.unlink(probe)
@@ -160,7 +183,37 @@ def check_writable(path: str | os.PathLike, *, folder: bool = False, parents: bo
     return path
 
 
-def _no_nul(path: Path) -> Path:
+def _temporary(path: Path) -> Path:
+    """The temporary name next to `path` (the write probe uses the same length of name)."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+
+
+def _real(path: Path) -> Path:
+    """An output that is a symbolic link is written where the link points (the link stays)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _kind(path: Path) -> str:
+    """'missing', 'file', 'device' (a character device: written through), or refused: a FIFO, a
+    socket or a block device would block a write or be replaced by a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "missing"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISCHR(mode):
+        return "device"
+    raise OutputError(
+        f"cannot write {str(path)!r}: it is a FIFO, a socket or a block device; allowed: a regular file "
+        f"path in an existing, writable folder, or a character device such as /dev/null"
+    )
+
+
+def _no_nul(path: str | os.PathLike) -> Path:
+    if isinstance(path, str) and not path.strip():  # Path("") is "." : an empty name would write nothing, or the folder
+        raise OutputError(f"cannot write {path!r}: an empty path; allowed: a file path in an existing, writable folder")
+    path = Path(path)
     if "\x00" in str(path):  # the OS refuses it, as a ValueError that no OSError handler sees
         raise OutputError(
             f"cannot write {str(path)!r}: the path holds a NUL character; allowed: a file path in an "

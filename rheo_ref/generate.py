@@ -101,6 +101,12 @@ def temper_row(row: Row, T: Fraction, *, max_denominator: int = 10**4) -> Row:
         w = [x ** int(1 / T) for x in row]
     else:
         w = [Fraction(float(x) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0) for x in row]
+        if not any(w):  # every power underflowed: the same powers relative to the largest entry (which is 1)
+            largest = float(max(row))
+            w = [
+                Fraction((float(x) / largest) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0)
+                for x in row
+            ]
     z = sum(w, Fraction(0))
     return tuple(x / z for x in w)
 

@@ -30,16 +30,20 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from . import numbers
 from .errors import CaseError, RheoError
-from .exact import DEFAULT_MAX_TREES, Exact, target_law, tv
+from .exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
 from .generate import STYLES, random_pair, random_table, temper
 from .models import Case, TableModel, scheme_from_json
 from .sizes import Size
-from .validate import check_fields, is_int, show
+from .validate import check_fields, is_int, show, within_limit
 
 GENERATORS = ("random", *STYLES, "given")
 MAX_TABLE_ENTRIES = 10**6  # probabilities per generated table: V^(context_length + 1)
 METHODS = ("dp", "classes", "brute")
+MIN_TEMPERATURE, MAX_TEMPERATURE = Fraction(1, 100), Fraction(100)  # rows^(1/T) stay a few hundred digits
+MAX_SEED = 2**63 - 1  # the table's int64 column
+MAX_CELLS = 100_000  # cells of one grid (tables x schemes x temperatures); --force lifts it
 
 # The tidy table: one row per cell, these columns in this order (name, type).
 COLUMNS: list[tuple[str, type]] = [
@@ -91,18 +95,27 @@ def case_hash(case: Case) -> str:
 
 
 def parse_temperature(value: Any) -> Fraction:
+    """A grid temperature: 0 (greedy) or a rational in [MIN_TEMPERATURE, MAX_TEMPERATURE], written
+    in the number grammar of `rheo_ref.numbers` (a string such as "1/2", or an integer)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise CaseError(f'temperature {value!r} must be a string such as "1/2" or an integer')
-    try:
-        T = Fraction(value)
-    except (ValueError, ZeroDivisionError):
-        raise CaseError(f'temperature {value!r} is not a number; allowed: rationals >= 0 such as "1/2"') from None
-    if T < 0:
-        raise CaseError(f"temperature {value!r} must be >= 0")
+        raise CaseError(f'grid: temperature {show(value)} must be a string such as "1/2" or an integer')
+    T = numbers.rational(value, "grid: temperature") if isinstance(value, str) else Fraction(value)
+    if T != 0 and not MIN_TEMPERATURE <= T <= MAX_TEMPERATURE:
+        raise CaseError(
+            f"grid: temperature {show(value)} is outside the allowed range; allowed: 0 (greedy) or "
+            f"{MIN_TEMPERATURE} <= T <= {MAX_TEMPERATURE}"
+        )
     return T
 
 
 Tables = list[tuple[dict, TableModel, TableModel, TableModel | None]]
+
+
+def _table_count(spec: Any) -> int:
+    """How many tables one `tables` entry makes (its seeds), before any is generated."""
+    if isinstance(spec, dict) and spec.get("generator") != "given" and isinstance(spec.get("seeds"), list):
+        return max(len(spec["seeds"]), 1)
+    return 1
 
 
 def _tables(spec: Any, where: str) -> Tables:
@@ -132,8 +145,8 @@ def _tables(spec: Any, where: str) -> Tables:
     V, seeds = spec["vocab_size"], spec.get("seeds", [0])
     if not is_int(V) or V < 1:
         raise CaseError(f"{where}: vocab_size {V!r} must be an integer >= 1")
-    if not isinstance(seeds, list) or not seeds or not all(is_int(s) for s in seeds):
-        raise CaseError(f"{where}: seeds {seeds!r} must be a non-empty list of integers")
+    if not isinstance(seeds, list) or not seeds or not all(is_int(s) and 0 <= s <= MAX_SEED for s in seeds):
+        raise CaseError(f"{where}: seeds {show(seeds)} must be a non-empty list of integers in [0, 2^63-1]")
     L = spec.get("context_length", 1)
     if gen == "random" and L != 1:
         raise CaseError(f"{where}: generator random makes first-order tables; context_length {L!r} must be 1")
@@ -166,9 +179,16 @@ def _tables(spec: Any, where: str) -> Tables:
     return out
 
 
-def grid_cells(grid: Any) -> list[Cell]:
-    """The cells of a grid (module docstring), in grid order: tables × schemes × temperatures."""
-    check_fields(grid, "grid", ("tables", "schemes"), ("temperatures", "context", "tokens", "method", "max_trees"))
+def grid_cells(grid: Any, *, force: bool = False) -> list[Cell]:
+    """The cells of a grid (module docstring), in grid order: tables × schemes × temperatures.
+    Refused up front, before any table is generated: more than MAX_CELLS cells, or a cell whose
+    `tokens`-token law is estimated over `max_law_size` (as `rheo exact`); `force` lifts both."""
+    check_fields(
+        grid,
+        "grid",
+        ("tables", "schemes"),
+        ("temperatures", "context", "tokens", "method", "max_trees", "max_law_size"),
+    )
     for name in ("tables", "schemes"):
         if not isinstance(grid[name], list) or not grid[name]:
             raise CaseError(f"grid: {name} must be a non-empty list")
@@ -181,16 +201,30 @@ def grid_cells(grid: Any) -> list[Cell]:
     max_trees = grid.get("max_trees", DEFAULT_MAX_TREES)
     if max_trees is not None and (not is_int(max_trees) or max_trees < 1):
         raise CaseError(f"grid: max_trees {max_trees!r} must be an integer >= 1 or null (no limit)")
+    max_law = grid.get("max_law_size", DEFAULT_MAX_LAW_SIZE)
+    if max_law is not None and (not is_int(max_law) or max_law < 1):
+        raise CaseError(f"grid: max_law_size {show(max_law)} must be an integer >= 1 or null (no limit)")
     context, tokens = grid.get("context", []), grid.get("tokens", 1)
     if not isinstance(context, list):
-        raise CaseError(f"grid: context {context!r} must be a list of token ids")
+        raise CaseError(f"grid: context {show(context)} must be a list of token ids")
+    if not is_int(tokens) or tokens < 1:
+        raise CaseError(f"grid: tokens {show(tokens)} must be an integer >= 1")
+    Ts = [parse_temperature(value) for value in temps]
     schemes = [scheme_from_json(s) for s in grid["schemes"]]
+    n_tables = sum(_table_count(spec) for spec in grid["tables"])
+    within_limit(
+        f"grid cells ({n_tables} tables x {len(schemes)} schemes x {len(Ts)} temperatures)",
+        n_tables * len(schemes) * len(Ts),
+        None if force else MAX_CELLS,
+        override="split the grid, or --force to run anyway",
+    )
     tables = [t for i, spec in enumerate(grid["tables"]) for t in _tables(spec, f"grid tables[{i}]")]
+    for _, draft, target, _ in tables:  # tempering never widens a row's support: the untempered b bounds every T
+        check_law_size(Case(draft, target, schemes[0], (), tokens), tokens, None if force else max_law, name="tokens")
     cells = []
     for labels, draft, target, sample in tables:
         for scheme in schemes:
-            for value in temps:
-                T = parse_temperature(value)
+            for T in Ts:
                 hot = T != 1
                 case = Case(
                     draft,

@@ -9,14 +9,17 @@ the number of tokens and the scheme (docs/ALGORITHM.md §2).
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from . import numbers
 from .errors import CaseError
-from .static import StaticScheme
+from .static import StaticScheme, depths
 from .treespark import TreeSparkScheme
 from .tsubame import TsubameScheme
 from .validate import check_fields, is_int, show
@@ -27,27 +30,12 @@ Context = tuple[int, ...]
 VERIFY_ORDERS = ("rheo", "rrsw")
 FAMILIES = ("rheo", "static", "tsubame", "treespark")  # the `family` of a scheme object; rheo when absent
 MAX_CASE_BYTES = 256 * 2**20  # a case file is read whole; V = 50 with context_length 2 is under 1 MiB
-MAX_NUMBER_CHARS = 1000  # characters of one rational ("1/3", "0.25e-3")
-MAX_EXPONENT = 1000  # |e| of a decimal exponent: "1e999999999" would build a billion-digit integer
-_EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9][0-9_]*)\s*$")
 
 
 def exact_number(text: str, where: str) -> Fraction:
-    """A rational from its text ("1/3", "0.25", "2e-3"), refusing texts whose value would take
-    unbounded time or memory to build; CaseError when it is not a number."""
-    if len(text) > MAX_NUMBER_CHARS:
-        raise CaseError(f"{where}: {show(text)} has {len(text):,} characters; allowed: at most {MAX_NUMBER_CHARS}")
-    m = _EXPONENT.search(text)
-    if m and abs(int(m.group(1).replace("_", ""))) > MAX_EXPONENT:
-        raise CaseError(
-            f"{where}: {show(text)} has the exponent {show(m.group(1))}; allowed: |exponent| <= {MAX_EXPONENT}"
-        )
-    try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise CaseError(
-            f'{where}: {show(text)} is not a number; allowed: exact rationals such as "1/3" or decimals such as "0.25"'
-        ) from None
+    """A rational from its text ("1/3", "0.25", "2e-3"): the one number grammar of
+    `rheo_ref.numbers` (ASCII digits, bounded length and exponent); CaseError otherwise."""
+    return numbers.rational(text, where)
 
 
 def parse_prob(value: Any, where: str) -> Fraction:
@@ -175,19 +163,11 @@ class TableModel:
 
 
 def _parse_key(key: str, where: str) -> Context:
-    if key == "":
-        return ()
-    try:
-        toks = tuple(int(t) for t in key.split(","))
-    except ValueError:
-        raise CaseError(f'{where}: key {show(key)} must be comma-joined token ids such as "0,2" or ""') from None
-    if any(t < 0 for t in toks):
-        raise CaseError(f"{where}: key {show(key)} has a negative token id")
-    return toks
+    return numbers.context_key(key, where)
 
 
 def _canonical_key(key: str, where: str) -> str:
-    return ",".join(str(t) for t in _parse_key(key.replace(" ", ""), where))
+    return ",".join(str(t) for t in _parse_key(key, where))
 
 
 @dataclass(frozen=True)
@@ -300,17 +280,28 @@ class Scheme:
 AnyScheme = Scheme | StaticScheme | TsubameScheme | TreeSparkScheme
 
 
+MAX_DEPTH = 100  # levels of a kept tree whose verification recurses level by level (static, tsubame, treespark)
+
+
 def scheme_from_json(obj: Any) -> AnyScheme:
-    """The scheme object of a case: its `family` (default rheo) says which fields it has."""
+    """The scheme object of a case: its `family` (default rheo) says which fields it has. A
+    static, tsubame or treespark tree deeper than MAX_DEPTH levels is refused (their exact
+    verification recurses once per level, and ~250 levels exhaust Python's stack)."""
     family = obj.get("family", "rheo") if isinstance(obj, dict) else "rheo"
     if family == "static":
-        return StaticScheme.from_json(obj)
+        static = StaticScheme.from_json(obj)
+        _check_depth(max(depths(static.parents)), f"static shape {static.kind} {list(static.sizes)}")
+        return static
     if family == "tsubame":
-        return TsubameScheme.from_json(obj)
+        tsubame = TsubameScheme.from_json(obj)
+        _check_depth(min(tsubame.D, tsubame.R), f"tsubame scheme D={tsubame.D}, R={tsubame.R}")
+        return tsubame
     if family == "treespark":
-        return TreeSparkScheme.from_json(obj)
+        spark = TreeSparkScheme.from_json(obj)
+        _check_depth(min(spark.D, spark.N), f"treespark scheme D={spark.D}, N={spark.N}")
+        return spark
     if family != "rheo":
-        raise CaseError(f"unknown scheme family {family!r}; allowed: {', '.join(FAMILIES)}")
+        raise CaseError(f"unknown scheme family {show(family)}; allowed: {', '.join(FAMILIES)}")
     return Scheme.from_json(obj)
 
 
@@ -344,6 +335,11 @@ def missing(part: str) -> Any:
 
 def present(part: Any) -> bool:
     return not isinstance(part, Missing)
+
+
+def _check_depth(depth: int, what: str) -> None:
+    if depth > MAX_DEPTH:
+        raise CaseError(f"{what} keeps a tree {depth} levels deep; allowed: at most {MAX_DEPTH} levels")
 
 
 @dataclass(frozen=True)
@@ -444,34 +440,66 @@ class Case:
 
 def load_case(path: str) -> Case:
     """Read a case file; every problem becomes one `CaseError` line."""
+    return Case.from_json(read_json_file(path, "case file"))
+
+
+MAX_NESTING = 64  # JSON nesting of a user file: a case nests 4, a grid 6
+
+
+def read_json_file(path: str, what: str, max_bytes: int = MAX_CASE_BYTES) -> Any:
+    """The strict JSON (`parse_json`) of a regular file of at most `max_bytes`, read in UTF-8: a
+    folder, a FIFO, a device (`/dev/zero`) or a larger file is refused before it is read."""
+    text = read_text_file(path, what, max_bytes)
+    return parse_json(text, show(path))
+
+
+def read_text_file(path: str, what: str, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes` (no FIFO, device or folder)."""
+    allowed = f"allowed: a readable regular file of at most {max_bytes // 2**20} MiB, in UTF-8"
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CASE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         reason = getattr(e, "strerror", None) or str(e)
-        raise CaseError(f"cannot read case file {show(path)}: {reason}; allowed: a readable JSON file") from None
-    if len(data) > MAX_CASE_BYTES:
-        raise CaseError(f"case file {show(path)} is larger than {MAX_CASE_BYTES // 2**20} MiB; allowed: smaller cases")
+        raise CaseError(f"cannot read {what} {show(path)}: {reason}; {allowed}") from None
     try:
-        text = data.decode("utf-8")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CaseError(f"cannot read {what} {show(path)}: not a regular file; {allowed}")
+        if st.st_size > max_bytes:
+            raise CaseError(f"{what} {show(path)} has {st.st_size:,} bytes; {allowed}")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as e:
+        raise CaseError(f"cannot read {what} {show(path)}: {e.strerror or e}; {allowed}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise CaseError(f"{what} {show(path)} has more than {max_bytes:,} bytes; {allowed}")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CaseError(f"{path}: not UTF-8 text (byte {e.start}); allowed: a JSON file in UTF-8") from None
-    return Case.from_json(parse_json(text, path))
+        raise CaseError(f"{what} {show(path)}: not UTF-8 text (byte {e.start}); {allowed}") from None
 
 
 def parse_json(text: str, where: str) -> Any:
-    """Strict JSON: no NaN or Infinity, no duplicate keys; nesting deeper than the decoder's
-    recursion allows is refused with its depth."""
+    """Strict JSON: no NaN or Infinity, no duplicate keys, numbers within `rheo_ref.numbers`'
+    bounds, nesting at most MAX_NESTING levels (refused with its depth, before decoding)."""
+    if text.count("[") + text.count("{") > MAX_NESTING and _nesting(text) > MAX_NESTING:
+        raise CaseError(f"{where}: JSON nested {_nesting(text):,} levels deep; allowed: at most {MAX_NESTING}")
     try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
-    except CaseError:
-        raise
+        return json.loads(
+            text,
+            parse_constant=_no_constant,
+            object_pairs_hook=_no_duplicates,
+            parse_int=numbers.json_int,
+            parse_float=numbers.json_float,
+        )
+    except CaseError as e:
+        raise CaseError(f"{where}: {e}") from None
     except json.JSONDecodeError as e:
         raise CaseError(f"{where}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     except RecursionError:
-        raise CaseError(
-            f"{where}: JSON nested {_nesting(text):,} levels deep; allowed: at most a few hundred (a case nests 4)"
-        ) from None
+        raise CaseError(f"{where}: JSON nested too deep; allowed: at most {MAX_NESTING} levels") from None
     except ValueError as e:  # an integer literal over Python's digit limit
         raise CaseError(f"{where}: not usable JSON ({str(e).split(';')[0]}); allowed: a case of section 10") from None
 

@@ -19,6 +19,7 @@ from fractions import Fraction
 from math import prod
 from typing import Any, ClassVar
 
+from . import numbers
 from .errors import CaseError
 from .validate import check_fields, is_int
 
@@ -48,8 +49,8 @@ def parse_weight(value: Any) -> Fraction:
         w = value
     elif isinstance(value, str) or is_int(value):
         try:
-            w = Fraction(value)
-        except (ValueError, ZeroDivisionError):
+            w = numbers.rational(value, "ensemble_weight") if isinstance(value, str) else Fraction(value)
+        except CaseError:
             raise CaseError(
                 f'ensemble_weight {value!r} is not a number; allowed: a rational in (0, 1] such as "1/2"'
             ) from None

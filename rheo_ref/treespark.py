@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from . import numbers
 from .errors import CaseError
 from .static import MAX_NODES
 from .validate import check_fields, is_int, show
@@ -48,8 +49,8 @@ class Calibration:
                 f"numbers a > 0 and b (the paper's: sigmoid:{PAPER_SIGMOID[0]},{PAPER_SIGMOID[1]})"
             )
         try:
-            a, b = float(m.group(1)), float(m.group(2))
-        except ValueError:
+            a, b = (float(numbers.rational(g, f"treespark calibration {show(text)}")) for g in m.groups())
+        except (CaseError, OverflowError):
             raise CaseError(f"treespark calibration {show(text)}: a and b must be numbers") from None
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise CaseError(f"treespark calibration {show(text)}: a must be finite and > 0, b finite")
@@ -74,8 +75,8 @@ def parse_theta(value: Any) -> Fraction:
     """θ in [0, 1], exact: a string such as "1/20" or "0.05", or an integer (0 or 1)."""
     if isinstance(value, str) or is_int(value):
         try:
-            t = Fraction(value)
-        except (ValueError, ZeroDivisionError):
+            t = numbers.rational(value, "treespark theta") if isinstance(value, str) else Fraction(value)
+        except CaseError:
             t = None
         if t is not None and 0 <= t <= 1:
             return t

@@ -31,6 +31,7 @@ import copy
 import io
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -327,6 +328,8 @@ def files(tmp_path_factory):
     (d / "binary.json").write_bytes(b"\xff\xfe\x00{")
     (d / "folder").mkdir()
     (d / "afile").write_text("x")
+    os.mkfifo(d / "fifo")
+    (d / "link").symlink_to(d / "linked")
     return d
 
 
@@ -402,11 +405,16 @@ def out_path(files: Path, name: str, leaf: str) -> str:
         "readonly": str((ro or files) / leaf),
         "nul": "o\x00ut",
         "empty": "",
+        "devnull": os.devnull,
+        "fifo": str(files / "fifo"),
+        "symlink": str(files / "link"),
+        "long name": str(files / ("n" * 245)),  # fits; its temporary name does not
     }.get(name, name)
 
 
 OUT_PATHS = st.sampled_from(
     ["fresh", "existing", "existing", "folder", "under a file", "missing parent", "readonly", "nul", "empty"]
+    + ["devnull", "fifo", "symlink", "long name"]
 )
 
 
@@ -514,7 +522,7 @@ def test_compare_argument_vectors(files, path, argv):
     res = invoke(
         ["compare", case_path(files, path), *argv, *(["--max-trees", "3000"] if "--force" not in argv else [])]
     )
-    if res.rc == 0 and target:
+    if res.rc == 0 and target and target != os.devnull:
         assert Path(target).is_file() and Path(target).stat().st_size > 0
 
 
@@ -771,13 +779,14 @@ def test_audit_argument_vectors(files, stub_audit, argv):
     if "--json" in argv:
         i = argv.index("--json")
         argv[i + 1] = target = out_path(files, argv[i + 1], "audit.json")
-        if target and "\x00" not in target and Path(target).parent.is_dir() and not Path(target).is_dir():
+        regular = target and "\x00" not in target and (os.path.isfile(target) or not os.path.lexists(target))
+        if regular and Path(target).parent.is_dir():  # (never into a FIFO: that would block)
             try:
                 Path(target).write_text("PREVIOUS")
             except OSError:
                 pass
     res = invoke(["audit", *argv])
-    if target and res.rc == 0:
+    if target and res.rc == 0 and os.path.isfile(target):
         assert isinstance(json.loads(Path(target).read_text()), list)
     elif target and "\x00" not in target and os.path.isfile(target):
         assert Path(target).read_text() == "PREVIOUS"  # a failed run leaves the previous file
@@ -1038,3 +1047,191 @@ def test_the_console_script_exits_cleanly(files, argv):
     COUNTS["(console script)"] += 1
     assert_contract(Result(r.returncode, r.stdout, r.stderr), argv)
     assert r.returncode == 2, r.stderr
+
+
+# --- issue 25: one generator per class of hostile input found outside this harness ---------------
+
+# 1. numbers: texts a reader would not read as a number, in every place a user writes one
+NUMBER_TEXT = st.one_of(
+    st.sampled_from(["\u0661/\u0664", "\uff11", "1_0", "1 0", " 1", "+1/4", "1/0", "1e\u0661\u0660", "1e1001",
+                     "1e999999999", "9" * 41, "1/" + "9" * 4000, "nan", "-inf", ".5", "1.", "0x10", "1/3", "0.25"]),
+    st.text(alphabet=st.sampled_from("0123456789/.eE+-_ \u0660\u0661\u06f1\uff11\u00a0"), min_size=1, max_size=12),
+)  # fmt: skip
+GRAMMAR = re.compile(r"-?[0-9]{1,40}(/[0-9]{1,40}|(\.[0-9]+)?([eE][+-]?[0-9]+)?)")  # the oracle: docs/CLI.md
+
+
+def in_grammar(text: str) -> bool:
+    if len(text) > 1000 or not GRAMMAR.fullmatch(text):
+        return False
+    exp = re.search(r"[eE]([+-]?[0-9]+)$", text)
+    return not (exp and abs(int(exp.group(1))) > 1000) and not re.search(r"/0+$", text)
+
+
+@fuzz(40)
+@given(text=NUMBER_TEXT, where=st.sampled_from(["row", "proxy", "theta", "flag", "temperature", "ensemble"]))
+def test_every_user_number_reads_one_grammar(files, stub_gate_hf, text, where):
+    case = copy.deepcopy(SMALL)
+    argv = ["exact", str(files / "num.json"), *CHEAP]
+    if where == "row":
+        key = next(iter(case["target"]["probs"]))
+        case["target"]["probs"][key][0] = text
+    elif where == "proxy":
+        case["scheme"]["proxy"] = f"const:{text}"
+    elif where == "theta":
+        case = {**SMALL_TREESPARK, "scheme": {**SMALL_TREESPARK["scheme"], "theta": text}}
+    elif where == "flag":
+        argv += ["--tokens", text]
+    elif where == "temperature":
+        argv = ["sample", str(files / "num.json"), "--samples", "2", "--seed", "1", "--temperature", text]
+    else:
+        argv = ["gate-hf", str(files / "num.json"), "--decoder", f"ensemble:{text}"]
+    (files / "num.json").write_text(json.dumps(case))
+    res = invoke(argv)
+    if not in_grammar(text):
+        assert res.rc == 2, (where, text, res.err)
+
+
+# 2. sweeps: every input refused up front, before any file is written
+SWEEP_CHANGES = st.one_of(
+    st.fixed_dictionaries({"temperatures": st.lists(NUMBER_TEXT, min_size=1, max_size=2)}),
+    st.fixed_dictionaries({"tokens": st.sampled_from([20, 10**6, 10**39, 0, -1, True])}),
+    st.fixed_dictionaries({"tables": st.sampled_from([
+        [{"generator": "random", "vocab_size": 3, "seeds": [2**63]}],
+        [{"generator": "random", "vocab_size": 3, "seeds": list(range(60_000))}],
+        [{"generator": "zipf", "vocab_size": 10**6, "seeds": [0]}],
+    ])}),
+    st.fixed_dictionaries({"max_law_size": st.sampled_from([0, 1, None, "x", 10**40])}),
+)  # fmt: skip
+ENGINE_FLAGS = {
+    "--workers": st.sampled_from(["0", "1025", "10000000", "\u0662"]),
+    "--scheduler": st.sampled_from(["tls://127.0.0.1:1", "ws://h:1", "tcp://h:0", "tcp://h:99999"]),
+}
+
+
+@fuzz(30)
+@given(change=SWEEP_CHANGES, argv=flags(ENGINE_FLAGS))
+def test_sweep_refuses_before_any_work(files, change, argv):
+    grid = files / "grid25.json"
+    grid.write_text(json.dumps({**GRID, "temperatures": ["1"], **change}))
+    out = files / "sweep25"
+    if (out / "sweep.csv").exists():
+        (out / "sweep.csv").unlink()
+    res = invoke(["sweep", str(grid), "--out", str(out), "--workers", "1", *argv, "--no-plot", "--no-progress"])
+    if res.rc == 2:
+        assert not (out / "sweep.csv").exists(), res.err
+
+
+@fuzz(15)
+@given(table=st.one_of(st.binary(max_size=80), st.sampled_from([b"", b"case_hash,method\n" * 3, b"\xff" * 10])))
+def test_sweep_resumes_only_from_its_own_tables(files, table):
+    from rheo_ref.grid import COLUMN_NAMES
+
+    out = files / "resume25"
+    out.mkdir(exist_ok=True)
+    header = ",".join(COLUMN_NAMES).encode() + b"\n"
+    (out / "sweep.csv").write_bytes(table if table[:1] == b"\xff" else header + table)
+    grid = files / "grid25r.json"
+    grid.write_text(json.dumps({**GRID, "temperatures": ["1"], "schemes": GRID["schemes"][:1]}))
+    invoke(["sweep", str(grid), "--out", str(out), "--workers", "1", "--no-plot", "--no-progress"])
+
+
+# 3. gate-hf and mutants: sizes nobody can pay for
+@fuzz(20)
+@given(
+    tv=st.sampled_from(["1e-6", "1e-4", "0.001", "0.1"]),
+    gen=st.sampled_from(["temperature=1e-300", "temperature=1e-320", "temperature=0.01", "temperature=" + "9" * 50]),
+    case=st.sampled_from([{"tokens": 10**6}, {"tokens": 65}, {"context": [0] * 20_000}, {"context": []}, {}]),
+)
+def test_gate_hf_and_mutants_refuse_what_they_cannot_pay_for(files, stub_gate_hf, stub_mutants, tv, gen, case):
+    path = files / "gate25.json"
+    path.write_text(json.dumps({**SMALL, **case}))
+    invoke(["gate-hf", str(path), "--decoder", "assisted", "--tv", tv, "--gen", gen])
+    invoke(["mutants", "--tv", tv, "--seeds", "0", "--only", "fills-first", "fills-first"])
+
+
+# 4. deep structures: nesting in grids and cases, deep tsubame plans
+@fuzz(15)
+@given(depth=st.sampled_from([65, 500, 3000, 100_000]), kind=st.sampled_from(["grid", "case"]), D=st.integers(1, 600))
+def test_deep_structures_are_refused_or_run(files, depth, kind, D):
+    path = files / "deep25.json"
+    path.write_text("[" * depth + "]" * depth)
+    if kind == "grid":
+        invoke(["sweep", str(path), "--out", str(files / "deep-out"), "--workers", "1"])
+    else:
+        invoke(["exact", str(path)])
+    tsubame = {**SMALL, "tokens": 1, "scheme": {"family": "tsubame", "K": 1, "W": 1, "D": D, "R": min(D, 256),
+                                                "sampling": "wor", "verify": "traversal"}}  # fmt: skip
+    path.write_text(json.dumps(tsubame))
+    invoke(["exact", str(path), *CHEAP])
+
+
+# 6. the environment: long argument lists
+@fuzz(10)
+@given(n=st.sampled_from([1001, 5000, 100_000]), word=st.sampled_from(["--force", "-x", "\u0661", "a" * 100]))
+def test_long_argument_lists_are_refused_before_parsing(files, n, word):
+    res = invoke(["exact", str(files / "small.json"), *([word] * n)])
+    assert res.rc == 2, res.err
+
+
+# 7. signals: Ctrl-C at any cell keeps the cells finished before it
+@fuzz(8)
+@given(at=st.integers(0, 3))
+def test_ctrl_c_at_any_cell_keeps_the_finished_ones(files, at):
+    import rheo.sweep as sw
+    from rheo.sweep import read_table
+
+    out = files / f"ctrl-c-{at}"
+    grid = files / "grid25c.json"
+    grid.write_text(json.dumps({**GRID, "temperatures": ["1", "1/2"]}))
+    real, calls = sw.run_cell, []
+
+    def interrupt(cell):
+        if len(calls) == at:
+            raise KeyboardInterrupt
+        calls.append(cell)
+        return real(cell)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(sw, "run_cell", interrupt)
+    try:
+        res = invoke(["sweep", str(grid), "--out", str(out), "--workers", "1", "--no-plot", "--no-progress"])
+    finally:
+        mp.undo()
+    assert res.rc == 130
+    assert len(read_table(out / "sweep.csv")) == at
+
+
+# 8. quieter edges: a name given twice runs once; failed cells, --retry-failed
+@fuzz(10)
+@given(names=st.lists(st.sampled_from(["fills-first", "leq-coin", "bonus-full-p"]), min_size=1, max_size=4))
+def test_a_mutant_named_twice_runs_once(stub_mutants, names):
+    import rheo.cli_mutants as cm
+
+    ran: list[str] = []
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cm, "mutant_rows", lambda case, names, **kw: ran.extend(names) or [])
+    try:
+        res = invoke(["mutants", "--seeds", "0", "--only", *names])
+    finally:
+        mp.undo()
+    if res.rc == 0:
+        assert sorted(ran) == sorted(set(names)), (names, ran)
+
+
+@fuzz(8)
+@given(retry=st.booleans(), workers=st.sampled_from(["1", "2"]))
+def test_failed_cells_exit_1_and_retry_failed_runs_them_again(files, retry, workers):
+    grid, out = files / "grid25f.json", files / f"failed25-{COUNTS['sweep']}"
+    argv = ["sweep", str(grid), "--out", str(out), "--workers", workers, "--no-progress"]
+    for max_trees in (1, None):  # every cell refused, then none: kept as failed, or run again with --retry-failed
+        cells = {"schemes": GRID["schemes"][:1], "temperatures": ["1"], "method": "brute", "max_trees": max_trees}
+        grid.write_text(json.dumps({**GRID, **cells}))
+        res = invoke(argv + (["--retry-failed"] if retry and max_trees is None else []))
+        failed = max_trees == 1 or not retry
+        assert res.rc == (1 if failed else 0) and all(bool(r["error"]) == failed for r in read_rows(out)), res.err
+
+
+def read_rows(out: Path) -> list[dict]:
+    from rheo.sweep import read_table
+
+    return read_table(out / "sweep.csv")

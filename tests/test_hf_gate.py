@@ -477,10 +477,27 @@ def test_gate_hf_prints_the_verdict(capsys):
     assert code == 1 and rep["verdict"] == "REJECT" and rep["exact_tv"] == "4735/18032", rep
 
 
+@pytest.mark.lossless
+def test_gate_hf_horizon_says_where_and_plots(capsys, tmp_path):
+    """`--horizon 3`: the windows (x1, x2), (x2, x3) at family α = 1e-3 (Bonferroni, 5e-4 each), each
+    detecting TV ≥ 0.25 with power 0.99; the ensemble's window (x1, x2) is at exact TV 4735/18032 ≈ 0.263
+    (its 2-token TV), so it is rejected, with the conditional law that deviates most, drawn by --plot."""
+    png = tmp_path / "worst.png"
+    argv = ["gate-hf", str(CASES / "hf.json"), "--decoder", "ensemble:1/2", "--gen", "num_assistant_tokens=2"]
+    argv += ["--gen", "assistant_confidence_threshold=0", "--tv", "0.25", "--horizon", "3", "--plot", str(png)]
+    code, out, _ = run_cli(capsys, *argv)
+    rep = json.loads(out)
+    assert code == 1 and rep["verdict"] == "REJECT" and rep["horizon"] == 3 and rep["tests"] == 2, rep
+    assert rep["alpha"] == 1e-3 and rep["alpha_each"] == 5e-4 and rep["detectable_tv"] <= 0.25
+    assert rep["worst_conditional"].startswith("token ") and rep["worst_conditional"] in rep["summary"]
+    assert png.stat().st_size > 1000 and rep["plot"] == str(png)
+
+
 @pytest.mark.parametrize(
     "argv, msg",
     [
         (["--decoder", "beam"], "unknown decoder 'beam'"),
+        (["--decoder", "assisted", "--horizon", "1"], "--horizon"),
         (["--decoder", "assisted", "--gen", "top_k"], "must be KEY=VALUE"),
         (["--decoder", "assisted", "--gen", "repetition_penalty=1.1"], "repetition_penalty is not supported"),
         (["--decoder", "assisted", "--gen", "temperature=0.3"], "1/T to be an integer"),

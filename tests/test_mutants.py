@@ -152,6 +152,9 @@ def test_gate_rejects_the_mutant(name, tvs):
     for ch in checks:
         res = run_check(gate_cases()[mutant_case(name)], ch, mutant=name, alpha=ALPHA, beta=BETA, tv=DELTA)
         assert res.rejected, f"{res.summary()}; exact TV {float(tvs[name][ch]):.4f} >= δ {DELTA}"
+        # the rejection says where: the conditional law that deviates most and the worst cells
+        assert res.worst_conditional is not None and res.top_cells, res.summary()
+        assert res.worst_conditional.text() in res.summary() and res.worst_conditional.p_value < 1e-3
 
 
 # Where each family's fast mutants are compared with their exact counterparts: the mutant cases,

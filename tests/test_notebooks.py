@@ -36,7 +36,7 @@ def assert_pngs(reports: Path, names: list[str]) -> None:
         assert f.exists() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 5000, n
 
 
-@pytest.mark.parametrize("name", ["proxy_choices.py", "rheostat.py", "verifiers.py"])
+@pytest.mark.parametrize("name", ["proxy_choices.py", "rheostat.py", "verifiers.py", "real_model.py"])
 def test_notebook_is_jupytext_percent_with_question_and_answer(name):
     jupytext = pytest.importorskip("jupytext")
     nb = jupytext.read(NOTEBOOKS / name)

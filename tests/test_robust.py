@@ -332,6 +332,9 @@ def test_ctrl_c_on_a_real_process_exits_130_with_one_line(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # a background job of a non-interactive shell inherits SIGINT ignored: give the child the
+        # default, as a terminal's Ctrl-C finds it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as p:
         time.sleep(1.0)  # started (~0.2 s) and enumerating a 3^16-sequence law (minutes)
         assert p.poll() is None, p.communicate()

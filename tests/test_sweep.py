@@ -93,7 +93,7 @@ def test_rows_are_exact_and_a_failing_cell_gets_an_error_row():
     "grid, needle",
     [
         ({**GRID, "tables": [{"generator": "magic", "vocab_size": 3}]}, "generator 'magic' unknown"),
-        ({**GRID, "temperatures": ["-1"]}, "temperature '-1' must be >= 0"),
+        ({**GRID, "temperatures": ["-1"]}, "temperature '-1' is outside"),
         ({**GRID, "temperatures": [0.5]}, "must be a string"),
         ({k: v for k, v in GRID.items() if k != "schemes"}, "grid is missing 'schemes'"),
         ({**GRID, "method": "fast"}, "method 'fast' unknown"),

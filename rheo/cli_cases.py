@@ -1,0 +1,243 @@
+"""`rheo cases`: the case library — per decoder family and pairing, one shared hunted case on which
+every known mutant of that kind has exact TV ≥ the case's floor (docs/GATE.md, "Pick a case").
+
+Gating a decoder of that kind at δ = the floor needs the N the case states (a few thousand
+samples at the gate's α) instead of the ~50,000–70,000 the gate's δ = 0.025 needs, and still
+catches every known class. The cases come from `rheo mutants --hunt` (seed and index recorded)
+and are gate rows (tests/test_bugclasses.py). Also here: the bug-class rows of `rheo mutants`
+and its `--hunt`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EPILOG = """\
+columns: name · family/pairing · floor (every listed mutant's exact TV on its best check is >= it)
+· N: samples a gate check needs at δ = floor, α and β (the largest over the case's checks)
+· mutants covered. --show NAME prints one case's JSON (the bug-class case format, docs/GATE.md).
+exit status: 0 ok, 2 bad input (docs/CLI.md)."""
+
+
+def register(subparsers) -> None:
+    from .gate import ALPHA, BETA
+
+    sp = subparsers.add_parser(
+        "cases",
+        help="the case library: shared hunted cases that convict every known mutant with few samples",
+        description="List the case library: per family and pairing, a hunted case on which every known "
+        "mutant has exact TV >= the stated floor, and the samples a gate check needs there.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    sp.add_argument("--show", metavar="NAME", help="print the case NAME (JSON)")
+    sp.add_argument("--alpha", type=float, default=ALPHA, help=f"level of each check (default {ALPHA:g})")
+    sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = floor (default {BETA:g})")
+    sp.add_argument(
+        "--false-alarms",
+        type=int,
+        default=0,
+        metavar="SEEDS",
+        help="also run the baseline decoder on each case under SEEDS seeds (seed i: check i mod checks, at δ = the "
+        "floor) and report the rejections at α and at 0.05 with binomial p-values (default 0: skip; at most 100,000)",
+    )
+    sp.set_defaults(func=run_cases)
+
+
+def library_rows(alpha: float, beta: float) -> list[dict]:
+    from rheo_ref.bugclasses.cases import BugCase, request_law
+
+    from .case_library import LIBRARY
+    from .stats import samples_for
+
+    rows = []
+    for name, entry in LIBRARY.items():
+        case = BugCase.from_json(entry["case"])
+        n = max(samples_for(request_law(case, k), entry["floor"], alpha, beta) for k in range(1, case.tokens + 1))
+        rows.append(
+            {
+                "name": name,
+                "family": entry["family"],
+                "pairing": entry["pairing"],
+                "floor": entry["floor"],
+                "N": n,
+                "alpha": alpha,
+                "beta": beta,
+                "mutants": entry["mutants"],
+                "hunt": entry["hunt"],
+            }
+        )
+    return rows
+
+
+def run_cases(args: argparse.Namespace) -> int:
+    from rheo_ref.errors import CaseError
+
+    from .case_library import LIBRARY
+    from .stats import _check_rate
+
+    _check_rate("alpha", args.alpha)
+    _check_rate("beta", args.beta)
+    if args.show is not None:
+        if args.show not in LIBRARY:
+            raise CaseError(f"--show {args.show!r} is not a library case; allowed: {', '.join(LIBRARY)}")
+        print(json.dumps(LIBRARY[args.show]["case"], indent=1))
+        return 0
+    from rheo_ref.validate import integer
+
+    integer("--false-alarms", args.false_alarms, min=0, max=100_000)
+    rows = library_rows(args.alpha, args.beta)
+    if args.false_alarms:
+        for r in rows:
+            r["false_alarm"] = false_alarms(r["name"], args.false_alarms, alpha=args.alpha, beta=args.beta)
+    if args.json:
+        print(json.dumps({"alpha": args.alpha, "beta": args.beta, "cases": rows}))
+        return 0
+    w = sys.stdout.write
+    w(f"case library: α={args.alpha:g} per check, power {1 - args.beta:g} at δ = the floor\n")
+    w(f"{'name':22} {'family/pairing':22} {'floor':>7} {'N':>6}  mutants\n")
+    for r in rows:
+        w(f"{r['name']:22} {r['family'] + '/' + r['pairing']:22} {r['floor']:7.3f} {r['N']:6}  {len(r['mutants'])}\n")
+        for key in ("at_alpha", "at_0.05") if "false_alarm" in r else ():
+            x = r["false_alarm"][key]
+            w(
+                f"  false alarms of the baseline, {r['false_alarm']['seeds']} seeds, level {x['level']:g}: "
+                f"{x['rejections']} (expected {x['expected']:g}), binomial p = {x['binomial_p']:.3g}\n"
+            )
+    return 0
+
+
+def false_alarms(name: str, seeds: int, *, alpha: float, beta: float) -> dict:
+    """The baseline decoder on library case `name` under `seeds` seeds (seed i runs check i mod the
+    case's checks, at δ = its floor): rejections at α and at 0.05, binomial p-values."""
+    from scipy.stats import binomtest
+
+    from rheo_ref.bugclasses.cases import BugCase
+
+    from .bugclasses import checks, run_check, seed
+    from .case_library import LIBRARY
+
+    case = BugCase.from_json(LIBRARY[name]["case"])
+    cs = checks(case)
+    pvals = [
+        run_check(
+            case, cs[i % len(cs)], alpha=alpha, beta=beta, tv=LIBRARY[name]["floor"], seed=seed(f"fa|{name}|{i}")
+        ).p_value
+        for i in range(seeds)
+    ]
+    out: dict = {"seeds": seeds}
+    for a, key in ((alpha, "at_alpha"), (0.05, "at_0.05")):
+        k = sum(p < a for p in pvals)
+        out[key] = {"level": a, "rejections": k, "expected": seeds * a, "binomial_p": binomtest(k, seeds, a).pvalue}
+    return out
+
+
+# --- for `rheo mutants` --------------------------------------------------------------------------
+
+
+def library_case_of(mutant: str) -> str:
+    """The library case a bug-class mutant runs on: the case of its verification mode that covers it."""
+    from .case_library import LIBRARY
+
+    for name, entry in LIBRARY.items():
+        if mutant in entry["mutants"] or mutant in entry.get("below_floor", {}):
+            return name
+    return next(iter(LIBRARY))
+
+
+def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n: int = 200_000) -> list[dict]:
+    """The bug-class mutants (all, or those named in `only`), each on its library case: exact TVs,
+    samples_to_convict, and the convicting check run at that N (power ≥ 1 − β at its exact TV)."""
+    from rheo_ref.bugclasses.cases import BugCase
+    from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+
+    from .bugclasses import bug_row, run_check, seed
+    from .case_library import LIBRARY
+
+    out = []
+    for name in BUG_MUTANTS:
+        if only and name not in only:
+            continue
+        lib = library_case_of(name)
+        case = BugCase.from_json(LIBRARY[lib]["case"])
+        row = bug_row(case, name, alpha=alpha, beta=beta)
+        n, ch = row["samples_to_convict"], row["convicting_check"]
+        tvs = row["exact_tv_float"]
+        if n is None or n > max_n:  # lossless here, or float-level (or above max_n): not run
+            res = None
+        else:
+            res = run_check(
+                case, ch, alpha=alpha, beta=beta, tv=min(1.0, tvs[ch]), seed=seed(f"{lib}|{name}"), mutant=name, n=n
+            )
+        expected = res is not None
+        rejected = bool(res and res.rejected)
+        out.append(
+            {
+                **row,
+                "case": lib,
+                "description": BUG_MUTANTS[name].description,
+                "N": {ch: res.n} if res else {},
+                "p_value": {ch: res.p_value} if res else {"-": 1.0},
+                "detectable_tv": {ch: res.detectable_tv} if res else {},
+                "rejected": rejected,
+                "expected": expected,
+                "verdict": ("caught" if rejected else "MISSED") if expected else "below δ",
+                "note": "" if expected else f"samples_to_convict {n} (float-level)" if n else "lossless on this case",
+            }
+        )
+    return out
+
+
+def run_hunt(args: argparse.Namespace) -> int:
+    from rheo_ref.validate import integer
+
+    from .hunt import best, hunt
+
+    integer("--hunt", args.hunt, min=1, max=100_000)
+    integer("--workers", args.workers, min=1, max=256)
+    from rheo_ref.variants import MUTANTS
+
+    from .gate import mutant_case
+
+    variants = [n for n in (args.only or MUTANTS) if n in MUTANTS]
+    for n in variants:
+        mutant_case(n)  # (the gate case's exact laws, memoised before any worker starts)
+    cells = hunt(
+        Path(args.hunt_out),
+        seed=args.hunt_seed,
+        cases=args.hunt,
+        alpha=args.alpha,
+        beta=args.beta,
+        workers=args.workers,
+        variants=variants,
+    )
+    b = best(cells)
+    summary = {
+        "seed": args.hunt_seed,
+        "cases": args.hunt,
+        "alpha": args.alpha,
+        "beta": args.beta,
+        "per_mutant": {
+            n: {k: r.get(k) for k in ("samples_to_convict", "convicting_check", "exact_tv_float", "seed", "i", "case")}
+            for n, r in b["per_mutant"].items()
+        },
+        "shared": {
+            m: {"floor": c["floor"], "seed": c["seed"], "i": c["i"], "case": c["case"]} for m, c in b["shared"].items()
+        },
+    }
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    w = sys.stdout.write
+    w(f"hunt: {args.hunt} cases from seed {args.hunt_seed} (α={args.alpha:g}, power {1 - args.beta:g})\n")
+    for n, r in summary["per_mutant"].items():
+        w(
+            f"{n:30} samples_to_convict {r['samples_to_convict']:>10}  ({r['convicting_check']}, case {r['seed']}/{r['i']})\n"
+        )
+    for m, c in summary["shared"].items():
+        w(f"shared {m:8} floor {c['floor']:.3f}  (case {c['seed']}/{c['i']})\n")
+    return 0

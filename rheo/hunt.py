@@ -1,0 +1,259 @@
+"""`rheo mutants --hunt`: search small cases for the one on which the gate convicts a mutant with
+the fewest samples (docs/GATE.md, "The fewest samples").
+
+Bug-class cases are drawn from a seed (`random.Random(f"hunt|{seed}|{i}")`): V ≤ 6, context length ≤ 1,
+temperature 1 or 1/2, integer weights 0–9 (zeros allowed), the request's top-k, top-p, penalty,
+γ ∈ {1, 2} and verification (token or block) within the gate's sizes, 2 or 3 tokens. Each drawn
+case is one cell: every bug-class mutant's exact TV per check and `samples_to_convict`
+(`rheo.bugclasses`), and the case's floor (the smallest, over the mutants its verification
+reads, of each one's largest exact TV). Cells run on `rheo sweep`'s engine (local processes or
+Dask); every finished cell is appended to OUT/hunt.jsonl, and a cell already there is not run
+again (resume by running the same command).
+
+Each algorithmic mutant (`rheo_ref.variants.MUTANTS`) gets cases of its own: its gate case's
+scheme on new tables (`variant_case`: V = 3 or 4, context length 1, q_samp at T = 1 or 1/2), and
+its samples_to_convict over the gate's four checks from its exact counterpart.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+from pathlib import Path
+
+from rheo_ref.bugclasses.cases import BugCase
+from rheo_ref.bugclasses.decoder import Request
+from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+from rheo_ref.errors import CaseError
+from rheo_ref.models import TableModel
+
+from .bugclasses import bug_row
+
+# Mutants whose effect no case of a verification mode can show (their step is not read there),
+# and the float-level one (TV ≤ ~2^-9 on any case): left out of that mode's floor
+NOT_READ = {"token": {"block-token-residual"}, "block": {"uniform-reused-for-residual", "stream-positions-shared"}}
+FLOAT_LEVEL = {"draft-bfloat16"}
+
+
+def floor_mutants(verify: str) -> list[str]:
+    return [m for m in BUG_MUTANTS if m not in NOT_READ[verify] and m not in FLOAT_LEVEL]
+
+
+def random_case(seed: int, i: int, *, verify: str | None = None) -> BugCase:
+    """The i-th case of a hunt (module docstring)."""
+    rng = random.Random(f"hunt|{seed}|{i}")
+    V = rng.randint(2, 6)
+    L = rng.choice((0, 1))
+    keys = [()] + ([(t,) for t in range(V)] if L else [])
+
+    def weights() -> dict:
+        out = {}
+        for k in keys:
+            w = [rng.choice((0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9)) for _ in range(V)]
+            if not any(w):
+                w[rng.randrange(V)] = 1
+            out[k] = w
+        return out
+
+    draft = TableModel.from_weights(weights(), context_length=L, name="draft")
+    target = TableModel.from_weights(weights(), context_length=L, name="target")
+    req = Request(
+        temperature=rng.choice((Fraction(1), Fraction(1, 2))),
+        top_k=rng.choice((0, 0, 2, 3)) if V > 3 else 0,
+        top_p=rng.choice((Fraction(1), Fraction(9, 10), Fraction(4, 5))),
+        penalty=rng.choice((Fraction(1), Fraction(1, 2), Fraction(1, 2), Fraction(1, 2))),
+        gamma=rng.choice((1, 2)),
+        verify=verify or rng.choice(("token", "block")),
+    )
+    tokens = 3 if V <= 4 else 2
+    return BugCase(draft, target, (0,) if L else (), tokens, req)
+
+
+def hunt_cell(cell: tuple[int, int, str | None, float, float]) -> dict:
+    """One drawn case: every applicable bug-class mutant's row, and the case's floor."""
+    seed, i, verify, alpha, beta = cell
+    case = random_case(seed, i, verify=verify)
+    rows = {}
+    for name, m in BUG_MUTANTS.items():
+        try:
+            m.check(case.request)
+        except CaseError:
+            continue
+        rows[name] = bug_row(case, name, alpha=alpha, beta=beta)
+    need = [m for m in floor_mutants(case.request.verify) if m in rows] if case.request.penalty < 1 else []
+    floor = min((max(rows[m]["exact_tv_float"].values()) for m in need), default=0.0)
+    if case.request.penalty == 1:
+        floor = 0.0  # the penalty class cannot show: not a shared case
+    return {"seed": seed, "i": i, "case": case.to_json(), "floor": floor, "rows": rows}
+
+
+def _key(row: dict) -> tuple:
+    return (row.get("mutant", ""), row["seed"], row["i"])
+
+
+def run_cell(cell: tuple) -> dict:
+    """A bug-class cell (seed, i, verify, α, β) or an algorithmic mutant's (name, seed, i, α, β)."""
+    return variant_cell(cell) if isinstance(cell[0], str) else hunt_cell(cell)
+
+
+def hunt(
+    out: Path,
+    *,
+    seed: int,
+    cases: int,
+    alpha: float,
+    beta: float,
+    workers: int = 1,
+    scheduler: str | None = None,
+    verify: str | None = None,
+    variants: list[str] | None = None,
+) -> list[dict]:
+    """Run the cells not yet in OUT/hunt.jsonl; return every cell of this hunt (module docstring):
+    `cases` bug-class cases and, for each algorithmic mutant in `variants`, `cases` of its own."""
+    from .sweep import engine
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "hunt.jsonl"
+    done: dict[tuple, dict] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[_key(r)] = r
+    cells: list[tuple] = [(seed, i, verify, alpha, beta) for i in range(cases)]
+    cells += [(m, seed, i, alpha, beta) for m in variants or () for i in range(cases)]
+    keys = [(c[0], c[1], c[2]) if isinstance(c[0], str) else ("", c[0], c[1]) for c in cells]
+    todo = [c for c, k in zip(cells, keys) if k not in done]
+    with engine(scheduler, workers, fn=run_cell) as runner, path.open("a", encoding="utf-8") as f:
+        for row in runner(todo):  # type: ignore[arg-type]  # (the runner takes any cells fn takes)
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            done[_key(row)] = row
+    return [done[k] for k in keys]
+
+
+def best(cells: list[dict]) -> dict:
+    """Per mutant, the hunted case with the fewest samples to convict; per verification mode, the
+    shared case with the largest floor."""
+    per: dict[str, dict] = {}
+    shared: dict[str, dict] = {}
+    for c in cells:
+        if "mutant" in c:  # an algorithmic mutant's cell
+            n, name = c["samples_to_convict"], c["mutant"]
+            if n is not None and (name not in per or n < per[name]["samples_to_convict"]):
+                per[name] = c
+            continue
+        for name, r in c["rows"].items():
+            n = r["samples_to_convict"]
+            if n is not None and (name not in per or n < per[name]["samples_to_convict"]):
+                per[name] = {**r, "case": c["case"], "seed": c["seed"], "i": c["i"]}
+        mode = c["case"]["request"]["verify"]
+        if c["floor"] > shared.get(mode, {}).get("floor", 0.0):
+            shared[mode] = c
+    return {"per_mutant": per, "shared": shared}
+
+
+# --- the twenty algorithmic mutants (rheo_ref.variants.MUTANTS) ------------------------------------
+
+
+def variant_case(mutant: str, seed: int, i: int):
+    """The i-th hunted case of an algorithmic mutant: its gate case's scheme on new tables (V = 3
+    or 4, context length 1, integer weights 0–9, q_samp at temperature 1 or 1/2 as a table)."""
+    from rheo_ref.models import Case
+
+    from .gate import GateCase, gate_cases, mutant_case
+
+    base = gate_cases()[mutant_case(mutant)].case
+    rng = random.Random(f"hunt|{mutant}|{seed}|{i}")
+    V = rng.choice((3, 4))
+
+    def weights() -> dict:
+        rows = {}
+        for k in [(), *((t,) for t in range(V))]:
+            w = [rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 8, 9)) for _ in range(V)]
+            w[rng.randrange(V)] += 1
+            rows[k] = w
+        return rows
+
+    dw, tw = weights(), weights()
+    power = rng.choice((1, 2))
+    draft = TableModel.from_weights(dw, context_length=1, name="draft")
+    sample = TableModel.from_weights(dw, context_length=1, name="draft_sample", power=power)
+    target = TableModel.from_weights(tw, context_length=1, name="target")
+    case = Case(draft, target, base.scheme, (0,), 3, sample)
+    return GateCase(f"hunt-{mutant}-{seed}-{i}", case, case, 1.0)
+
+
+def variant_cell(cell: tuple[str, int, int, float, float]) -> dict:
+    """One hunted case of an algorithmic mutant: its samples_to_convict over the gate's checks."""
+    from .bugclasses import samples_to_convict
+    from .gate import CHECKS, check_law_of
+
+    mutant, seed, i, alpha, beta = cell
+    gc = variant_case(mutant, seed, i)
+    try:
+        laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
+        n, ch = samples_to_convict(laws, {ch: check_law_of(gc, ch, mutant) for ch in CHECKS}, alpha, beta)
+    except CaseError as e:  # a case the mutant's exact counterpart refuses (e.g. an empty tail)
+        return {"mutant": mutant, "seed": seed, "i": i, "samples_to_convict": None, "error": str(e)}
+    return {
+        "mutant": mutant,
+        "seed": seed,
+        "i": i,
+        "samples_to_convict": n,
+        "convicting_check": ch,
+        "case": gc.case.to_json(),
+    }
+
+
+def floor_of(case: BugCase, alpha: float, beta: float) -> float:
+    """The smallest, over the mutants the case's verification reads, of each one's largest exact TV."""
+    return hunt_cell_of(case, alpha, beta)["floor"]
+
+
+def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
+    rows = {}
+    for name, m in BUG_MUTANTS.items():
+        try:
+            m.check(case.request)
+        except CaseError:
+            continue
+        rows[name] = bug_row(case, name, alpha=alpha, beta=beta)
+    need = [m for m in floor_mutants(case.request.verify) if m in rows]
+    floor = min((max(rows[m]["exact_tv_float"].values()) for m in need), default=0.0)
+    return {"floor": floor if case.request.penalty < 1 else 0.0, "rows": rows}
+
+
+def refine(case: BugCase, *, seed: int, steps: int, alpha: float, beta: float) -> tuple[BugCase, float]:
+    """Local search from a hunted case: change one integer weight (±1..3, kept ≥ 0) per step, keep
+    the change when the floor grows. Seeded, so the result is reproducible."""
+    rng = random.Random(f"refine|{seed}")
+    V, L = case.vocab_size, case.target.context_length
+    keys = [()] + [(t,) for t in range(V)] if L else [()]
+
+    def ints(m: TableModel) -> dict:
+        out = {}
+        for k in keys:
+            row = m.row(k)
+            den = max(x.denominator for x in row)
+            out[k] = [int(x * den) for x in row]
+        return out
+
+    w = {"draft": ints(case.draft), "target": ints(case.target)}
+
+    def build() -> BugCase:
+        d, t = (TableModel.from_weights(w[n], context_length=L, name=n) for n in ("draft", "target"))
+        return BugCase(d, t, case.context, case.tokens, case.request)
+
+    best = floor_of(case, alpha, beta)
+    for _ in range(steps):
+        name, k, t = rng.choice(("draft", "target")), rng.choice(keys), rng.randrange(V)
+        old = w[name][k][t]
+        w[name][k][t] = max(0, old + rng.choice((-3, -2, -1, 1, 2, 3)))
+        f = floor_of(build(), alpha, beta) if any(w[name][k]) else -1.0
+        if f > best:
+            best = f
+        else:
+            w[name][k][t] = old
+    return build(), best

@@ -1,0 +1,377 @@
+"""A small, readable speculative decoder on the transformers-style interface: rheo's known-good
+baseline for the bug classes that broke real decoders (docs/GATE.md, "Bug classes").
+
+Chain speculative sampling (Leviathan et al. 2023; Chen et al. 2023), as serving stacks run it:
+- prefill: the first token is sampled from the target's processed row after the prompt;
+- each round, the draft proposes γ tokens x_1..x_γ, each drawn from its processed row q;
+- verification (`Request.verify`):
+  `token`: x_j is accepted with probability min(1, p(x_j)/q(x_j)); at the first rejection a
+  token is drawn from the residual max(p − q, 0) renormalised and the round ends; when every
+  draft is accepted a bonus token is drawn from p after x_γ;
+  `block`: block verification (Sun et al. 2024, "Block verification accelerates speculative
+  decoding", Algorithm 2): weights w_0 = 1, w_i = min(1, w_{i−1}·p(x_i)/q(x_i)); the longest
+  prefix τ whose test η_i ≤ h_i passes is kept, h_i = s_i/(s_i + 1 − w_i) for i < γ with
+  s_i = Σ_x max(w_i·p(x) − q(x), 0) after x_1..x_i, h_γ = w_γ; then one token from the block
+  residual max(w_τ·p − q, 0) renormalised (τ < γ), or the bonus from p (τ = γ).
+
+Rows are probability rows of table models (`rheo_ref.models.TableModel`). The logits processors
+act on them as transformers' `LogitsProcessorList` acts on logits = log(row), in its order:
+frequency penalty (logit − ln(1/ρ)·count, i.e. weight·ρ^count over the generated tokens),
+temperature (weight^(1/T), 1/T an integer), top-k (ties at the k-th value kept, as
+`TopKLogitsWarper`), top-p (`TopPLogitsWarper`: sorted ascending, drop while the cumulative
+mass ≤ 1 − top_p, keep at least one). With rational rows and ρ every processed row is rational,
+so the same code gives the exact law (`rheo_ref.bugclasses.exact`, Fractions) and samples
+(`rheo.bugclasses`, floats): the numbers are whatever the rows hold.
+
+Randomness comes from a `Random` with stream positions: `uniform(position)` names a uniform of
+one random stream; asking for a position twice gives the same uniform. The correct decoder takes
+a fresh position for every draw (`Stream.next`).
+
+Every step a bug class got wrong is a method of `Steps`; the decoder calls only those methods.
+A mutant is a `Steps` subclass handed in (`rheo_ref.bugclasses.mutants`): this module never
+names one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Protocol
+
+from ..errors import CaseError
+from ..models import TableModel
+
+Num = Any  # a Fraction (exact law) or a float (samples)
+Weights = tuple  # one row of non-negative numbers over the vocabulary, not necessarily normalised
+VERIFY = ("token", "block")
+
+
+@dataclass(frozen=True)
+class Request:
+    """The sampling parameters of a request and the decoder's shape.
+
+    temperature: 1 or 1/2 (1/T an integer, so rows stay rational); top_k: 0 = off; top_p: 1 = off;
+    penalty ρ: the factor per earlier occurrence of a token among the generated ones (1 = off);
+    gamma: draft tokens per round; verify: `token` or `block`."""
+
+    temperature: Fraction = Fraction(1)
+    top_k: int = 0
+    top_p: Fraction = Fraction(1)
+    penalty: Fraction = Fraction(1)
+    gamma: int = 2
+    verify: str = "token"
+
+    def __post_init__(self) -> None:
+        inv = 1 / Fraction(self.temperature) if self.temperature else None
+        if inv is None or inv.denominator != 1 or not 1 <= inv <= 4:
+            raise CaseError(f"temperature={self.temperature}; allowed: 1, 1/2, 1/3, 1/4 (1/T an integer)")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            raise CaseError(f"top_k={self.top_k!r}; allowed: an integer >= 0 (0: off)")
+        if not 0 < Fraction(self.top_p) <= 1:
+            raise CaseError(f"top_p={self.top_p}; allowed: 0 < top_p <= 1 (1: off)")
+        if not 0 < Fraction(self.penalty) <= 1:
+            raise CaseError(f"penalty={self.penalty}; allowed: 0 < ρ <= 1 (1: off)")
+        if not isinstance(self.gamma, int) or not 1 <= self.gamma <= 4:
+            raise CaseError(f"gamma={self.gamma!r}; allowed: 1..4 draft tokens per round")
+        if self.verify not in VERIFY:
+            raise CaseError(f"verify={self.verify!r}; allowed: {', '.join(VERIFY)}")
+
+    def to_json(self) -> dict:
+        return {
+            "temperature": str(self.temperature),
+            "top_k": self.top_k,
+            "top_p": str(self.top_p),
+            "penalty": str(self.penalty),
+            "gamma": self.gamma,
+            "verify": self.verify,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Request:
+        return cls(
+            Fraction(obj.get("temperature", "1")),
+            int(obj.get("top_k", 0)),
+            Fraction(obj.get("top_p", "1")),
+            Fraction(obj.get("penalty", "1")),
+            int(obj.get("gamma", 2)),
+            str(obj.get("verify", "token")),
+        )
+
+
+DEFAULT_REQUEST = Request()  # what a server uses when the request's parameters are lost
+
+
+# --- logits processors (on probability rows) -------------------------------------------------
+
+
+def normalise(w: Weights) -> Weights:
+    z = sum(w)
+    return tuple(x / z for x in w)
+
+
+def frequency_penalty(w: Weights, counts: Sequence[int], rho: Num) -> Weights:
+    return w if rho == 1 else tuple(x * rho ** counts[i] for i, x in enumerate(w))
+
+
+def temperature(w: Weights, T: Fraction) -> Weights:
+    power = int(1 / T)
+    return w if power == 1 else tuple(x**power for x in w)
+
+
+def top_k(w: Weights, k: int) -> Weights:
+    if k == 0 or k >= len(w):
+        return w
+    kth = sorted(w, reverse=True)[k - 1]
+    return tuple(x if x >= kth else 0 * x for x in w)
+
+
+def top_p(w: Weights, p: Num) -> Weights:
+    if p == 1:
+        return w
+    z = sum(w)
+    order = sorted(range(len(w)), key=lambda i: (w[i], i))  # ascending; ties by token id
+    out, cum = list(w), 0 * z
+    for i in order[:-1]:  # the largest is always kept
+        cum += w[i] / z
+        if cum > 1 - p:
+            break
+        out[i] = 0 * w[i]
+    return tuple(out)
+
+
+def process(row: Weights, counts: Sequence[int], req: Request) -> Weights:
+    """The processed, normalised row: penalty → temperature → top-k → top-p."""
+    return _process(row, tuple(counts), req, type(row[0]).__name__)  # the type: 0.5 == Fraction(1, 2) as a key
+
+
+@lru_cache(maxsize=1 << 16)
+def _process(row: Weights, counts: tuple[int, ...], req: Request, kind: str) -> Weights:
+    w = frequency_penalty(row, counts, _like(row, req.penalty))
+    w = temperature(w, req.temperature)
+    w = top_k(w, req.top_k)
+    return normalise(top_p(w, _like(row, req.top_p)))
+
+
+def _like(row: Weights, x: Fraction) -> Num:
+    """`x` in the number type of the row (floats for samples, Fractions for the exact law)."""
+    return float(x) if isinstance(row[0], float) else x
+
+
+def argmax(row: Weights) -> int:
+    best = max(row)
+    return next(i for i, x in enumerate(row) if x == best)
+
+
+def one_hot(row: Weights, t: int) -> Weights:
+    return tuple(x * 0 + (1 if i == t else 0) for i, x in enumerate(row))
+
+
+def residual(p: Weights, q: Weights, weight: Num = 1) -> Weights:
+    """max(weight·p − q, 0) renormalised; a residual of zero mass (reachable only when the q
+    verification sees is not the q that was sampled) draws from p."""
+    r = tuple(max(weight * a - b, 0 * a) for a, b in zip(p, q))
+    return normalise(r) if sum(r) > 0 else p
+
+
+# --- randomness --------------------------------------------------------------------------------
+
+
+class Random(Protocol):
+    """The random stream: `uniform(position)` is the uniform at a stream position (the same
+    position gives the same uniform); a uniform is tested (`below`) or turned into a token by
+    inverse CDF (`pick`). A plain number may stand for a uniform (a constant)."""
+
+    def uniform(self, position: int) -> Any: ...
+
+    def below(self, u: Any, a: Num) -> bool: ...
+
+    def pick(self, u: Any, row: Weights) -> int: ...
+
+
+@dataclass
+class Stream:
+    """Positions of one random stream, handed out in order."""
+
+    rand: Random
+    position: int = 0
+
+    def next(self) -> Any:
+        self.position += 1
+        return self.rand.uniform(self.position - 1)
+
+
+# --- the steps a decoder can get wrong ---------------------------------------------------------
+
+
+@dataclass
+class Models:
+    """The draft (q) and target (p) table models and the rows they are read as (`rows(model,
+    context)`: Fractions for the exact law, floats for samples)."""
+
+    draft: TableModel
+    target: TableModel
+    rows: Callable[[TableModel, tuple], Weights] = field(default=lambda m, ctx: m.row(ctx))
+    # the decoder's dtype: each processed row is computed exactly, then held as `number(row)`
+    # (identity for the exact law; float64 for samples, so top-p's boundary ties stay exact)
+    number: Callable[[Weights], Weights] = field(default=lambda row: row)
+
+
+class Steps:
+    """The steps of the decoder, correct. A mutant overrides one (module docstring)."""
+
+    def counts(self, generated: Sequence[int], step_tokens: Sequence[Sequence[int]], vocab: int) -> list[int]:
+        """Occurrences of each token among the generated ones (for the frequency penalty);
+        `step_tokens`: the tokens emitted by each completed verification step, in order."""
+        c = [0] * vocab
+        for t in generated:
+            c[t] += 1
+        return c
+
+    def first_token(self, rand: Random, stream: Stream, p: Weights) -> int:
+        """The token after prefill: a draw from the target's processed row."""
+        return rand.pick(stream.next(), p)
+
+    def draft_token(self, rand: Random, stream: Stream, q: Weights) -> tuple[int, Any]:
+        """(x, the uniform that drew it): a draw from the draft's processed row."""
+        u = stream.next()
+        return rand.pick(u, q), u
+
+    def draft_sampling_row(self, q: Weights) -> Weights:
+        """The row the draft samples from (its processed row, in the decoder's dtype)."""
+        return q
+
+    def reported_q(self, q: Weights, q_raw: Weights, x: int) -> Weights:
+        """The draft row verification uses as q for x: the row x was drawn from."""
+        return q
+
+    def target_request(self, req: Request) -> Request:
+        """The sampling parameters the target's rows are processed with: the request's."""
+        return req
+
+    def verify_row(self, p: Weights) -> Weights:
+        """The target row verification compares with (the processed one)."""
+        return p
+
+    def target_position(self, j: int, gamma: int) -> int:
+        """Which of the γ + 1 target rows verifies draft position j (0-based): row j."""
+        return j
+
+    def accept_uniform(self, rand: Random, stream: Stream) -> Any:
+        return stream.next()
+
+    def recovery_uniform(self, rand: Random, stream: Stream, accept_u: Any, draft_u: Any) -> Any:
+        """The uniform of the residual draw after a rejection: a fresh position."""
+        return stream.next()
+
+    def recovery_row(self, p: Weights, p_raw: Weights) -> Weights:
+        """The target row the residual and bonus draws use: the processed one."""
+        return p
+
+    def block_weight(self, w: Num) -> Num:
+        """The weight of p in block verification's residual max(w·p − q, 0)."""
+        return w
+
+
+CORRECT = Steps()
+
+
+def decode(
+    models: Models,
+    context: Sequence[int],
+    n: int,
+    req: Request,
+    rand: Random,
+    steps: Steps = CORRECT,
+    *,
+    first_round: bool = False,
+) -> tuple:
+    """The first n tokens the decoder emits after `context` (module docstring); with
+    `first_round`, the prefill token and the tokens of the first verification step instead."""
+    if first_round:
+        n = req.gamma + 2
+    V = models.draft.vocab_size
+    stream = Stream(rand)
+    out: list[int] = []
+    done_steps: list[tuple[int, ...]] = []
+    treq = steps.target_request(req)
+
+    def target(extra: Sequence[int]) -> tuple[Weights, Weights]:
+        """(processed p for verification, the row residual/bonus draws use) after out + extra."""
+        raw = models.rows(models.target, tuple(context) + tuple(out) + tuple(extra))
+        p = steps.verify_row(models.number(process(raw, steps.counts(out + list(extra), done_steps, V), treq)))
+        return p, steps.recovery_row(p, models.number(normalise(raw)))
+
+    p0, _ = target(())
+    out.append(steps.first_token(rand, stream, p0))
+    while len(out) < n:
+        # draft: γ tokens from the processed draft rows
+        xs: list[int] = []
+        qs: list[Weights] = []
+        us: list[Any] = []
+        for _ in range(req.gamma):
+            raw = models.rows(models.draft, tuple(context) + tuple(out) + tuple(xs))
+            q = models.number(process(raw, steps.counts(out + xs, done_steps, V), req))
+            x, u = steps.draft_token(rand, stream, steps.draft_sampling_row(q))
+            qs.append(steps.reported_q(q, models.number(normalise(raw)), x))
+            xs.append(x)
+            us.append(u)
+        # target: γ + 1 rows, row j after x_1..x_j
+        rows = [target(xs[:j]) for j in range(req.gamma + 1)]
+        verify = verify_token if req.verify == "token" else verify_block
+        emitted = verify(xs, qs, us, rows, rand, stream, steps)
+        done_steps.append(tuple(emitted))
+        out.extend(emitted)
+        if first_round:
+            return tuple(out)
+    return tuple(out[:n])
+
+
+def verify_token(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -> list[int]:
+    """Token-level verification: accept x_j w.p. min(1, p/q), else a residual draw; bonus at the end."""
+    emitted: list[int] = []
+    gamma = len(xs)
+    for j, (x, q) in enumerate(zip(xs, qs)):
+        p, p_draw = rows[steps.target_position(j, gamma)]
+        u = steps.accept_uniform(rand, stream)
+        if rand.below(u, ratio(p[x], q[x])):
+            emitted.append(x)
+            continue
+        v = steps.recovery_uniform(rand, stream, u, us[j])
+        emitted.append(rand.pick(v, residual(p_draw, q)))
+        return emitted
+    emitted.append(rand.pick(stream.next(), rows[gamma][1]))
+    return emitted
+
+
+def ratio(p: Num, q: Num) -> Num:
+    """min(1, p/q); a q of 0 (only a mutant's reported q) accepts iff p > 0."""
+    if q == 0:
+        return p * 0 + (1 if p > 0 else 0)
+    return min(p / q, p * 0 + 1)
+
+
+def verify_block(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -> list[int]:
+    """Block verification (module docstring): the longest prefix whose test passes, then one
+    token from the block residual at its end (or the bonus)."""
+    gamma = len(xs)
+    w = [qs[0][xs[0]] * 0 + 1]  # w_0 = 1
+    for j in range(gamma):
+        p, _ = rows[steps.target_position(j, gamma)]
+        pj, qj = p[xs[j]], qs[j][xs[j]]
+        w.append(min(w[-1] * pj / qj, w[0]) if qj else w[0] * (1 if pj > 0 else 0))
+    tau = 0
+    for i in range(1, gamma + 1):
+        if i == gamma:
+            h = w[gamma]
+        else:
+            p, _ = rows[steps.target_position(i, gamma)]
+            s = sum(max(w[i] * a - b, 0 * a) for a, b in zip(p, qs[i]))
+            h = s / (s + 1 - w[i]) if s + 1 - w[i] > 0 else w[0]
+        if rand.below(steps.accept_uniform(rand, stream), h):
+            tau = i
+    if tau == gamma:
+        return [*xs, rand.pick(stream.next(), rows[gamma][1])]
+    p, p_draw = rows[steps.target_position(tau, gamma)]
+    return [*xs[:tau], rand.pick(stream.next(), residual(p_draw, qs[tau], steps.block_weight(w[tau])))]

@@ -1,0 +1,140 @@
+"""Exact laws of the bug-class decoder (`rheo_ref.bugclasses.decoder`) and of the request's target.
+
+`decoder_law` runs the decoder itself under an enumerating `Random`: every uniform of the stream
+is kept as the interval [lo, hi) it is known to lie in (uniform on it), a test `u < a` splits the
+interval, and an inverse-CDF draw splits it at the row's cumulative sums. The decoder is re-run
+once per path of choices (depth-first over a trail of choices), and each path's probability is
+the product of the conditional probabilities of its choices. Because a uniform's interval is kept
+across uses, a uniform used twice (one stream position read by two draws) gets its exact joint
+law. All in Fractions: the law is exact wherever the rows are rational (every processor here keeps
+them so, docs in the decoder module).
+
+`target_law` is the law the request asks for: tokens drawn one by one from the target's
+processed rows (the frequency penalty counting the generated tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from ..models import TableModel
+from .decoder import CORRECT, Models, Request, Steps, Weights, decode, process
+
+ZERO, ONE = Fraction(0), Fraction(1)
+Law = dict[tuple[int, ...], Fraction]
+
+
+@dataclass
+class Enumerating:
+    """A `Random` that follows a trail of choices and records the choice points it meets."""
+
+    trail: list[int]
+    arity: list[int] = field(default_factory=list)
+    prob: Fraction = ONE
+    intervals: dict[tuple[str, int], tuple[Fraction, Fraction]] = field(default_factory=dict)
+
+    def uniform(self, position: int) -> tuple[str, int]:
+        """The uniform at a stream position (a handle; a plain number is a constant uniform)."""
+        u = ("u", position)
+        self.intervals.setdefault(u, (ZERO, ONE))
+        return u
+
+    def _choose(self, options: list[tuple[Fraction, Any]]) -> Any:
+        options = [o for o in options if o[0] > 0]
+        k = len(self.arity)
+        if k == len(self.trail):
+            self.trail.append(0)
+        self.arity.append(len(options))
+        prob, value = options[self.trail[k]]
+        self.prob *= prob
+        return value
+
+    def below(self, u: Any, a: Fraction) -> bool:
+        if not isinstance(u, tuple):  # a constant
+            return bool(u < a)
+        lo, hi = self.intervals[u]
+        c = min(max(Fraction(a), lo), hi)
+        hit = self._choose([((c - lo) / (hi - lo), (True, (lo, c))), ((hi - c) / (hi - lo), (False, (c, hi)))])
+        self.intervals[u] = hit[1]
+        return hit[0]
+
+    def pick(self, u: Any, row: Weights) -> int:
+        lo, hi = self.intervals[u]
+        options = []
+        for t, (a, b) in enumerate(_bounds(row)):
+            if b > lo and a < hi and b > a:
+                a, b = max(lo, a), min(hi, b)
+                options.append(((b - a) / (hi - lo), (t, (a, b))))
+        t, iv = self._choose(options)
+        self.intervals[u] = iv
+        return t
+
+
+@lru_cache(maxsize=1 << 16)
+def _bounds(row: Weights) -> tuple[tuple[Fraction, Fraction], ...]:
+    """Token t's interval [a, b) of the inverse CDF of a row (normalised by its sum)."""
+    z = sum(row, ZERO)
+    out, below = [], ZERO
+    for w in row:
+        out.append((below / z, (below + w) / z))
+        below += w
+    return tuple(out)
+
+
+def decoder_law(
+    draft: TableModel,
+    target: TableModel,
+    context: Sequence[int],
+    n: int,
+    req: Request,
+    steps: Steps = CORRECT,
+    *,
+    first_round: bool = False,
+) -> Law:
+    """Exact law of the first n tokens the decoder (with `steps`) emits (`first_round`: of the
+    prefill token and the first verification step's tokens)."""
+    law: Law = {}
+    models = Models(draft, target)
+    trail: list[int] = []
+    while True:
+        rand = Enumerating(trail)
+        out = decode(models, context, n, req, rand, steps, first_round=first_round)
+        law[out] = law.get(out, ZERO) + rand.prob
+        trail = rand.trail[: len(rand.arity)]
+        while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
+            trail.pop()
+        if not trail:
+            return law
+        trail[-1] += 1
+
+
+def target_law(target: TableModel, context: Sequence[int], n: int, req: Request) -> Law:
+    """Exact law of n tokens drawn one by one from the target's processed rows."""
+    V = target.vocab_size
+    law: Law = {(): ONE}
+    for _ in range(n):
+        nxt: Law = {}
+        for seq, pr in law.items():
+            counts = [seq.count(t) for t in range(V)]
+            p = process(target.row(tuple(context) + seq), counts, req)
+            for t, x in enumerate(p):
+                if x > 0:
+                    nxt[seq + (t,)] = nxt.get(seq + (t,), ZERO) + pr * x
+        law = nxt
+    return law
+
+
+def marginal(law: Mapping[tuple[int, ...], Fraction], n: int) -> Law:
+    """The law of the first n tokens."""
+    out: Law = {}
+    for seq, pr in law.items():
+        out[seq[:n]] = out.get(seq[:n], ZERO) + pr
+    return out
+
+
+def tv(a: Mapping[tuple[int, ...], Fraction], b: Mapping[tuple[int, ...], Fraction]) -> Fraction:
+    return sum((abs(a.get(k, ZERO) - b.get(k, ZERO)) for k in set(a) | set(b)), ZERO) / 2
