@@ -62,7 +62,10 @@ def register(subparsers: Any) -> None:
     )
     sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
     sp.add_argument(
-        "--decoder", required=True, metavar="NAME", help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle | seqspec:METHOD"
+        "--decoder",
+        required=True,
+        metavar="NAME",
+        help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle | seqspec:METHOD",
     )
     sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
     sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")

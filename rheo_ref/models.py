@@ -427,8 +427,8 @@ class Case:
         )
 
     def to_json(self) -> dict:
-        out = {"draft": self.draft.to_json() if present(self.draft) else None, "target": self.target.to_json()}
-        out.update(context=list(self.context), tokens=self.tokens)
+        out: dict[str, Any] = {"draft": self.draft.to_json() if present(self.draft) else None}
+        out.update(target=self.target.to_json(), context=list(self.context), tokens=self.tokens)
         if present(self.scheme):
             out["scheme"] = self.scheme.to_json()
         if out["draft"] is None:
