@@ -541,6 +541,11 @@ GATE_HF_FLAGS = {
             "rheo-lm",
             "eagle",
             "eagle:1",
+            "seqspec:standard",
+            "seqspec:naive_hsd",
+            "seqspec:capped_hsd",
+            "seqspec",
+            "seqspec:x",
             "nope",
             "",
         ]
@@ -552,7 +557,22 @@ GATE_HF_FLAGS = {
     "--seed": INT_TEXT,
     "--workers": INT_TEXT,
     "--gen": st.sampled_from(
-        ["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1", "top_k=2", "top_p=0.9", "top_p=2"]
+        [
+            "num_assistant_tokens=2",
+            "x",
+            "a=b=c",
+            "=1",
+            "temperature=nan",
+            "top_k=-1",
+            "top_k=2",
+            "top_p=0.9",
+            "top_p=2",
+            "gamma=3",
+            "gamma=0",
+            "gamma=99",
+            "gamma=true",
+            "gamma=x",
+        ]
     ),
 }
 
@@ -575,13 +595,15 @@ def stub_gate_hf():
 @example(path="small", argv=["--decoder", "assisted", "--tokens", str(2**63)])
 @example(path="small", argv=["--decoder", "eagle", "--gen", "top_k=2", "--gen", "top_p=0.9"])
 @example(path="small", argv=["--decoder", "eagle", "--gen", "temperature=0"])
+@example(path="small", argv=["--decoder", "seqspec:capped_hsd", "--gen", "gamma=99"])
+@example(path="small", argv=["--decoder", "seqspec:x"])
 def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
-    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle"):
+    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"):
         assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
 
 
