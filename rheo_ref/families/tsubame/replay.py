@@ -7,15 +7,24 @@ nodes, indexed by the *plan's* node ids (creation order among the kept nodes): t
 planned node i at i, its accept coin at R+1+i, the bonus coin at 2R+2. Every plan keeps
 n = min(R, K·expansions) nodes; when n < R the coins of nodes n+1..R are never read (skipped,
 never shifted), so the block's size is the scheme's, whatever the context.
+
+The plan is exact too, and float64 may order two of its scores differently when they are within
+rounding of each other (docs/ALGORITHM.md §8; e.g. an exact tie 1/3 = 5/9·3/5 that log-space
+floats split). So a round's `margin` is also at most the plan's closest call (`plan_margin`: the
+smallest log-score gap between two nodes that float64 computes differently); a round whose plan
+has such a near-tie is not comparable outcome for outcome, as in the rheo family's replay.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import inf, log
 
 from rheo_ref.coins import replay_rounds
+from rheo_ref.families.rheo.replay import float_signature
+from rheo_ref.families.rheo.tree import Nodes
 from rheo_ref.families.static.replay import CoinReader, StaticReplayRound, draw_tree, verify_topdown, verify_traversal
-from rheo_ref.families.tsubame.exact import Planner
+from rheo_ref.families.tsubame.exact import Planner, topk_scheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, Context
 from rheo_ref.variants import SPEC, Variant
@@ -26,11 +35,28 @@ def tsubame_layout(scheme: TsubameScheme) -> tuple[int, int]:
     return scheme.R, 2 * (scheme.R + 1) + 1
 
 
+def plan_margin(case: Case, context: Context, nodes: Nodes) -> float:
+    """The plan's closest call at `context`: the smallest |log s_a - log s_b| over positive-score
+    nodes a, b of pass 1's tree (`Planner.nodes`) whose float signatures differ (inf: no pair).
+    Nodes with equal signatures get bit-equal float scores, so float64 breaks their ties as the
+    exact order does. A factor 1 adds log(1.0) = 0.0 exactly, so it is left out of a signature
+    (one-hot rows would otherwise make every chain of them a false near-tie)."""
+    sch = case.scheme_as(TsubameScheme)
+    topk = Case(case.draft, case.target, topk_scheme(sch), case.context, case.tokens, case.draft_sample)
+    pos = [n for n in nodes[1:] if n.score > 0]
+    sigs = [tuple(f for f in float_signature(topk, context, nodes, n.id) if f != 1) for n in pos]
+    logs = [log(n.score) for n in pos]
+    gaps = [
+        abs(logs[i] - logs[j]) for i in range(len(pos)) for j in range(i + 1, len(pos)) if sigs[i] != sigs[j]
+    ]
+    return min(gaps, default=inf)
+
+
 def replay_tsubame_round(
     case: Case, context: Context, coins: Sequence[float], *, planner: Planner | None = None
 ) -> StaticReplayRound:
     """One round from `context`: the plan, then the static round on it, every random decision
-    read from `coins`. `drawn.ids` are the plan's node ids."""
+    read from `coins`. `drawn.ids` are the plan's node ids; `margin` covers the plan's scores too."""
     sch = case.scheme_as(TsubameScheme)
     planner = planner or Planner(case)
     scase = planner.static_case(context)
@@ -40,7 +66,8 @@ def replay_tsubame_round(
         emitted = verify_traversal(drawn, scase, context, reader, sch.sampling)
     else:
         emitted = verify_topdown(drawn, scase, context, reader, sch.verify)
-    return StaticReplayRound(emitted, drawn, reader.margin)
+    margin = min(reader.margin, plan_margin(case, context, planner.nodes(context)))
+    return StaticReplayRound(emitted, drawn, margin)
 
 
 def replay_tsubame_decode(
