@@ -46,9 +46,7 @@ def plan_margin(case: Case, context: Context, nodes: Nodes) -> float:
     pos = [n for n in nodes[1:] if n.score > 0]
     sigs = [tuple(f for f in float_signature(topk, context, nodes, n.id) if f != 1) for n in pos]
     logs = [log(n.score) for n in pos]
-    gaps = [
-        abs(logs[i] - logs[j]) for i in range(len(pos)) for j in range(i + 1, len(pos)) if sigs[i] != sigs[j]
-    ]
+    gaps = [abs(logs[i] - logs[j]) for i in range(len(pos)) for j in range(i + 1, len(pos)) if sigs[i] != sigs[j]]
     return min(gaps, default=inf)
 
 
