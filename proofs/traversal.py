@@ -307,7 +307,9 @@ class _SymCase:
     def __init__(self, p: SymTable, q: SymTable, scheme: StaticScheme) -> None:
         self.target, self.q_samp_model, self._scheme = p, q, scheme
 
-    def static_scheme(self) -> StaticScheme:
+    def scheme_as(self, kind: type) -> StaticScheme:
+        if not isinstance(self._scheme, kind):
+            raise TypeError(f"a symbolic case holds a static scheme, not {kind.__name__}")
         return self._scheme
 
 

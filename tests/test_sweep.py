@@ -155,7 +155,7 @@ def test_a_local_dask_cluster_gives_the_same_table(tmp_path):
     cells = load_grid(write_grid(tmp_path, grid))
     local = sweep(cells, tmp_path / "local", workers=2, progress=False, summary_plot=False)
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
     ) as cluster:
         res = run_rheo(
             "sweep",
