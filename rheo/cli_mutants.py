@@ -78,7 +78,8 @@ def register(subparsers) -> None:
         type=int,
         metavar="CASES",
         help="search CASES small cases (seeded, resumable: --hunt-out) for the one where each bug-class mutant is "
-        "convicted with the fewest samples, and the shared case of each verification mode (docs/GATE.md)",
+        "convicted with the fewest samples, and the shared case of each verification mode and of each algorithmic "
+        "family's pairing (docs/GATE.md)",
     )
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
     sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
