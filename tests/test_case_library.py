@@ -4,7 +4,8 @@ which every mutant of that pairing has exact TV ≥ the stated floor.
 
 - Each case's floor holds: every listed mutant's exact TV on its best check (from its exact
   counterpart, `rheo_ref.mutants`) is ≥ the floor, and the list is every detectable mutant of the
-  pairing (`rheo.hunt.shared_mutants`).
+  pairing (`rheo.hunt.shared_mutants`); each case is the hunt cell its `hunt` entry names, and the
+  shared hunt resumes from its file and keeps each pairing's best floor.
 - (lossless) Each case is a gate row: the correct fast path passes the gate's four checks at the
   gate's α, β and δ (counted in the family-wise α bound with the matrix and the bug-class rows).
 - (lossless) Each listed mutant's fast path is rejected there by the gate's four checks at
@@ -68,3 +69,23 @@ def test_every_mutant_is_rejected_at_the_floor(name, rheo_seed):
             for i, ch in enumerate(CHECKS)
         ]
         assert any(t.rejected for t in tests), (m, [t.summary() for t in tests])
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_each_case_is_the_hunt_cell_it_names(name):
+    from rheo.hunt import shared_case
+
+    h = LIBRARY[name]["hunt"]
+    assert shared_case(h["base"], h["seed"], h["i"]).case.to_json() == LIBRARY[name]["case"]
+
+
+def test_the_shared_hunt_resumes_and_keeps_the_best_floor(tmp_path):
+    from rheo.hunt import best, hunt
+
+    base = "tsubame-w1-wor-traversal/T1"
+    cells = hunt(tmp_path, seed=1, cases=2, alpha=ALPHA, beta=BETA, verify="token", shared=[base])
+    shared = [c for c in cells if c.get("base") == base]
+    assert len(shared) == 2 and best(cells)["shared"][base]["floor"] == max(c["floor"] for c in shared)
+    lines = (tmp_path / "hunt.jsonl").read_text().splitlines()
+    assert hunt(tmp_path, seed=1, cases=2, alpha=ALPHA, beta=BETA, verify="token", shared=[base]) == cells
+    assert (tmp_path / "hunt.jsonl").read_text().splitlines() == lines
