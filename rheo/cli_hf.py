@@ -23,6 +23,9 @@ decoders:
   rheo-lm        rheo's real-model path (KV caches, tree masks, compaction) on the case's rheo scheme
   eagle          eagle-llm 1.2.1's EaModel.eagenerate (EAGLE-1), unmodified, on the stand-in kit
                  (rheo_fast.kit); needs vocab_size >= 10 and pip install --no-deps eagle-llm==1.2.1
+  seqspec:METHOD sequential-speculative-decoding 0.1.1's speculative_generate(method=METHOD), unmodified,
+                 METHOD = standard | naive_hsd | capped_hsd (hierarchical speculative decoding);
+                 pip install --no-deps sequential-speculative-decoding==0.1.1
 --gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):
   assisted, ensemble: num_assistant_tokens, num_assistant_tokens_schedule, assistant_confidence_threshold
                       (set on the draft's generation_config, where transformers reads them), temperature,
@@ -30,6 +33,8 @@ decoders:
   prompt-lookup:      prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p
   rheo-lm:            temperature
   eagle:              temperature (default 1), top_k or top_p (not both: eagle applies top-p first)
+  seqspec:            gamma (draft tokens a round, 1..8, default 5), temperature (default 1; the package's
+                      own, on draft and target), top_k, top_p (the package has none: the tables are processed)
   temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
 output (one JSON object):
   decoder, transformers  the decoder and the installed transformers version
@@ -57,7 +62,10 @@ def register(subparsers: Any) -> None:
     )
     sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
     sp.add_argument(
-        "--decoder", required=True, metavar="NAME", help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle"
+        "--decoder",
+        required=True,
+        metavar="NAME",
+        help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle | seqspec:METHOD",
     )
     sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
     sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")

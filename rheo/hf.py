@@ -8,7 +8,9 @@ A decoder is named as on the command line (`rheo gate-hf --decoder`):
 - `rheo-lm`: rheo's real-model path (`rheo_fast.lm`: KV caches, tree masks, position ids,
   compaction) with a `TableLM` target and a table draft head, on the case's rheo scheme;
 - `eagle`: eagle-llm's `EaModel.eagenerate` (EAGLE-1) on the stand-in kit (`rheo.eagle`), its law
-  `rheo.eagle_law.Eagle`.
+  `rheo.eagle_law.Eagle`;
+- `seqspec:METHOD`: sequential-speculative-decoding's `speculative_generate(method=METHOD)` (standard,
+  naive_hsd, capped_hsd) on the case's `TableLM`s (`rheo.seqspec`), its law `rheo.seqspec_law.SeqSpec`.
 `gen` holds the `generate` options (`--gen KEY=VALUE`). transformers 5.24 reads
 `num_assistant_tokens`, `num_assistant_tokens_schedule` and `assistant_confidence_threshold` from
 the *assistant's* `generation_config` and ignores them when given to `generate`
@@ -45,8 +47,15 @@ from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point
 from .horizon import HorizonTest, assert_lossless
 from .stats import DEFAULT_BETA, LawTest, Sampler, seed_for
 
-KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle")
-DECODERS = ("assisted", "prompt-lookup", "ensemble:W", "rheo-lm", "eagle")  # as written on the command line
+KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec")
+DECODERS = (
+    "assisted",
+    "prompt-lookup",
+    "ensemble:W",
+    "rheo-lm",
+    "eagle",
+    "seqspec:METHOD",
+)  # as written on the command line
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
 PROCESSING = ("temperature", "top_k", "top_p")
 LOOKUP = ("prompt_lookup_num_tokens", "max_matching_ngram_size")
@@ -56,7 +65,10 @@ GEN_KEYS = {
     "prompt-lookup": LOOKUP + PROCESSING,
     "rheo-lm": ("temperature",),
     "eagle": PROCESSING,
+    "seqspec": PROCESSING + ("gamma",),
 }
+SEQSPEC_GAMMA = 5  # speculative_generate's default
+MAX_GAMMA = 8  # the exact law enumerates V^gamma drafts a round
 HF_DEFAULTS = {
     "num_assistant_tokens": 20,
     "num_assistant_tokens_schedule": "constant",
@@ -74,14 +86,21 @@ class HFDecoder:
     kind: str
     gen: tuple[tuple[str, Any], ...] = ()
     weight: Fraction | None = None  # ensemble:W
+    method: str | None = None  # seqspec:METHOD
 
     @classmethod
     def parse(cls, name: str, gen: Mapping[str, Any] | None = None) -> HFDecoder:
         """`assisted`, `prompt-lookup`, `ensemble:W` (W a rational in (0, 1), e.g. 1/2) or `rheo-lm`."""
         head, _, arg = name.partition(":")
-        if head not in KINDS or (head == "ensemble") != bool(arg):
+        if head not in KINDS or (head in ("ensemble", "seqspec")) != bool(arg):
             raise CaseError(f"unknown decoder {name!r}; allowed: {', '.join(DECODERS)}")
-        weight = None
+        weight = method = None
+        if head == "seqspec":
+            from .seqspec import METHODS
+
+            if arg not in METHODS:
+                raise CaseError(f"decoder {name!r}: unknown method {arg!r}; allowed: {', '.join(METHODS)}")
+            method = arg
         if head == "ensemble":
             weight = parse_weight(arg)
             if weight == 1:
@@ -100,12 +119,14 @@ class HFDecoder:
                 "decoder eagle: --gen top_k and top_p together are not supported (eagle applies top-p before "
                 "top-k, transformers top-k before top-p); give one of them"
             )
-        dec = cls(head, tuple(sorted(gen.items())), weight)
+        dec = cls(head, tuple(sorted(gen.items())), weight, method)
         dec.check()
         return dec
 
     @property
     def name(self) -> str:
+        if self.kind == "seqspec":
+            return f"seqspec:{self.method}"
         return f"ensemble:{self.weight}" if self.kind == "ensemble" else self.kind
 
     def options(self) -> dict[str, Any]:
@@ -114,8 +135,10 @@ class HFDecoder:
         if self.kind in ("assisted", "ensemble"):
             for k in ON_DRAFT:
                 out.setdefault(k, HF_DEFAULTS[k])
-        if self.kind == "eagle":
-            out.setdefault("temperature", 1)  # eagle's own default, 0, is greedy
+        if self.kind in ("eagle", "seqspec"):
+            out.setdefault("temperature", 1)  # eagle's own default, 0, is greedy; seqspec's 0.6 is not 1/k
+        if self.kind == "seqspec":
+            out.setdefault("gamma", SEQSPEC_GAMMA)
         if self.kind == "prompt-lookup":
             out.setdefault("prompt_lookup_num_tokens", LOOKUP_TOKENS)
             out.setdefault("max_matching_ngram_size", HF_DEFAULTS["max_matching_ngram_size"])
@@ -127,6 +150,9 @@ class HFDecoder:
         for k in ("num_assistant_tokens", "prompt_lookup_num_tokens", "max_matching_ngram_size"):
             if k in opts and (isinstance(opts[k], bool) or not isinstance(opts[k], int) or opts[k] < 1):
                 raise CaseError(f"{k}={opts[k]!r} must be an integer >= 1")
+        g = opts.get("gamma", 1)
+        if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= MAX_GAMMA:
+            raise CaseError(f"gamma={g!r} must be an integer in [1, {MAX_GAMMA}]")
         if opts.get("num_assistant_tokens_schedule", "constant") not in SCHEDULES:
             raise CaseError(
                 f"num_assistant_tokens_schedule={opts['num_assistant_tokens_schedule']!r}; "
@@ -154,6 +180,11 @@ class HFDecoder:
             from .eagle_law import Eagle
 
             return Eagle(case.target, case.q_samp_model, proc).token_law(case.context, n)
+        if self.kind == "seqspec":
+            from .seqspec_law import SeqSpec
+
+            law = SeqSpec(case.target, case.q_samp_model, proc, method=str(self.method), gamma=opts["gamma"])
+            return law.token_law(case.context, n)
         if self.kind == "rheo-lm":
             p = proc.table(case.target)
             ds = proc.table(case.q_samp_model) if not proc.identity else None
@@ -250,18 +281,26 @@ def decode_batch(
             from .eagle import sample_eagle
 
             return sample_eagle(case, context, n, seed, num_samples, gen=decoder.options())
+        if decoder.kind == "seqspec":
+            from .seqspec import sample_seqspec
+
+            return sample_seqspec(
+                case, context, n, seed, num_samples,
+                method=str(decoder.method), gamma=decoder.options()["gamma"], proc=decoder.processing(),
+            )  # fmt: skip
         if decoder.kind == "rheo-lm":
             from rheo_fast.lm.table_head import generate_tokens, table_tree_model
 
             T = 1 / decoder.processing().power
             lm, g = table_tree_model(case, T=T), torch.Generator().manual_seed(seed % 2**63)
             return [tuple(generate_tokens(lm, context, case.rheo_scheme(), n, g)) for _ in range(num_samples)]
-        from rheo_fast.table_lm import table_lms
+        from rheo_fast.table_lm import table_lm
 
-        draft, target = table_lms(case)
+        target = table_lm(case.target)  # prompt-lookup brings its own draft: the case's may be absent
         opts = decoder.options()
         kwargs = {k: v for k, v in opts.items() if k not in ON_DRAFT}
         if decoder.kind in ("assisted", "ensemble"):
+            draft = table_lm(case.q_samp_model)
             for k in ON_DRAFT:  # where transformers reads them (finding 1)
                 setattr(draft.generation_config, k, opts[k])
             kwargs["assistant_model"] = draft
@@ -328,6 +367,10 @@ def gate_hf(
         from .eagle import eagle_version
 
         extra["package"] = f"eagle-llm {eagle_version()}"
+    if decoder.kind == "seqspec":
+        from .seqspec import seqspec_version
+
+        extra["package"] = f"sequential-speculative-decoding {seqspec_version()}"
     return {
         "decoder": decoder.name,
         **extra,

@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Context, Row, TableModel
+from rheo_ref.models import Case, Context, Row, TableModel, present
 from rheo_ref.verifiers import specinfer_accept, specinfer_reject
 
 Law = dict[tuple[int, ...], Fraction]
@@ -108,7 +108,8 @@ class Processing:
         if self.identity:
             return case
         ds = None if case.draft_sample is None else self.table(case.draft_sample)
-        return Case(self.table(case.draft), self.table(case.target), case.scheme, case.context, case.tokens, ds)
+        draft = self.table(case.draft) if present(case.draft) else case.draft  # absent: a decoder with its own
+        return Case(draft, self.table(case.target), case.scheme, case.context, case.tokens, ds)
 
 
 def _normalise(r: Sequence[Fraction]) -> Row:

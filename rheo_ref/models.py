@@ -305,6 +305,38 @@ def scheme_from_json(obj: Any) -> AnyScheme:
     return Scheme.from_json(obj)
 
 
+class Missing:
+    """An optional part of a case that the case file leaves out (its `scheme`, its `draft`): reading any
+    attribute of it raises a CaseError that names the part, so code that needs it stops with one clear
+    line and code that does not (a target law, a decoder that brings its own draft) never notices."""
+
+    def __init__(self, part: str, needed_by: str) -> None:
+        self._part, self._needed_by = part, needed_by
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)  # copy / pickle probes
+        raise CaseError(f"this case has no {self._part!r}; {self._needed_by}")
+
+    def __repr__(self) -> str:
+        return f"Missing({self._part!r})"
+
+
+NEEDS = {
+    "scheme": "add a scheme object (docs/ALGORITHM.md §10): rheo's exact laws and every scheme's decoder need one",
+    "draft": "add a draft table (docs/ALGORITHM.md §10): only decoders that bring their own draft run without one",
+}
+
+
+def missing(part: str) -> Any:
+    """The stand-in of an absent `scheme` or `draft` (see `Missing`)."""
+    return Missing(part, NEEDS[part])
+
+
+def present(part: Any) -> bool:
+    return not isinstance(part, Missing)
+
+
 def _check_depth(depth: int, what: str) -> None:
     if depth > MAX_DEPTH:
         raise CaseError(f"{what} keeps a tree {depth} levels deep; allowed: at most {MAX_DEPTH} levels")
@@ -325,14 +357,15 @@ class Case:
         object.__setattr__(self, "context", tuple(self.context))
         V = self.target.vocab_size
         for mod in (self.draft, self.draft_sample):
-            if mod is not None and mod.vocab_size != V:
+            if mod is not None and present(mod) and mod.vocab_size != V:
                 raise CaseError(f"vocabulary sizes differ: {mod.name} has {mod.vocab_size}, target has {V}")
         for t in self.context:
             if not is_int(t) or not 0 <= t < V:
                 raise CaseError(f"context token {show(t)} is outside the vocabulary 0..{V - 1}")
         if not is_int(self.tokens) or self.tokens < 1:
             raise CaseError(f"tokens={show(self.tokens)} must be an integer >= 1")
-        self.scheme.check_vocab(V)
+        if present(self.scheme):
+            self.scheme.check_vocab(V)
 
     @property
     def vocab_size(self) -> int:
@@ -365,7 +398,7 @@ class Case:
     def visible(self, context: Context) -> Context:
         """The last tokens of a context that any of the case's models can see: round laws and
         everything below a tree node depend on the context only through them."""
-        L = max(self.draft.context_length, self.q_samp_model.context_length, self.target.context_length)
+        L = max(m.context_length for m in (self.draft, self.q_samp_model, self.target) if present(m))
         return tuple(context)[-L:] if L else ()
 
     @property
@@ -379,28 +412,27 @@ class Case:
 
     @classmethod
     def from_json(cls, obj: Any) -> Case:
-        check_fields(obj, "case", ("draft", "target", "scheme"), ("draft_sample", "context", "tokens"))
+        check_fields(obj, "case", ("target",), ("draft", "scheme", "draft_sample", "context", "tokens"))
         ctx = obj.get("context", [])
         if not isinstance(ctx, list):
             raise CaseError(f"context {show(ctx)} must be a list of token ids")
         ds = obj.get("draft_sample")
         return cls(
-            draft=TableModel.from_json(obj["draft"], "draft"),
+            draft=TableModel.from_json(obj["draft"], "draft") if "draft" in obj else missing("draft"),
             target=TableModel.from_json(obj["target"], "target"),
-            scheme=scheme_from_json(obj["scheme"]),
+            scheme=scheme_from_json(obj["scheme"]) if "scheme" in obj else missing("scheme"),
             context=tuple(ctx),
             tokens=obj.get("tokens", 1),
             draft_sample=None if ds is None else TableModel.from_json(ds, "draft_sample"),
         )
 
     def to_json(self) -> dict:
-        out = {
-            "draft": self.draft.to_json(),
-            "target": self.target.to_json(),
-            "context": list(self.context),
-            "tokens": self.tokens,
-            "scheme": self.scheme.to_json(),
-        }
+        out: dict[str, Any] = {"draft": self.draft.to_json() if present(self.draft) else None}
+        out.update(target=self.target.to_json(), context=list(self.context), tokens=self.tokens)
+        if present(self.scheme):
+            out["scheme"] = self.scheme.to_json()
+        if out["draft"] is None:
+            del out["draft"]
         if self.draft_sample is not None:
             out["draft_sample"] = self.draft_sample.to_json()
         return out

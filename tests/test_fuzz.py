@@ -76,6 +76,8 @@ SUBCOMMANDS = (
     "compare",
     "gate-hf",
     "sweep",
+    "paper-tables",
+    "cases",
 )
 
 
@@ -539,6 +541,11 @@ GATE_HF_FLAGS = {
             "rheo-lm",
             "eagle",
             "eagle:1",
+            "seqspec:standard",
+            "seqspec:naive_hsd",
+            "seqspec:capped_hsd",
+            "seqspec",
+            "seqspec:x",
             "nope",
             "",
         ]
@@ -550,7 +557,22 @@ GATE_HF_FLAGS = {
     "--seed": INT_TEXT,
     "--workers": INT_TEXT,
     "--gen": st.sampled_from(
-        ["num_assistant_tokens=2", "x", "a=b=c", "=1", "temperature=nan", "top_k=-1", "top_k=2", "top_p=0.9", "top_p=2"]
+        [
+            "num_assistant_tokens=2",
+            "x",
+            "a=b=c",
+            "=1",
+            "temperature=nan",
+            "top_k=-1",
+            "top_k=2",
+            "top_p=0.9",
+            "top_p=2",
+            "gamma=3",
+            "gamma=0",
+            "gamma=99",
+            "gamma=true",
+            "gamma=x",
+        ]
     ),
 }
 
@@ -573,13 +595,15 @@ def stub_gate_hf():
 @example(path="small", argv=["--decoder", "assisted", "--tokens", str(2**63)])
 @example(path="small", argv=["--decoder", "eagle", "--gen", "top_k=2", "--gen", "top_p=0.9"])
 @example(path="small", argv=["--decoder", "eagle", "--gen", "temperature=0"])
+@example(path="small", argv=["--decoder", "seqspec:capped_hsd", "--gen", "gamma=99"])
+@example(path="small", argv=["--decoder", "seqspec:x"])
 def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
-    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle"):
+    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"):
         assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
 
 
@@ -976,6 +1000,55 @@ def test_train_draft_argument_vectors(files, no_models, argv):
     _lm(files, "train-draft", argv, "train/head.safetensors")
 
 
+PAPER_FLAGS = {
+    "--quick": None,
+    "--out": OUT_PATHS,
+    "--seed": INT_TEXT,
+    "--draft": st.sampled_from(["missing", "folder", "empty"]),
+    "--threads": THREADS,
+    "--quiet": None,
+}
+
+
+@fuzz(40)
+@given(argv=flags(PAPER_FLAGS))
+@example(argv=["--seed", "-1"])
+@example(argv=["--out", "under a file"])
+def test_paper_tables_argument_vectors(files, no_models, argv):
+    _lm(files, "paper-tables", argv, "")
+
+
+@pytest.fixture(scope="module")
+def stub_false_alarms():
+    """`rheo cases --false-alarms N` runs N gate checks of the baseline decoder: replaced by the
+    ReachedModel sentinel, so only argument checking is fuzzed here (its run is tested in
+    tests/test_bugclasses.py)."""
+    import rheo.cli_cases as cc
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cc, "false_alarms", _reached)
+    yield
+    mp.undo()
+
+
+CASES_FLAGS = {
+    "--json": None,
+    "--show": st.one_of(st.sampled_from(["bugclasses-token", "nope", ""]), st.text(max_size=8)),
+    "--alpha": FLOAT_TEXT,
+    "--beta": FLOAT_TEXT,
+    "--false-alarms": INT_TEXT,
+}
+
+
+@fuzz(40)
+@given(argv=flags(CASES_FLAGS))
+@example(argv=["--show", "nope"])
+@example(argv=["--alpha", "0"])
+@example(argv=["--false-alarms", str(10**9)])
+def test_cases_argument_vectors(stub_false_alarms, argv):
+    invoke(["cases", *argv])
+
+
 # --- the top level, --help, and the console script -------------------------------------------
 
 
@@ -987,9 +1060,9 @@ def test_train_draft_argument_vectors(files, no_models, argv):
     )
 )
 def test_top_level_argument_vectors(no_models, argv):
-    if len(argv) >= 1 and argv[0] in SUBCOMMANDS and argv[0] not in ("audit", "mutants"):
+    if len(argv) >= 1 and argv[0] in SUBCOMMANDS and argv[0] not in ("audit", "mutants", "paper-tables"):
         invoke(argv)
-    elif not argv or argv[0] not in ("audit", "mutants"):
+    elif not argv or argv[0] not in ("audit", "mutants", "paper-tables"):
         invoke(argv, tally="(top level)")
 
 

@@ -7,6 +7,7 @@ the exact-vs-float64 agreement and the resume path."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -68,7 +69,10 @@ def test_quick_json_has_the_issues_keys_and_sane_numbers(quick_run):
         ref = [r for r in res[a]["settings"] if r["m" if a == "ablation_m" else "T"] == 1]
         assert ref and abs(ref[0]["diff"]) < 1e-12  # the reference against itself
     rb = res["rb_variance_ratio"]
-    assert 0 <= rb["per_round"] <= 1 + 1e-9  # conditioning cannot add variance (up to sampling noise: quick is tiny)
+    # Var(E[L | tree]) <= Var(L) is a population fact; the quick run has too few rounds for the ratio of
+    # two sample variances to show it (1.12 was measured on one machine), so it is asserted on table
+    # models with enough rounds (tests/test_expected.py); here only that the ratio was computed.
+    assert 0 < rb["per_round"] < math.inf and rb["by_setting"]
     assert res["drafting_ratio_rheo_topk"]["ratio"] > 0
     assert (out / "paper_tables_quick.md").read_text().startswith("# The seeds' tables")
     assert (out / "paper_tables_quick.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
