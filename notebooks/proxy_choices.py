@@ -34,9 +34,10 @@ from proofs.survival import CE_RRSW_LARGE_PROXY, sampled_law_given_kept
 from rheo.sweep import run
 from rheo_ref.atomic import savefig_atomic, write_text_atomic
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.slots import expand
 from rheo_ref.grid import Cell
-from rheo_ref.models import Case, Proxy, Scheme
-from rheo_ref.slots import expand
+from rheo_ref.models import Case, Proxy
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)

@@ -32,8 +32,11 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt
 
 from proofs.gen import random_pair, tempered
-from rheo.compare import PAIRINGS, THETAS, compare
-from rheo_ref.models import Case, Proxy, Scheme
+from rheo.compare import compare
+from rheo.families.treespark import THETAS
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS as PAIRINGS
+from rheo_ref.models import Case, Proxy
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
 REPORTS.mkdir(parents=True, exist_ok=True)

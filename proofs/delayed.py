@@ -41,8 +41,8 @@ from itertools import product
 import sympy as sp
 
 from rheo_ref.exact import Exact
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, TableModel
-from rheo_ref.static import StaticScheme
 
 from ._claim import PROVED, REFUTED, Claim, Outcome, require
 from .gen import random_pair, random_row

@@ -73,11 +73,12 @@ from fractions import Fraction
 
 import z3
 
-from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.exact import Exact
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.slots import ranked
 from rheo_ref.grid import Cell, run_cells
-from rheo_ref.models import Case, Proxy, Scheme
-from rheo_ref.slots import ranked
+from rheo_ref.models import Case, Proxy
 
 from ._claim import PROVED, REFUTED, Claim, Outcome, require
 from .gen import one_row_case, random_pair, random_row

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.generate import contexts, mix, normalised, random_pair, random_row, table, temper_row, zipf_row
 from rheo_ref.generate import temper as tempered
-from rheo_ref.models import Case, Row, Scheme, TableModel
+from rheo_ref.models import Case, Row, TableModel
 
 __all__ = [
     "Row",

@@ -23,7 +23,7 @@ Method.
   itself; z3 proves it together with proxy <= 1 for explicit V.
 - No abstraction, explicit sizes: z3 proves the inequality with V real unknowns (ranked,
   non-negative, summing to 1) for every V <= 8 and every 0 <= m < V.
-- The implementation: `rheo_ref.slots` is run on generated rows (seeded) and the factor of the
+- The implementation: `rheo_ref.families.rheo.slots` is run on generated rows (seeded) and the factor of the
   sampled slot must lie between the last top-m factor and the first fill factor for every y,
   with every proxy rule for which the lemma is claimed (`rheo`); `scaled:s` with s < 1 and
   `const:a` are shown to break it on the seeds' Table 1 row.
@@ -36,8 +36,8 @@ from fractions import Fraction
 
 import z3
 
+from rheo_ref.families.rheo.slots import expand
 from rheo_ref.models import Proxy
-from rheo_ref.slots import expand
 
 from ._claim import PROVED, Claim, Outcome, require
 from .gen import random_row
@@ -133,7 +133,7 @@ def check() -> Outcome:
     return Outcome(
         PROVED,
         f"general m (z3, 3-real abstraction); no abstraction for V<={MAX_V}, all m; "
-        f"rheo_ref.slots agrees on {n} (row, K, m); true/const:1/4/scaled:1/2 move the rank on Table 1's row",
+        f"rheo_ref.families.rheo.slots agrees on {n} (row, K, m); true/const:1/4/scaled:1/2 move the rank on Table 1's row",
         numbers={"slot_checks": n, "table1_ranks": {k: sorted(v) for k, v in ranks.items()}},
     )
 
@@ -142,7 +142,7 @@ CLAIMS = [
     Claim(
         "1",
         "local ranking preservation: q(x_{m+1}) <= proxy <= q(x_m), m=0 rule",
-        "z3 (general m via 3-real abstraction; explicit V<=8) + rheo_ref.slots",
+        "z3 (general m via 3-real abstraction; explicit V<=8) + rheo_ref.families.rheo.slots",
         PROVED,
         check,
     )

@@ -22,10 +22,11 @@ import random
 from fractions import Fraction
 from statistics import mean, median
 
-from rheo_ref.enumerate import BruteChooser
 from rheo_ref.exact import Exact
-from rheo_ref.models import Proxy, Scheme, TableModel
-from rheo_ref.tree import build_tree, rerank, rerank_key
+from rheo_ref.families.rheo.enumerate import BruteChooser
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.tree import build_tree, rerank, rerank_key
+from rheo_ref.models import Proxy, TableModel
 
 from ._claim import PROVED, REFUTED, Claim, Outcome, require
 from .dominance import CE_42, both, depth1_case

@@ -35,7 +35,7 @@ loses the tie to the shallower root top-1. So token 1 is offered as a point mass
 when y = 0: RRSw accepts it w.p. 1/2 then, and otherwise can only reach token 1 through the
 residual after rejecting y = 2, w.p. 1/4: P(1) = 1/3 * 1/2 + 2/3 * 1/4 = 1/3.
 
-Method. Exact and exhaustive per case: `rheo_ref.enumerate.enumerate_trees(..., "brute")`
+Method. Exact and exhaustive per case: `rheo_ref.families.rheo.enumerate.enumerate_trees(..., "brute")`
 lists every tree of a round with its probability (every sampled identity separately); the
 conditional laws are summed exactly and compared with q̃. Cases: seeded generated table models
 (V in 3..4, first order, sometimes a separate q_samp), every D <= 3 and K, m < K, W, R drawn
@@ -50,11 +50,12 @@ from collections import defaultdict
 from fractions import Fraction
 from itertools import tee
 
-from rheo_ref.enumerate import enumerate_trees, estimate_trees_per_round
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.enumerate import enumerate_trees, estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.tree import path_tokens, rerank_key
 from rheo_ref.grid import Cell, run_cells
-from rheo_ref.models import Case, Proxy, Scheme
-from rheo_ref.tree import path_tokens, rerank_key
+from rheo_ref.models import Case, Proxy
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
 from .gen import contexts, one_row_case, random_pair, random_row, table

@@ -62,10 +62,10 @@ from itertools import combinations, permutations, product
 from typing import Any
 
 from rheo_ref.exact import Exact
+from rheo_ref.families.static.exact import brute_round_law
+from rheo_ref.families.static.scheme import StaticScheme, shape_of
 from rheo_ref.models import Case, TableModel
-from rheo_ref.static import StaticScheme, shape_of
-from rheo_ref.static_exact import brute_round_law
-from rheo_ref.verifiers import DraftTree, topdown_law, traversal_law, verify_tree_law
+from rheo_ref.verifier_laws import DraftTree, topdown_law, traversal_law, verify_tree_law
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
 from .gen import random_pair

@@ -40,11 +40,11 @@ from fractions import Fraction
 from functools import cache
 
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.static.scheme import StaticScheme, next_draw
+from rheo_ref.families.treespark.exact import draws_of_round
+from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.generate import contexts, mix, random_pair, random_row, table
 from rheo_ref.models import Case, TableModel
-from rheo_ref.static import StaticScheme, next_draw
-from rheo_ref.treespark import PAPER_SIGMOID, Calibration, TreeSparkScheme
-from rheo_ref.treespark_exact import draws_of_round
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require

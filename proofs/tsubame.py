@@ -25,10 +25,11 @@ from fractions import Fraction
 from functools import cache
 
 from rheo_ref.exact import Exact
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.generate import contexts, mix, random_pair, random_row, table
-from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.static import StaticScheme
-from rheo_ref.tsubame import TsubameScheme
+from rheo_ref.models import Case, TableModel
 
 from ._claim import REFUTED, Claim, Outcome, require
 

@@ -2,13 +2,10 @@
 
 For each scheme: exact TV of the 3-token law to the target, tau, how many trees brute force and
 the class enumeration visit for the same exact answer (they must agree), seconds, and (when the
-fast path and the statistics module are present) the fast path's statistical verdict. The rheo
-family's rows come first, then the static family's (docs/SCHEMES.md: a fixed shape of 5 or 4
-draft nodes, the four lossless pairings and the lossy wor + specinfer; for them `brute trees`
-counts joint draws and `class trees` the sibling draws of the subtree recursion), then tsubame's
-(the five pairings and the lossy one) and treespark's (SPARK_SCHEMES: N = 4, k = 2, D = 3, each
-verifier at θ = 0 with the identity calibration and at θ = 1/10 with the paper's sigmoid, the
-gate's treespark schemes; both methods enumerate the same trees, so the tree counts agree).
+fast path and the statistics module are present) the fast path's statistical verdict. The rows
+are each registered family's (`rheo.family.SuiteFamily.audit_rows`, in `rheo/families/<name>/`),
+in registry order; for the families other than rheo `brute trees` counts joint draws and
+`class trees` what their class method visits (sibling draws of the subtree recursion).
 """
 
 from __future__ import annotations
@@ -22,44 +19,11 @@ from tqdm import tqdm
 
 from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import PAPER_SIGMOID, Calibration, TreeSparkScheme
-from rheo_ref.tsubame import TsubameScheme
+from rheo_ref.models import Case, TableModel
+
+from .family import suite_families
 
 ALPHA, DELTA = 1e-3, 0.02  # the statistical column: false-alarm rate, TV detected with power 0.99
-
-# (label, K, m, W, D, R, proxy, verify)
-MATRIX = [
-    ("Top-K (m=K)", 3, 3, 2, 3, 4, "rheo", "rheo"),
-    ("Rheo m=0", 3, 0, 2, 3, 4, "rheo", "rheo"),
-    ("Rheo m=1", 3, 1, 2, 3, 4, "rheo", "rheo"),
-    ("Rheo m=2", 3, 2, 2, 3, 4, "rheo", "rheo"),
-    ("Rheo m=1 + RRSw", 3, 1, 2, 3, 4, "rheo", "rrsw"),
-    ("chain (K=1,m=0)", 1, 0, 1, 3, 3, "rheo", "rheo"),
-    ("ad hoc: true proxy", 3, 1, 2, 3, 4, "true", "rheo"),
-    ("ad hoc: const 1/8", 3, 1, 2, 3, 4, "const:1/8", "rheo"),
-]
-
-# The static family on the same tables: (shape kind, sizes, label) x (sampling, verify)
-STATIC_SHAPES = [("delayed", (2, 1, 2), "delayed [2,1,2]"), ("branching", (2, 1), "branching [2,1]")]
-STATIC_PAIRINGS = [
-    ("iid", "specinfer"),
-    ("wor", "rrsw"),
-    ("iid", "traversal"),
-    ("wor", "traversal"),
-    ("wor", "specinfer"),
-]  # the last one lossy
-
-# The treespark family: (label, scheme), N = 4, k = 2, D = 3, each verifier at θ = 0 and at θ = 1/10
-SPARK_SCHEMES = [
-    (f"TreeSpark N=4 k=2 D=3 theta={theta} {name} wor+{verify}", TreeSparkScheme(4, 2, 3, theta, cal, verify))
-    for theta, name, cal in (
-        (Fraction(0), "identity", Calibration("identity")),
-        (Fraction(1, 10), "sigmoid (paper)", Calibration("sigmoid", *PAPER_SIGMOID)),
-    )
-    for verify in ("rrsw", "traversal")
-]
 
 
 def audit_models() -> tuple[TableModel, TableModel]:
@@ -86,28 +50,9 @@ def audit_models() -> tuple[TableModel, TableModel]:
 
 
 def audit_cases() -> list[tuple[str, Case]]:
+    """Every registered family's rows (`rheo.family.SuiteFamily.audit_rows`), in registry order."""
     q, p = audit_models()
-    rheo = [
-        (label, Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), verify), (0,), 3))
-        for label, K, m, W, D, R, proxy, verify in MATRIX
-    ]
-    static = []
-    for kind, sizes, name in STATIC_SHAPES:
-        for sampling, verify in STATIC_PAIRINGS:
-            sch = StaticScheme(kind, sizes, sampling, verify)
-            static.append(
-                (f"{name} {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"), Case(q, p, sch, (0,), 3))
-            )
-    tsubame = [
-        (
-            f"Tsubame K=3 W=2 D=3 R=4 {sampling}+{verify}" + ("" if sch.lossless else " (lossy)"),
-            Case(q, p, sch, (0,), 3),
-        )
-        for sampling, verify in STATIC_PAIRINGS
-        for sch in [TsubameScheme(3, 2, 3, 4, sampling, verify)]
-    ]
-    treespark = [(label, Case(q, p, sch, (0,), 3)) for label, sch in SPARK_SCHEMES]
-    return rheo + static + tsubame + treespark
+    return [row for fam in suite_families().values() for row in fam.audit_rows(q, p)]
 
 
 def _statistical(case: Case, seed: int) -> dict:

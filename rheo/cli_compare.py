@@ -15,8 +15,8 @@ import time
 from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES
+from rheo_ref.family import MAX_NODES
 from rheo_ref.models import load_case
-from rheo_ref.static import MAX_NODES
 from rheo_ref.validate import integer
 
 EPILOG = """\

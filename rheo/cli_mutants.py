@@ -2,7 +2,7 @@
 
 For every mutant (`rheo_ref.variants.MUTANTS`, every family) on its gate case (per mutant, the
 one of its family's mutant cases where its exact TV is largest): its exact TV per check (from
-its exact counterpart, `rheo_ref.mutants`), the gate's tests run on the fast path running that
+its exact counterpart, `rheo_ref.families.rheo.mutants`), the gate's tests run on the fast path running that
 variant (N, p-values) and whether they reject. Then the correct fast path under
 `--seeds` seeds: how often the gate's test rejects it, with a two-sided binomial p-value
 against α (and against 0.05, where a miscalibrated test shows at 100 seeds).
@@ -37,7 +37,10 @@ MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alp
 
 
 def register(subparsers) -> None:
-    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE, MUTANT_CASES, STATIC_MUTANT_CASES, TSUBAME_MUTANT_CASES
+    from .family import suite_families
+    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE
+
+    per_family = "; ".join(f"{f.name}: {', '.join(f.mutant_rows)}" for f in suite_families().values() if f.mutant_rows)
 
     sp = subparsers.add_parser(
         "mutants",
@@ -59,9 +62,7 @@ def register(subparsers) -> None:
         "--case",
         default="auto",
         help=f"gate case of the mutants (default auto: per mutant, the one of its family's mutant cases "
-        f"where its exact TV is largest; rheo: {', '.join(MUTANT_CASES)}; static: "
-        f"{', '.join(STATIC_MUTANT_CASES)}; tsubame: {', '.join(TSUBAME_MUTANT_CASES)}); a case runs its own "
-        "family's mutants",
+        f"where its exact TV is largest; {per_family}); a case runs its own family's mutants",
     )
     sp.add_argument(
         "--fa-case", default=MUTANT_CASE, help=f"gate case of the false-alarm measurement (default {MUTANT_CASE})"

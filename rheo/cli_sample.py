@@ -15,9 +15,10 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from rheo_fast.family import fast_family_of
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, load_case
-from rheo_ref.sizes import Size, available_memory, batch_bytes, count, expansions, gib, nodes
+from rheo_ref.models import Case, load_case
+from rheo_ref.sizes import Size, available_memory, batch_bytes, count, gib
 from rheo_ref.validate import integer, number, show, within_limit
 from rheo_ref.variants import MUTANTS, variant_named
 
@@ -111,10 +112,7 @@ def check_sizes(case: Case, n: int, args: argparse.Namespace) -> int:
     import math
 
     s, V = case.scheme, case.vocab_size
-    if not isinstance(s, Scheme):  # q_samp rows of every node, [B, nodes + 1, V] per round
-        E = N = s.nodes + 1
-    else:  # q̃ rows of the expansions [B, E, V]; N nodes
-        E, N = expansions(s.K, s.W, s.D), nodes(s.K, s.W, s.D)
+    E, N = fast_family_of(s).rows(s)  # rows of one round's draft tensor [B, E, V]; nodes
     for model in {id(m): m for m in (case.draft, case.q_samp_model, case.target)}.values():
         if model.context_length >= 62 / math.log2(
             V + 1

@@ -5,16 +5,18 @@ case and temperature handed to the fast path: T = 0 runs the fast path's greedy 
 exact case whose q_samp and p rows are point masses on the argmax; the temperature-0.5 cases
 give q_samp as a separate table (q_rank² renormalised), as docs/ALGORITHM.md §1 says, and
 `fastT0.5` runs the fast path at T = 0.5 against exact tables q² and p² renormalised.
-Both families are in the matrix: the rheo family's schemes (`SCHEMES`) and the static family's
-(`STATIC_SCHEMES`: the five lossless pairings on a branching and a delayed shape, and a
-`parents` shape whose leaves are created out of post-order).
+Every registered family brings its rows (`rheo.family`: `gate_schemes`, `gate_rows`, and the
+rows its mutants run on, `mutant_cases`); the rows live in `rheo/families/<name>/`.
 
-Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`:
+Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`. `ALPHA`
+is derived, never set by hand: the family-wise total `FAMILY_ALPHA` split evenly (Bonferroni) over
+the matrix's tests, one per (row, check), so a family that adds rows lowers every test's α
+(`alpha_per_test`; `ALPHA` reads it on first use):
 - `joint2`, `joint3`: the first 2 / 3 tokens of repeated rounds against the exact target law;
 - `round`: the first round's emitted sequence against the exact round law of the same scheme;
 - `lengths`: the first round's length (so τ) against its exact law.
 The round checks compare with the spec, so they also catch lossless deviations from it.
-`fast_sampler` drives the fast path (rheo_fast, imported lazily) as a sampler of a case of either
+`fast_sampler` drives the fast path (rheo_fast, imported lazily) as a sampler of a case of any
 family, running the spec or a mutant of that family. A mutant's negative control runs on the
 case of its family where its exact TV is largest (`mutant_case`).
 """
@@ -27,19 +29,16 @@ from fractions import Fraction
 from functools import cache, lru_cache
 from typing import Any
 
-from rheo_ref.exact import Exact, Law, target_law
+from rheo_ref.exact import Exact, Law, mutant_exact, target_law
 from rheo_ref.exact import tv as total_variation
-from rheo_ref.models import AnyScheme, Case, Scheme, TableModel
-from rheo_ref.replay import greedy_case
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import Calibration, TreeSparkScheme
-from rheo_ref.tsubame import TsubameScheme
-from rheo_ref.variants import MUTANTS, READ_BY, variant_named
+from rheo_ref.generate import greedy_case
+from rheo_ref.models import AnyScheme, Case, TableModel
+from rheo_ref.variants import MUTANTS, variant_named
 
+from .family import mutant_cases_of, suite_families
 from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
 
-ALPHA = 3e-7  # false-alarm probability of every gate test (the family's: `family_alpha`)
-FAMILY_ALPHA_BOUND = 1e-4  # what the whole matrix may cost a correct decoder (asserted by the tests)
+FAMILY_ALPHA = 1e-4  # the family-wise false-alarm probability: what the whole matrix may cost a correct decoder
 BETA = 0.01  # miss probability at TV = DELTA
 DELTA = 0.025  # the TV every gate test detects with power 1 - BETA
 CHECKS = ("joint2", "joint3", "round", "lengths")
@@ -50,68 +49,6 @@ DRAFT = {(): [11, 7, 5, 3], (0,): [9, 6, 4, 2], (1,): [3, 10, 6, 2], (2,): [4, 3
 TARGET = {(): [6, 10, 3, 4], (0,): [3, 9, 5, 7], (1,): [7, 4, 9, 3], (2,): [5, 8, 2, 9], (3,): [9, 4, 7, 2]}
 DRAFT_Z = {(): [11, 7, 0, 3], (0,): [9, 0, 4, 2], (1,): [0, 10, 6, 2], (2,): [4, 3, 12, 0], (3,): [8, 3, 0, 13]}
 TARGET_Z = {(): [6, 10, 3, 0], (0,): [0, 9, 5, 7], (1,): [7, 0, 9, 3], (2,): [5, 8, 0, 9], (3,): [9, 4, 7, 0]}
-
-SCHEMES = {
-    "topk": Scheme(3, 3, 2, 2, 5),
-    "rheo-m0": Scheme(2, 0, 2, 2, 4),
-    "rheo-m1": Scheme(3, 1, 2, 2, 5),
-    "rheo-m1-R2": Scheme(3, 1, 2, 2, 2),  # a budget that cuts depth-1 siblings: survival bias shows
-    "rheo-m2": Scheme(3, 2, 2, 2, 5),
-    "rrsw": Scheme(3, 1, 2, 2, 5, verify="rrsw"),
-    "chain": Scheme(1, 0, 1, 3, 3),
-}
-
-# The static family (docs/SCHEMES.md): every lossless pairing on a branching shape (two root
-# children, one child each) and a delayed one (a trunk of 1, then two rollouts of 2), and a
-# `parents` shape where the leaf 2 is created before the deeper node 3 (root -> 1, 2; 1 -> 3):
-# there alone the traversal's post-order and creation order of leaves differ.
-STATIC_SHAPES = {"branching": (2, 1), "delayed": (2, 1, 2), "parents": (0, 0, 1)}
-STATIC_PAIRINGS = (("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw"), ("iid", "traversal"), ("wor", "traversal"))
-STATIC_SCHEMES = {
-    **{
-        f"{kind}-{sampling}-{verify}": StaticScheme(kind, STATIC_SHAPES[kind], sampling, verify)
-        for kind in ("branching", "delayed")
-        for sampling, verify in STATIC_PAIRINGS
-    },
-    **{
-        f"parents-{sampling}-traversal": StaticScheme("parents", STATIC_SHAPES["parents"], sampling, "traversal")
-        for sampling in ("iid", "wor")
-    },
-}
-# The tsubame family: the plan of K = 3, W = 2, D = 2, R = 4 (Top-K on q_rank), tokens sampled
-TSUBAME_SCHEMES = {
-    f"tsubame-{sampling}-{verify}": TsubameScheme(3, 2, 2, 4, sampling, verify) for sampling, verify in STATIC_PAIRINGS
-}
-TSUBAME_ROWS = ("iid-specinfer/T1", "wor-rrsw/T0.5/zeros", "iid-rrsw/T1", "iid-traversal/T0", "wor-traversal/T1")
-# A smaller plan (K = 2, W = 1, D = 2, R = 3) for the mutant tsubame-plan-after-sampling, whose exact
-# law is a brute enumeration of every draw during the build (K = 3, W = 2 iid: 4^9 builds per context)
-TSUBAME_SCHEMES.update(
-    {
-        f"tsubame-w1-{sampling}-{verify}": TsubameScheme(2, 1, 2, 3, sampling, verify)
-        for sampling, verify in STATIC_PAIRINGS
-    }
-)
-TSUBAME_MUTANT_ROWS = ("w1-wor-traversal/T1",)  # one row (the α budget)
-# The treespark family (docs/SCHEMES.md §12): N = 4 nodes, k = 2, D = 3, each verifier at θ = 0
-# (identity calibration) and at a binding θ (the paper's sigmoid calibration, θ = 1/10)
-TREESPARK_SCHEMES = {
-    f"spark-{verify}-{tag}": TreeSparkScheme(4, 2, 3, Fraction(theta), Calibration.parse(cal), verify)
-    for verify in ("rrsw", "traversal")
-    for tag, theta, cal in (("theta0", "0", "identity"), ("theta", "1/10", "sigmoid:0.6684,-0.4587"))
-}
-# Eight rows (the family-wise α bound allows no more): each verifier at T = 1, 0.5 (with zeros)
-# and 0, each θ at every temperature across the two verifiers
-TREESPARK_ROWS = (
-    "spark-rrsw-theta0/T1",
-    "spark-rrsw-theta/T1",
-    "spark-rrsw-theta/T0.5/zeros",
-    "spark-rrsw-theta0/T0",
-    "spark-traversal-theta0/T1",
-    "spark-traversal-theta/T1",
-    "spark-traversal-theta0/T0.5/zeros",
-    "spark-traversal-theta/T0",
-)
-ALL_SCHEMES: dict[str, AnyScheme] = {**SCHEMES, **STATIC_SCHEMES, **TSUBAME_SCHEMES, **TREESPARK_SCHEMES}
 
 
 def table(weights: dict, name: str, power: int = 1) -> TableModel:
@@ -129,10 +66,17 @@ class GateCase:
     T: float = 1.0
 
 
-def _gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") -> GateCase:
+def all_schemes() -> dict[str, AnyScheme]:
+    """The gate's schemes of every registered family, by name (`rheo.family`)."""
+    return {name: sch for fam in suite_families().values() for name, sch in fam.gate_schemes.items()}
+
+
+def gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") -> GateCase:
+    """The row `name`: the gate scheme `scheme` on the tables (with zeros or not) at temperature
+    `temp` ("1", "0.5": a separate q_samp table q², "0": greedy, "fast0.5": the fast path's own)."""
     dw, tw = (DRAFT_Z, TARGET_Z) if zeros else (DRAFT, TARGET)
     draft, target = table(dw, "draft"), table(tw, "target")
-    sch = ALL_SCHEMES[scheme]
+    sch = all_schemes()[scheme]
     if temp == "0":  # fast path in greedy mode; exact q_samp and p are the point masses
         fast = Case(draft, target, sch, (0,), 3)
         exact = greedy_case(fast)
@@ -146,95 +90,62 @@ def _gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") 
     return GateCase(name, case, case, 1.0)
 
 
-@lru_cache(maxsize=1)
 def gate_cases() -> dict[str, GateCase]:
-    """The matrix: every scheme at T = 1 and T = 0.5 (separate q_samp tables), with and without
-    zeros, plus greedy T = 0 for the tree schemes; every static scheme of a branching or delayed
-    shape at T = 1, T = 0.5 with zeros and greedy T = 0 (the delayed ones on the tables with zeros),
-    two at the fast path's own T = 0.5, and the parents shape's two."""
-    out = {}
-    for s in SCHEMES:
-        out[f"{s}/T1"] = _gate_case(f"{s}/T1", s)
-        out[f"{s}/T0.5/zeros"] = _gate_case(f"{s}/T0.5/zeros", s, zeros=True, temp="0.5")
-    out["rheo-m1/T0.5"] = _gate_case("rheo-m1/T0.5", "rheo-m1", temp="0.5")
-    out["rheo-m1/T1/zeros"] = _gate_case("rheo-m1/T1/zeros", "rheo-m1", zeros=True)
-    out["rheo-m1-R2/T0.5"] = _gate_case("rheo-m1-R2/T0.5", "rheo-m1-R2", temp="0.5")
-    out["rrsw/fastT0.5"] = _gate_case("rrsw/fastT0.5", "rrsw", temp="fast0.5")
-    out["rheo-m1/T0"] = _gate_case("rheo-m1/T0", "rheo-m1", temp="0")
-    out["topk/T0/zeros"] = _gate_case("topk/T0/zeros", "topk", zeros=True, temp="0")
-    for s in STATIC_SCHEMES:
-        if s.startswith("parents"):
-            continue
-        zeros = s.startswith("delayed")
-        out[f"{s}/T1"] = _gate_case(f"{s}/T1", s)
-        out[f"{s}/T0.5/zeros"] = _gate_case(f"{s}/T0.5/zeros", s, zeros=True, temp="0.5")
-        out[f"{s}/T0" + "/zeros" * zeros] = _gate_case(f"{s}/T0" + "/zeros" * zeros, s, zeros=zeros, temp="0")
-    for name in ("branching-wor-traversal/fastT0.5", "delayed-iid-rrsw/fastT0.5"):
-        out[name] = _gate_case(name, name.split("/")[0], temp="fast0.5")
-    out["parents-wor-traversal/T0.5/zeros"] = _gate_case(
-        "parents-wor-traversal/T0.5/zeros", "parents-wor-traversal", zeros=True, temp="0.5"
-    )
-    out["parents-iid-traversal/T1"] = _gate_case("parents-iid-traversal/T1", "parents-iid-traversal")
-    for row in TSUBAME_ROWS + TSUBAME_MUTANT_ROWS:
-        pairing, temp, *z = row.split("/")
-        name = f"tsubame-{row}"
-        out[name] = _gate_case(name, f"tsubame-{pairing}", zeros=bool(z), temp=temp[1:])
-    for name in TREESPARK_ROWS:
-        s, temp = name.split("/")[0], name.split("/")[1][1:]
-        out[name] = _gate_case(name, s, zeros=name.endswith("zeros"), temp=temp)
+    """The matrix: every registered family's rows (`rheo.family.SuiteFamily.gate_rows`), in
+    registry order."""
+    return _gate_cases(tuple(suite_families()))
+
+
+@lru_cache(maxsize=4)
+def _gate_cases(names: tuple[str, ...]) -> dict[str, GateCase]:
+    out: dict[str, GateCase] = {}
+    fams = suite_families()
+    for name in names:
+        rows = fams[name].gate_rows()
+        clash = sorted(set(rows) & set(out))
+        if clash:
+            raise StatsError(f"family {name!r}: gate rows {clash} are already another family's")
+        out.update(rows)
     return out
 
 
-def family_alpha(alpha: float = ALPHA) -> float:
-    """Bonferroni bound on the probability that a correct fast path fails some test of the matrix:
-    one test per (gate case, check)."""
-    return alpha * len(gate_cases()) * len(CHECKS)
+def alpha_per_test() -> float:
+    """The false-alarm probability of each gate test: FAMILY_ALPHA / (rows x checks)."""
+    return FAMILY_ALPHA / (len(gate_cases()) * len(CHECKS))
 
 
-MUTANT_CASES = ("rheo-m1/T0.5", "rheo-m1-R2/T0.5")
-MUTANT_CASE = MUTANT_CASES[0]  # also the case of the false-alarm measurement. The tight budget
-#                                R = 2 adds survival bias, so proxy-const (lossless at R = 5) moves
-#                                the token law there; fills-first needs the fills R = 5 keeps
-# The static family's: wor siblings on the tables with zeros at T = 0.5 (where the exact TVs are
-# largest), the branching shape under rrsw and under traversal, and the parents shape under
-# traversal (the only shape where its two leaf orders differ)
-STATIC_MUTANT_CASES = (
-    "branching-wor-rrsw/T0.5/zeros",
-    "branching-wor-traversal/T0.5/zeros",
-    "parents-wor-traversal/T0.5/zeros",
-)
-# The tsubame family's: the small plan at T = 1 (wor, traversal; the larger of its exact TVs, 0.107 on
-# joint3, vs 0.100 for iid-rrsw at T = 0.5 with zeros). Its mutant's sampler reads the exact tables at
-# T = 1, so a T = 0.5 row must give q_samp as a table (as every gate row does), never T = 0
-TSUBAME_MUTANT_CASES = tuple(f"tsubame-{row}" for row in TSUBAME_MUTANT_ROWS)
+def __getattr__(name: str) -> float:
+    if name == "ALPHA":  # derived from the registered families' rows (PEP 562)
+        return alpha_per_test()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# The treespark family's: the binding-θ rows at T = 1 (own survival differs from the spec only where θ binds)
-TREESPARK_MUTANT_CASES = ("spark-rrsw-theta/T1", "spark-traversal-theta/T1")
+def family_alpha(alpha: float | None = None) -> float:
+    """Bonferroni bound on the probability that a correct fast path fails some test of the matrix
+    when each test runs at `alpha` (default: `alpha_per_test()`, which makes it FAMILY_ALPHA)."""
+    return (alpha_per_test() if alpha is None else alpha) * len(gate_cases()) * len(CHECKS)
+
+
+MUTANT_CASE = "rheo-m1/T0.5"  # the case of the false-alarm measurement (`rheo mutants`)
 
 
 def mutant_cases(name: str) -> tuple[str, ...]:
     """The gate cases a mutant's negative control may run on: its family's mutant cases whose
-    verifier reads the setting it changes."""
+    verifier reads the setting it changes (`rheo.family.SuiteFamily.mutant_cases`)."""
     if name not in MUTANTS:
         raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
-    v = MUTANTS[name]
-    if v.family == "rheo":
-        return MUTANT_CASES
-    if v.family == "treespark":
-        return TREESPARK_MUTANT_CASES
-    if v.family == "tsubame":
-        return TSUBAME_MUTANT_CASES
-    (setting,) = v.changed()
-    cases = gate_cases()
-    return tuple(c for c in STATIC_MUTANT_CASES if cases[c].case.static_scheme().verify in READ_BY[setting])
+    family = MUTANTS[name].family
+    fams = suite_families()
+    if family is None or family not in fams:
+        raise StatsError(f"mutant {name!r}: its family {family!r} has no gate rows")
+    return mutant_cases_of(fams[family], name)
 
 
 @cache
 def mutant_case(name: str) -> str:
-    """The gate case of a mutant's negative control: among `mutant_cases` (MUTANT_CASES for the
-    rheo family, STATIC_MUTANT_CASES for the static family, TSUBAME_MUTANT_CASES for tsubame), the one where its exact TV on the
-    first 3 tokens (then on the first round) is largest. Chosen from exact values only."""
+    """The gate case of a mutant's negative control: among `mutant_cases` (its family's), the one
+    where its exact TV on the first 3 tokens (then on the first round) is largest. Chosen from
+    exact values only."""
     cases = gate_cases()
     return max(mutant_cases(name), key=lambda c: tuple(exact_tvs(cases[c], name, ("joint3", "round")).values()))
 
@@ -253,11 +164,7 @@ def _matrix_exact(name: str, mutant: str | None) -> Exact:
 
 
 def _new_exact(case: Case, mutant: str | None) -> Exact:
-    if mutant is None:
-        return Exact(case)
-    from rheo_ref.mutants import MutantExact
-
-    return MutantExact(case, mutant)
+    return Exact(case) if mutant is None else mutant_exact(case, mutant)
 
 
 def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:
@@ -308,13 +215,15 @@ def run_check(
     *,
     seed: int | None = None,
     mutant: str | None = None,
-    alpha: float = ALPHA,
+    alpha: float | None = None,
     beta: float = BETA,
     tv: float = DELTA,
     factory: Callable | None = None,
     law: Law | None = None,
 ) -> LawTest:
-    """One gate test; the seed defaults to one fixed by (case, check, mutant)."""
+    """One gate test at level `alpha` (default `alpha_per_test()`); the seed defaults to one fixed
+    by (case, check, mutant)."""
+    alpha = alpha_per_test() if alpha is None else alpha
     law = check_law_of(gc, check) if law is None else law
     n = samples_for(law, tv, alpha, beta)
     seed = seed_for(f"gate|{gc.name}|{check}|{mutant}") if seed is None else seed

@@ -40,8 +40,9 @@ from typing import Any
 from rheo_ref.errors import CaseError, LosslessError
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import parse_weight
 from rheo_ref.models import Case
-from rheo_ref.static import parse_weight
 
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
 from .horizon import HorizonTest, assert_lossless
@@ -188,7 +189,7 @@ class HFDecoder:
         if self.kind == "rheo-lm":
             p = proc.table(case.target)
             ds = proc.table(case.q_samp_model) if not proc.identity else None
-            return Exact(Case(case.draft, p, case.rheo_scheme(), case.context, n, ds)).token_law(n)
+            return Exact(Case(case.draft, p, case.scheme_as(Scheme), case.context, n, ds)).token_law(n)
         p = proc.table(case.target)
         if self.kind == "prompt-lookup":
             chain = Chain(
@@ -221,7 +222,7 @@ class HFDecoder:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise CaseError(f"workers={workers!r} must be an integer >= 1")
         if self.kind == "rheo-lm":
-            case.rheo_scheme()
+            case.scheme_as(Scheme)
             if len(case.context) < 2:
                 raise CaseError(f"decoder rheo-lm needs a context of at least 2 tokens, got {list(case.context)}")
         if self.kind == "eagle":
@@ -293,7 +294,7 @@ def decode_batch(
 
             T = 1 / decoder.processing().power
             lm, g = table_tree_model(case, T=T), torch.Generator().manual_seed(seed % 2**63)
-            return [tuple(generate_tokens(lm, context, case.rheo_scheme(), n, g)) for _ in range(num_samples)]
+            return [tuple(generate_tokens(lm, context, case.scheme_as(Scheme), n, g)) for _ in range(num_samples)]
         from rheo_fast.table_lm import table_lm
 
         target = table_lm(case.target)  # prompt-lookup brings its own draft: the case's may be absent

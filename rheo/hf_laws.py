@@ -11,7 +11,7 @@ Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits wh
   (`_speculative_sampling`; prompt lookup's "sample y ~ p, keep x while y = x" is the same law
   with q the point mass on x): a *drafter* proposes tokens one at a time (a table draft, with
   transformers' confidence stop; or prompt lookup's block of candidates), each drafted x is
-  accepted w.p. min(1, 1 − w + w·p(x)/q(x)) (`rheo_ref.verifiers.specinfer_accept`; w = 1 unless
+  accepted w.p. min(1, 1 − w + w·p(x)/q(x)) (`rheo_ref.verifier_laws.specinfer_accept`; w = 1 unless
   `assistant_ensemble_weight`), where q is the row the decoder *verifies* with, and a rejection
   emits a bonus from norm((p − q)+); after the last draft the bonus comes from p.
   With a table drafter, no confidence stop and the verified q equal to the drafted one this is
@@ -36,7 +36,7 @@ from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Context, Row, TableModel, present
-from rheo_ref.verifiers import specinfer_accept, specinfer_reject
+from rheo_ref.verifier_laws import specinfer_accept, specinfer_reject
 
 Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)

@@ -54,9 +54,10 @@ def load_grid(path: str, *, force: bool = False) -> list[Cell]:
 
 
 @contextmanager
-def engine(scheduler: str | None = None, workers: int | None = None, *, fn: Callable = run_cell) -> Iterator[Runner]:
+def engine(scheduler: str | None = None, workers: int | None = None, *, fn: Callable | None = None) -> Iterator[Runner]:
     """A runner that yields each cell's row (`fn(cell)`, default `run_cell`) as it finishes, on
     local processes or on Dask."""
+    fn = fn or run_cell  # looked up at call time, so a patched module-level run_cell is the one used
     if scheduler is not None:
         with _dask(scheduler, fn) as run:
             yield run
@@ -130,7 +131,7 @@ def _check_address(address: str) -> None:
 
 
 @contextmanager
-def _dask(address: str, fn: Callable = run_cell) -> Iterator[Runner]:
+def _dask(address: str, fn: Callable) -> Iterator[Runner]:
     _check_address(address)
     try:
         import distributed

@@ -1,12 +1,13 @@
 """rheo_fast: the pinned RheoSampling algorithm in vectorised, device-agnostic torch, coupled
-coin for coin to the exact reference (`rheo_ref.replay`, docs/FAST_PATH.md).
+coin for coin to the exact reference (`rheo_ref.families.rheo.replay`, docs/FAST_PATH.md).
 
-Steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
+Shared steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
 q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `verify`
-(`verify_level`), `decode` (rounds, coins, multi-round decoding), `static_tree` and `static` (the
-`static` family's tree and round: a fixed shape, docs/SCHEMES.md §7), `lm` (real language models).
-The deliberately broken variants that steps can run are declared once, for both implementations,
-in `rheo_ref.variants`.
+(`verify_level`), `decode` (coins and the one multi-round loop of every family), `lm` (real
+language models). Each family's round and coin layout live in `families/<name>/` and are found
+through `family` (the registry: `layout_for`, `fast_family_of`); docs/FAMILIES.md says where a
+new family goes. The deliberately broken variants that steps can run are declared once, for both
+implementations, in `rheo_ref.variants`.
 
 The names below are loaded on first use (PEP 562), so importing the package does not import torch.
 """
@@ -18,18 +19,18 @@ from typing import Any
 
 _EXPORTS = {
     "Decoded": "decode",
-    "RoundResult": "decode",
+    "RoundResult": "families.rheo.round",
     "decode": "decode",
     "round_coins": "decode",
-    "run_round": "decode",
+    "run_round": "families.rheo.round",
     "TableTreeModel": "models",
     "TreeModel": "models",
     "draft_probs": "models",
     "target_probs": "models",
     "Layout": "tree",
     "Tree": "tree",
-    "StaticLayout": "static_tree",
-    "static_round": "static",
+    "StaticLayout": "families.static.tree",
+    "static_round": "families.static.round",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from rheo_ref.models import Scheme
 from rheo_ref.variants import SPEC, Variant
 
 from .slots import expand, qtilde_of, top_k
@@ -203,7 +203,7 @@ def rerank(tree: Tree, R: int) -> Tensor:
     return kept
 
 
-def build_tree(model, state, scheme: Scheme, layout: Layout, sample_coins: Tensor, variant: Variant = SPEC) -> Tree:
+def build_tree(model, state, scheme: Any, layout: Layout, sample_coins: Tensor, variant: Variant = SPEC) -> Tree:
     """Expand depth by depth, then rerank. sample_coins [B, 1+N]: coin of the node being expanded."""
     B = sample_coins.shape[0]
     prefix = model.prefix(state) if model.prefix_len else None  # [B, P]

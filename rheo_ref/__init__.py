@@ -1,17 +1,15 @@
 """rheo_ref: the exact reference of RheoSampling (pure Python, `fractions.Fraction`, no torch).
 
-Modules, one idea each (the § are sections of docs/ALGORITHM.md): `models` (tables, cases, §10),
-`slots` (§3), `tree` (§4), `verify` (§5), `enumerate` (brute and class enumerators, §7),
-`bestfirst` (the `dp` method: kept trees best-first and lazily, docs/EXACT_AT_SCALE.md),
-`exact` (laws, TV, tau, §6-§7), `generate` (seeded tables, temperature), `grid` (sweep grids,
-the pure part of `rheo sweep`), `variants` (the spec and the mutants, as settings), `replay`
-(the coupled replay), `mutants` (exact counterparts of the broken variants), `strategies`
-(hypothesis strategies). The `static` family (a fixed shape, docs/SCHEMES.md): `static` (shapes,
-sibling sampling), `verifiers` (specinfer, rrsw, traversal on a given tree), `static_exact`
-(brute and the subtree recursion), `static_replay` (one round driven by coins, coupled to
-`rheo_fast.static`); `validate` (checks of user-given values and JSON fields), `sizes` (size
-estimates), `atomic` (files written whole or not at all). The `rheo` command,
-the audit and the gate live in the top package `rheo`, which this one never imports.
+Shared modules, one idea each (the § are sections of docs/ALGORITHM.md): `models` (tables,
+cases, §10), `family` (the registry of scheme families), `exact` (laws, TV, tau, §6-§7, for every
+family), `coins` (the replay's coins), `verifier_laws` (SpecInfer, RRSw and Traversal Verification
+on a given tree), `generate` (seeded tables, temperature), `grid` (sweep grids, the pure part of
+`rheo sweep`), `variants` (the spec and the mutants, as settings), `strategies` (hypothesis
+strategies), `validate` (checks of user-given values and JSON fields), `sizes` (size estimates),
+`atomic` (files written whole or not at all). Each family is a folder, `families/<name>/` (rheo,
+static, tsubame, treespark), found through `family`; docs/FAMILIES.md says where a new one goes.
+The `rheo` command, the audit and the gate live in the top package `rheo`, which this one never
+imports.
 """
 
 from .errors import CaseError, RheoError, TooLargeError

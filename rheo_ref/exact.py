@@ -6,10 +6,9 @@
   per round, so n is limited by the law's size (`rheo_ref.sizes.law_outcomes`), not the stack;
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i), the same way;
 - `tv`, `tau`, `round_lengths`, `acceptance`.
-A case of the `static` family (a fixed shape) gets its round laws from `rheo_ref.static_exact`,
-under a variant's settings (`variant=`: the spec by default, or a static mutant), one of the
-`tsubame` family (a static round on the shape planned per context) from `rheo_ref.tsubame_exact`;
-the composition of rounds and everything computed from them is shared.
+Every family gets its round laws from its own folder, through the registry (`rheo_ref.family`:
+`Family.rounds`, under a variant's settings, `variant=`: the spec by default, or one of the
+family's mutants); the composition of rounds and everything computed from them is shared.
 """
 
 from __future__ import annotations
@@ -19,25 +18,19 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
-from .bestfirst import BestFirstRounds
-from .enumerate import METHODS, enumerate_trees
-from .errors import CaseError
-from .models import Case, Context, Scheme
-from .sizes import Size, law_outcomes, trees_per_round
-from .static import StaticScheme
-from .static_exact import StaticRounds, estimate_static
-from .treespark import TreeSparkScheme
-from .treespark_exact import TreeSparkRounds, estimate_treespark
-from .tsubame import TsubameScheme
-from .tsubame_exact import TsubameRounds, estimate_tsubame
-from .validate import show, within_limit
-from .variants import SPEC, Variant
-from .verify import SPEC_RULES, Rules, verify_law
+from rheo_ref.errors import CaseError
+from rheo_ref.family import RoundLaws, family_of
+from rheo_ref.models import Case, Context
+from rheo_ref.sizes import Size, law_outcomes
+from rheo_ref.validate import within_limit
+from rheo_ref.variants import SPEC, Variant, variant_named
 
 Law = dict[tuple[int, ...], Fraction]
 Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
 ZERO = Fraction(0)
+METHODS = ("dp", "classes", "brute")  # what a family's `rounds` is asked for (a family may run one for another)
 DEFAULT_MAX_TREES = 2_000_000
 DEFAULT_MAX_LAW_SIZE = 10_000_000  # tokens in all the sequences of an n-token law (b^n sequences x n)
 
@@ -56,8 +49,9 @@ def memo_key(case: Case, context: Context) -> Context:
 
 class Exact:
     """Exact computations for one case, memoising round laws by the context the models can see
-    (a round's law is a pure function of it: the per-context round-law cache). Method `dp` also
-    keeps its expansion plans and kept-subtree laws across the rounds of one computation."""
+    (a round's law is a pure function of it: the per-context round-law cache). The round laws
+    come from the case's family (`rheo_ref.family`): `rounds(case, method, ...)`, checked up
+    front against its `estimate`; everything here composes them."""
 
     def __init__(
         self,
@@ -66,96 +60,47 @@ class Exact:
         *,
         max_trees: int | None = DEFAULT_MAX_TREES,
         progress: Callable[[int], None] | None = None,
-        rules: Rules = SPEC_RULES,
+        rules: Any = None,
         variant: Variant = SPEC,
     ) -> None:
-        self.rules, self.variant = rules, variant
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+        self.variant = variant
         self.case, self.method = case, method
         self.counter = Counter()
         self._rounds: dict[Context, Law] = {}
         self._progress = progress
-        s = case.scheme
-        variant.check_family(s.family)
-        est: int | Size
-        if method == "dp" and rules is not SPEC_RULES:
-            raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
-        self._static: StaticRounds | TsubameRounds | TreeSparkRounds | None = None  # static, tsubame, treespark
-        self._dp = None
-        if not isinstance(s, Scheme) and rules is not SPEC_RULES:
-            raise CaseError(f"verification rules (the rheo family's mutants) do not apply to the {s.family} family")
-        if isinstance(s, TsubameScheme):
-            # a static round on the shape planned per context; dp is the subtree recursion (`classes`)
-            self._static = TsubameRounds(case, "classes" if method == "dp" else method, variant)
-            what = (
-                f"method {show(method)}: outcomes per round (tsubame plan of {s.R} nodes, K={s.K}, W={s.W}, "
-                f"D={s.D}, V={case.vocab_size})"
-            )
-            est = estimate_tsubame(case, self._static.method, variant)
-        elif isinstance(s, StaticScheme):
-            # dp is the static family's subtree recursion (`classes`), already a memoised dynamic program
-            self._static = StaticRounds(case, "classes" if method == "dp" else method, variant)
-            what = f"method {show(method)}: outcomes per round (static shape of {s.nodes} nodes, V={case.vocab_size})"
-            est = estimate_static(case, self._static.method)
-        elif isinstance(s, TreeSparkScheme):
-            # every method enumerates the draw sequences; dp is `classes` (memoised subtree verification)
-            self._static = TreeSparkRounds(case, "classes" if method == "dp" else method, variant)
-            what = f"method {show(method)}: trees per round (treespark N={s.N}, V={case.vocab_size})"
-            est = estimate_treespark(case)
-        else:
-            if variant is not SPEC:
-                raise CaseError(
-                    f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
-                    f"rheo_ref.mutants (MutantExact), not by variant="
-                )
-            if method == "dp":  # its size is not known up front: the limit is enforced while it runs
-                self._dp = BestFirstRounds(case, max_outcomes=max_trees, progress=progress)
-            what = (
-                f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
-                f"V={show(case.vocab_size)})"
-            )
-            est = 0 if self._dp is not None else trees_per_round(case, method)
+        family = family_of(case.scheme)
+        variant.check_family(family.name)
+        if rules is not None and family.name != "rheo":
+            raise CaseError(f"verification rules (the rheo family's mutants) do not apply to the {family.name} family")
+        self._laws: RoundLaws = self._round_laws(family, method, rules=rules, max_trees=max_trees, progress=progress)
         within_limit(
-            what,
-            est,
+            family.estimate_what(case, self._laws.method),
+            family.estimate(case, self._laws.method, variant),
             max_trees,
             override=f"use {'--method classes, ' if method == 'brute' else ''}a smaller scheme, a larger "
             f"--max-trees, or --force to run anyway",
         )
 
+    def _round_laws(self, family: Any, method: str, **kw: Any) -> RoundLaws:
+        """The family's round laws (a mutant's exact counterpart may build its own)."""
+        if kw.get("rules") is None:
+            kw.pop("rules")
+        out: RoundLaws = family.rounds(self.case, method, variant=self.variant, **kw)
+        return out
+
     def round_law(self, context: Context | None = None) -> Law:
         ctx = self.case.context if context is None else tuple(context)
         key = memo_key(self.case, ctx)
-        if key not in self._rounds and self._static is not None:
-            before = self._static.enumerated
-            self._rounds[key] = self._static.round_law(ctx)
-            self.counter.enumerated += self._static.enumerated - before
-            self.counter.rounds += 1
-            if self._progress is not None:
-                self._progress(self._static.enumerated - before)
-        if key not in self._rounds and self._dp is not None:
-            before = self._dp.enumerated
-            self._rounds[key] = self._dp.round_law(ctx)
-            self.counter.enumerated += self._dp.enumerated - before
-            self.counter.rounds += 1
         if key not in self._rounds:
-            law: Law = defaultdict(Fraction)
-            for prob, nodes, kept in self._trees(ctx):
-                self.counter.enumerated += 1
-                if self._progress is not None:
-                    self._progress(1)
-                for s, pr in verify_law(
-                    nodes, kept, self.case.target, ctx, self.case.scheme.verify, self.rules
-                ).items():
-                    law[s] += prob * pr
+            before = self._laws.enumerated
+            self._rounds[key] = self._laws.round_law(ctx)
+            self.counter.enumerated += self._laws.enumerated - before
             self.counter.rounds += 1
-            self._rounds[key] = dict(law)
+            if self._progress is not None and not getattr(self._laws, "reports_progress", False):
+                self._progress(self._laws.enumerated - before)
         return self._rounds[key]
-
-    def _trees(self, context: Context):
-        """(probability, nodes, kept ids) of every tree of one round (a subclass may rewrite them)."""
-        return enumerate_trees(self.case, context, self.method)
 
     def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
         """A token that ends decoding after `emitted` (padding the rest), or None: the spec never stops."""
@@ -194,6 +139,30 @@ class Exact:
     def acceptance(self, context: Context | None = None) -> Fraction:
         """One-level acceptance rate: probability that some child of the root is accepted."""
         return sum((pr for k, pr in self.round_lengths(context).items() if k >= 2), ZERO)
+
+
+class VariantExact(Exact):
+    """`Exact` of one of a family's mutants given as a `Variant` that its round laws read, by brute
+    force; a round ending in the invalid token V (a bonus from a massless row) stops decoding."""
+
+    def __init__(self, case: Case, variant: Variant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
+        super().__init__(case, "brute", max_trees=max_trees, variant=variant)
+
+    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
+        V = self.case.vocab_size
+        return V if emitted[-1] == V else None
+
+
+def mutant_exact(case: Case, mutant: str, *, max_trees: int | None = DEFAULT_MAX_TREES) -> Exact:
+    """The exact counterpart of the mutant called `mutant` on `case`: its family's own
+    (`Family.mutant_exact`, e.g. the rheo family's rules and tree rewrites), else `VariantExact`."""
+    variant = variant_named(mutant)
+    family = family_of(case.scheme)
+    variant.check_family(family.name)
+    if family.mutant_exact is not None:
+        out: Exact = family.mutant_exact(case, mutant, max_trees=max_trees)
+        return out
+    return VariantExact(case, variant, max_trees=max_trees)
 
 
 def target_law(case: Case, n: int | None = None, context: Context | None = None) -> Law:

@@ -14,8 +14,7 @@ from fractions import Fraction
 from itertools import product
 
 from .errors import CaseError
-from .models import Row, TableModel
-from .slots import ranked
+from .models import Case, Row, TableModel
 
 STYLES = ("uniform", "close", "zipf")
 
@@ -95,7 +94,7 @@ def temper_row(row: Row, T: Fraction, *, max_denominator: int = 10**4) -> Row:
     if T < 0:
         raise CaseError(f"temperature {T} must be >= 0")
     if T == 0:
-        top = ranked(row)[0]
+        top = min(range(len(row)), key=lambda t: (-row[t], t))  # the argmax, ties by lower id
         return tuple(Fraction(int(i == top)) for i in range(len(row)))
     if (1 / T).denominator == 1:
         w = [x ** int(1 / T) for x in row]
@@ -115,3 +114,18 @@ def temper(model: TableModel, T: Fraction, name: str, *, max_denominator: int = 
     """The table at temperature T (T = 1: the same rows), renamed."""
     rows = {k: temper_row(r, T, max_denominator=max_denominator) for k, r in model.probs.items()}
     return TableModel(model.vocab_size, model.context_length, rows, name)
+
+
+def greedy_case(case: Case) -> Case:
+    """The case at T = 0: q_samp and p become point masses on their argmax (ties: lower id)."""
+
+    def argmax_table(t: TableModel) -> TableModel:
+        rows = {}
+        for k, row in t.probs.items():
+            best = min(range(len(row)), key=lambda i: (-row[i], i))
+            rows[k] = tuple(Fraction(1) if i == best else Fraction(0) for i in range(len(row)))
+        return TableModel(t.vocab_size, t.context_length, rows, t.name)
+
+    return Case(
+        case.draft, argmax_table(case.target), case.scheme, case.context, case.tokens, argmax_table(case.q_samp_model)
+    )

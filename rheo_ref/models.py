@@ -13,22 +13,18 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 from . import numbers
 from .errors import CaseError
-from .static import StaticScheme, depths
-from .treespark import TreeSparkScheme
-from .tsubame import TsubameScheme
+from .family import SchemeLike, scheme_from_json
 from .validate import check_fields, is_int, show
 
 Row = tuple[Fraction, ...]
 Context = tuple[int, ...]
 
-VERIFY_ORDERS = ("rheo", "rrsw")
-FAMILIES = ("rheo", "static", "tsubame", "treespark")  # the `family` of a scheme object; rheo when absent
 MAX_CASE_BYTES = 256 * 2**20  # a case file is read whole; V = 50 with context_length 2 is under 1 MiB
 
 
@@ -208,101 +204,8 @@ class Proxy:
         return self.kind if self.value is None else f"{self.kind}:{self.value}"
 
 
-@dataclass(frozen=True)
-class Scheme:
-    """Parameters of docs/ALGORITHM.md §2 (S and T live in the fast path; tables already apply them)."""
-
-    K: int
-    m: int
-    W: int
-    D: int
-    R: int
-    proxy: Proxy = field(default_factory=lambda: Proxy("rheo"))
-    verify: str = "rheo"
-    family: ClassVar[str] = "rheo"
-
-    def __post_init__(self) -> None:
-        for name in ("K", "m", "W", "D", "R"):
-            v = getattr(self, name)
-            if not is_int(v):
-                raise CaseError(f"scheme {name}={show(v)} must be an integer")
-        if self.K < 1:
-            raise CaseError(f"scheme K={self.K} must be >= 1")
-        if not 0 <= self.m <= self.K:
-            raise CaseError(f"scheme m={self.m} must satisfy 0 <= m <= K={self.K}")
-        if self.W < 1:
-            raise CaseError(f"scheme W={self.W} must be >= 1")
-        if self.D < 1:
-            raise CaseError(f"scheme D={self.D} must be >= 1")
-        if self.R < 1:
-            raise CaseError(f"scheme R={self.R} must be >= 1")
-        if not isinstance(self.proxy, Proxy):
-            object.__setattr__(self, "proxy", Proxy.parse(self.proxy))
-        if self.verify not in VERIFY_ORDERS:
-            raise CaseError(f"unknown verification order {show(self.verify)}; allowed: {', '.join(VERIFY_ORDERS)}")
-
-    @classmethod
-    def from_json(cls, obj: Any) -> Scheme:
-        check_fields(obj, "scheme", ("K", "m", "W", "D", "R"), ("proxy", "verify", "family"))
-        if obj.get("family", "rheo") != "rheo":
-            raise CaseError(f"scheme family {obj['family']!r} has no K, m, W, D, R; use scheme_from_json")
-        return cls(
-            obj["K"],
-            obj["m"],
-            obj["W"],
-            obj["D"],
-            obj["R"],
-            Proxy.parse(obj.get("proxy", "rheo")),
-            obj.get("verify", "rheo"),
-        )
-
-    def to_json(self) -> dict:
-        return {
-            "K": self.K,
-            "m": self.m,
-            "W": self.W,
-            "D": self.D,
-            "R": self.R,
-            "proxy": str(self.proxy),
-            "verify": self.verify,
-        }
-
-    def check_vocab(self, vocab_size: int) -> None:
-        if self.K > vocab_size:
-            raise CaseError(f"scheme K={self.K} must be <= vocab_size {vocab_size}")
-
-    @property
-    def nodes(self) -> int:
-        """Draft nodes kept per round: R (the node budget every family is compared at)."""
-        return self.R
-
-
-AnyScheme = Scheme | StaticScheme | TsubameScheme | TreeSparkScheme
-
-
-MAX_DEPTH = 100  # levels of a kept tree whose verification recurses level by level (static, tsubame, treespark)
-
-
-def scheme_from_json(obj: Any) -> AnyScheme:
-    """The scheme object of a case: its `family` (default rheo) says which fields it has. A
-    static, tsubame or treespark tree deeper than MAX_DEPTH levels is refused (their exact
-    verification recurses once per level, and ~250 levels exhaust Python's stack)."""
-    family = obj.get("family", "rheo") if isinstance(obj, dict) else "rheo"
-    if family == "static":
-        static = StaticScheme.from_json(obj)
-        _check_depth(max(depths(static.parents)), f"static shape {static.kind} {list(static.sizes)}")
-        return static
-    if family == "tsubame":
-        tsubame = TsubameScheme.from_json(obj)
-        _check_depth(min(tsubame.D, tsubame.R), f"tsubame scheme D={tsubame.D}, R={tsubame.R}")
-        return tsubame
-    if family == "treespark":
-        spark = TreeSparkScheme.from_json(obj)
-        _check_depth(min(spark.D, spark.N), f"treespark scheme D={spark.D}, N={spark.N}")
-        return spark
-    if family != "rheo":
-        raise CaseError(f"unknown scheme family {show(family)}; allowed: {', '.join(FAMILIES)}")
-    return Scheme.from_json(obj)
+AnyScheme = SchemeLike  # a scheme of any registered family (rheo_ref.family)
+S = TypeVar("S")
 
 
 class Missing:
@@ -337,11 +240,6 @@ def present(part: Any) -> bool:
     return not isinstance(part, Missing)
 
 
-def _check_depth(depth: int, what: str) -> None:
-    if depth > MAX_DEPTH:
-        raise CaseError(f"{what} keeps a tree {depth} levels deep; allowed: at most {MAX_DEPTH} levels")
-
-
 @dataclass(frozen=True)
 class Case:
     """A complete exact problem: models, start context, number of tokens, scheme."""
@@ -371,28 +269,11 @@ class Case:
     def vocab_size(self) -> int:
         return self.target.vocab_size
 
-    def rheo_scheme(self) -> Scheme:
-        """The scheme, for code that runs the rheo family only (refuses a static one)."""
-        if not isinstance(self.scheme, Scheme):
-            raise CaseError(f"this needs a scheme of family rheo; the case's is family {self.scheme.family!r}")
-        return self.scheme
-
-    def static_scheme(self) -> StaticScheme:
-        """The scheme, for code that runs the static family only."""
-        if not isinstance(self.scheme, StaticScheme):
-            raise CaseError(f"this needs a scheme of family static; the case's is family {self.scheme.family!r}")
-        return self.scheme
-
-    def tsubame_scheme(self) -> TsubameScheme:
-        """The scheme, for code that runs the tsubame family only."""
-        if not isinstance(self.scheme, TsubameScheme):
-            raise CaseError(f"this needs a scheme of family tsubame; the case's is family {self.scheme.family!r}")
-        return self.scheme
-
-    def treespark_scheme(self) -> TreeSparkScheme:
-        """The scheme, for code that runs the treespark family only."""
-        if not isinstance(self.scheme, TreeSparkScheme):
-            raise CaseError(f"this needs a scheme of family treespark; the case's is family {self.scheme.family!r}")
+    def scheme_as(self, kind: type[S]) -> S:
+        """The scheme, for code that runs one family only (refuses a scheme of another family)."""
+        if not isinstance(self.scheme, kind):
+            want = getattr(kind, "family", kind.__name__)
+            raise CaseError(f"this needs a scheme of family {want}; the case's is family {self.scheme.family!r}")
         return self.scheme
 
     def visible(self, context: Context) -> Context:

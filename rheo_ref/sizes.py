@@ -6,7 +6,7 @@ an absurd input (D = 10^18, tokens = 10^6) is measured in microseconds instead o
 3^(10^18). Nothing here enumerates anything.
 
 - `expansions(K, W, D)`, `nodes(K, W, D)`: expansions and nodes of one round (closed form);
-- `trees_per_round(case, method)`: what `rheo_ref.enumerate.estimate_trees_per_round` returns;
+- `trees_per_round(case, method)`: what `rheo_ref.families.rheo.enumerate.estimate_trees_per_round` returns;
 - `law_outcomes(case, n)`: an upper bound on the sequences of an n-token law;
 - `batch_bytes(B, nodes, V)`: float64 bytes of a batch's [B, nodes, V] tensors;
 - `available_memory()`: bytes of memory available to this process (None: unknown).
@@ -85,7 +85,7 @@ def nodes(K: int, W: int, D: int) -> int:
 
 
 def trees_per_round(case: Any, method: str) -> Size:
-    """`rheo_ref.enumerate.estimate_trees_per_round(case, method)` as a `Size` (same formula,
+    """`rheo_ref.families.rheo.enumerate.estimate_trees_per_round(case, method)` as a `Size` (same formula,
     never computed when large): brute (V-m)^E; classes (V-m)^(E-last) x min(V-m, K-m)^last."""
     s, V = case.scheme, case.vocab_size
     if s.m >= s.K:

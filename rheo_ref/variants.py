@@ -8,7 +8,7 @@ correct value; each mutant in `MUTANTS` changes exactly one. Every setting belon
 (`FAMILY_OF`), so a mutant belongs to the family of the setting it changes, and a case of the
 other family refuses it (`Variant.check_family`). Both implementations read the settings, never a
 name: the fast path (`rheo_fast`) takes a `Variant` argument wherever a step has a setting, and
-the exact reference builds each mutant's exact counterpart from its settings (`rheo_ref.mutants`;
+the exact reference builds each mutant's exact counterpart from its settings (`rheo_ref.families.rheo.mutants`;
 the static family's exact methods read them directly). Names exist only at the edges (the CLI,
 the gate), where `variant_named` turns a name into a variant or refuses it.
 """
@@ -64,7 +64,7 @@ class Variant:
     traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
     # the tsubame family (docs/SCHEMES.md, "Family tsubame")
     plan_tokens: PlanTokens = "top_k"  # the topology planned on the deterministic Top-K tokens, or on the drawn ones
-    # the treespark family (docs/SCHEMES.md §12)
+    # the treespark family (docs/SCHEMES.md §13)
     admission: Admission = "slot"  # θ tested on the slot's bound before its draw, or on the drawn child's own survival
     note: str = ""  # what the gate can and cannot see of it
 
@@ -219,7 +219,7 @@ MUTANTS: dict[str, Variant] = {
             "children verified in token-id order (ties in draw order) instead of draw order",
             sibling_order="token_id",
         ),
-        # the treespark family (docs/SCHEMES.md §8, §12)
+        # the treespark family (docs/SCHEMES.md §8, §13)
         Variant(
             "treespark-own-survival",
             "treespark: a child is admitted only if its own drawn survival surv(v)·g(q_rank(x|v)) >= θ "
@@ -233,7 +233,7 @@ MUTANTS: dict[str, Variant] = {
             "tsubame: the topology planned on the drawn tokens (K children drawn per expanded node, "
             "the best W per depth expanded, the best R kept) instead of on the Top-K tokens",
             plan_tokens="sampled",
-            note="no vectorised fast path: its sampler is the reference replay (rheo_fast.tsubame_mutant)",
+            note="no vectorised fast path: its sampler is the reference replay (rheo_fast.families.tsubame.mutant)",
         ),
     ]
 }

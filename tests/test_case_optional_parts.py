@@ -12,6 +12,7 @@ import pytest
 
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law
+from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case, load_case
 
 FULL = json.loads(Path("tests/cases/hf.json").read_text())
@@ -36,7 +37,7 @@ def test_a_case_without_scheme_or_draft_has_its_target_law():
     "parts, use, match",
     [
         (("scheme",), lambda c: Exact(c).token_law(2), "no 'scheme'; add a scheme object"),
-        (("scheme",), lambda c: c.rheo_scheme(), "no 'scheme'"),
+        (("scheme",), lambda c: c.scheme_as(Scheme), "no 'scheme'"),
         (("scheme",), lambda c: c.with_scheme(K=2), "no 'scheme'"),
         (("draft",), lambda c: c.q_samp_model.row(c.context), "no 'draft'; add a draft table"),
     ],

@@ -11,11 +11,14 @@ import pytest
 from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo.cli import main
-from rheo.compare import PAIRINGS, THETAS, case_with, cells_for, compare, static_shapes
+from rheo.compare import case_with, cells_for, compare
+from rheo.families.static import shapes as static_shapes
+from rheo.families.treespark import THETAS
 from rheo_ref.errors import CaseError, TooLargeError
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS as PAIRINGS
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.families.treespark.scheme import TreeSparkScheme
 from rheo_ref.models import load_case
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import TreeSparkScheme
 
 SMALL = str(CASES / "small.json")
 

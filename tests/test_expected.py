@@ -20,8 +20,9 @@ import pytest
 import torch
 
 from rheo.stats import seed_for
-from rheo_fast.decode import layout_for, run_round
 from rheo_fast.expected import expected_emitted, one_level_acceptance
+from rheo_fast.families.rheo.round import run_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel, as_rows
 from rheo_ref.exact import acceptance, tau
 from rheo_ref.models import Case

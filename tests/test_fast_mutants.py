@@ -10,15 +10,18 @@ import random
 import pytest
 import torch
 
-from rheo_fast.decode import decode, layout_for, run_round
+from rheo_fast.decode import decode
+from rheo_fast.families.rheo.round import run_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.static import VERIFIERS, StaticScheme
-from rheo_ref.static_replay import static_layout as static_coins
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.replay import static_layout as static_coins
+from rheo_ref.families.static.scheme import VERIFIERS, StaticScheme
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import distinct_weights
-from rheo_ref.tsubame import TsubameScheme
 from rheo_ref.variants import (
     FAMILY_OF,
     MUTANTS,
@@ -74,7 +77,7 @@ def case_for(variant: Variant) -> Case:
     if variant.family == "treespark":  # its gate case: traversal at a binding θ (sigmoid calibration)
         from rheo.gate import gate_cases
 
-        return gate_cases()["spark-traversal-theta/T1"].case
+        return gate_cases()["treespark-traversal-theta/T1"].case
     if variant.family != "static":
         return mutant_case()
     (setting,) = variant.changed()
@@ -226,13 +229,13 @@ def test_a_massless_bonus_ends_the_trial_with_minus_one():
 
 
 def test_the_tsubame_mutant_sampler_refuses_what_it_cannot_run():
-    """Its sampler is the reference replay (rheo_fast.tsubame_mutant): it needs the exact tables at
+    """Its sampler is the reference replay (rheo_fast.families.tsubame.mutant): it needs the exact tables at
     T = 1 and a coin block that holds every draw of the build; anything else is refused by name."""
-    from rheo_fast.tsubame_mutant import coins_needed
+    from rheo_fast.families.tsubame.mutant import coins_needed
 
     bad = MUTANTS["tsubame-plan-after-sampling"]
     case = tsubame_mutant_case()
-    assert coins_needed(case.tsubame_scheme()) == 2 * (1 + 1) + 1 <= layout_for(case.scheme).n_coins
+    assert coins_needed(case.scheme_as(TsubameScheme)) == 2 * (1 + 1) + 1 <= layout_for(case.scheme).n_coins
     g = torch.Generator().manual_seed(0)
     with pytest.raises(CaseError, match=r"at T = 0\.5"):
         decode(TableTreeModel(case, T=0.5), [case.context], case.scheme, 2, generator=g, variant=bad)

@@ -11,15 +11,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rheo_ref.slots
-from rheo_fast.decode import decode, round_coins, run_round
+import rheo_ref.coins
+import rheo_ref.families.rheo.slots
+from rheo_fast.decode import decode, round_coins
+from rheo_fast.families.rheo.round import run_round
 from rheo_fast.models import DraftRows, ModelDefaults, TableTreeModel, draft_probs, greedy, target_probs, trunc_s
 from rheo_fast.slots import DET, FILL, SAMPLED, expand, inverse_cdf, ranked
 from rheo_fast.tree import Layout, check_closed
 from rheo_fast.verify import residual_point, residual_sampled, try_points, try_sampled
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
-from rheo_ref.replay import round_layout
+from rheo_ref.families.rheo.replay import round_layout
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, Proxy, TableModel
 from rheo_ref.strategies import distinct_weights, prob_vectors
 from rheo_ref.variants import MUTANTS
 
@@ -32,7 +35,7 @@ def t64(row) -> torch.Tensor:
 
 @given(st.integers(2, 12).flatmap(lambda V: prob_vectors(V, max_weight=3)))
 def test_ranked_breaks_ties_by_lower_id_like_the_reference(row):
-    assert ranked(t64(row)).tolist() == rheo_ref.slots.ranked(row)
+    assert ranked(t64(row)).tolist() == rheo_ref.families.rheo.slots.ranked(row)
 
 
 @settings(deadline=None)
@@ -49,11 +52,11 @@ def test_ranked_breaks_ties_by_lower_id_like_the_reference(row):
     st.sampled_from(["rheo", "true", "const:1/4", "scaled:1/2"]),
 )
 def test_expand_matches_the_reference_slot_plan(args, m_raw, proxy):
-    """Tokens, kinds and factors of one expansion equal rheo_ref.slots for the same coin."""
+    """Tokens, kinds and factors of one expansion equal rheo_ref.families.rheo.slots for the same coin."""
     q_rank, q_samp, K, u = args
     m = m_raw % (K + 1)
     pr = Proxy.parse(proxy)
-    plan = rheo_ref.slots.expand(q_rank, q_samp, K, m, pr)
+    plan = rheo_ref.families.rheo.slots.expand(q_rank, q_samp, K, m, pr)
     ex = expand(
         DraftRows(t64(q_rank)[None, None], t64(q_samp)[None, None], False),
         torch.tensor([[u]], dtype=torch.float64),
@@ -65,7 +68,7 @@ def test_expand_matches_the_reference_slot_plan(args, m_raw, proxy):
         want = plan.det
         kinds = [DET] * K
     else:
-        y = rheo_ref.slots.inverse_cdf(plan.qtilde, Fraction(u))
+        y = rheo_ref.coins.inverse_cdf(plan.qtilde, Fraction(u))
         want = plan.det + [(y, plan.factor_for(y))] + plan.fills_for(y)
         kinds = [DET] * m + [SAMPLED] + [FILL] * (K - m - 1)
         assert torch.allclose(ex.qtilde[0, 0], t64(plan.qtilde), rtol=1e-12, atol=0)

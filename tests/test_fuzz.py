@@ -309,11 +309,7 @@ def hostile_case_text(draw) -> str | bytes:
 
 
 def valid_case_text():
-    return st.one_of(
-        rs.cases(max_trees=60, max_tokens=3, proxy=None),
-        rs.tsubame_cases(max_trees=60, max_tokens=3),
-        rs.treespark_cases(max_trees=60, max_tokens=3),
-    ).map(lambda c: json.dumps(c.to_json()))
+    return rs.family_cases(max_trees=60, max_tokens=3).map(lambda c: json.dumps(c.to_json()))
 
 
 # --- files and paths ---------------------------------------------------------------------------
@@ -817,7 +813,7 @@ MUTANT_FLAGS = {
     "--beta": FLOAT_TEXT,
     "--tv": FLOAT_TEXT,
     "--case": st.sampled_from(
-        ["auto", "rheo-m1/T0.5", "tsubame-w1-wor-traversal/T1", "spark-traversal-theta/T1", "nope", ""]
+        ["auto", "rheo-m1/T0.5", "tsubame-w1-wor-traversal/T1", "treespark-traversal-theta/T1", "nope", ""]
     ),
     "--fa-case": st.sampled_from(["rheo-m1/T0.5", "auto", "nope"]),
     "--only": st.sampled_from(

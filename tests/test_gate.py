@@ -5,7 +5,8 @@ each (first 2 and 3 tokens vs the target law, the first round's sequence vs the 
 holds the static family's rows too (every lossless pairing on a branching and a delayed shape,
 and a parents shape): they run here, their coverage and references are tests/test_static_gate.py's.
 
-Every test: α = ALPHA (3e-7; 268 tests, so the family's false-alarm probability is ≤ 8.04e-5),
+Every test: α = ALPHA, derived as FAMILY_ALPHA (1e-4) over the number of tests (rows x checks;
+3.7e-7 for 268 tests), so the family-wise false-alarm probability is ≤ FAMILY_ALPHA,
 power 1 − BETA (0.99) at TV = DELTA (0.025), and it asserts that its detectable TV at its N is
 ≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo.pytest_plugin).
 The negative controls (mutants the same checks must reject) are in tests/test_mutants.py.
@@ -15,22 +16,23 @@ from __future__ import annotations
 
 import pytest
 
+from rheo.families.rheo import SCHEMES
 from rheo.gate import (
     ALPHA,
     BETA,
     CHECKS,
     DELTA,
-    FAMILY_ALPHA_BOUND,
-    SCHEMES,
+    FAMILY_ALPHA,
+    alpha_per_test,
     family_alpha,
     fast_verdict,
     gate_cases,
     run_check,
 )
 from rheo.stats import seed_for
-from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.tree import min_score_gap
+from rheo_ref.families.rheo.enumerate import enumerate_trees
+from rheo_ref.families.rheo.tree import min_score_gap
 
 pytest.importorskip("rheo_fast.decode", reason="the gate drives the fast path (rheo_fast)")
 
@@ -47,13 +49,15 @@ def test_fast_path_passes_the_gate(name, check, rheo_seed):
     assert not res.rejected, res.summary()
 
 
-def test_the_family_wise_false_alarm_rate_is_bounded(request):
-    """Every (case, check) pair is one test above; their Bonferroni sum stays within the bound.
-    With the static rows the former α = 1e-6 per test would not (216 tests: 2.16e-4)."""
+def test_the_per_test_alpha_is_the_family_wise_total_over_the_tests(request):
+    """Every (case, check) pair is one test above; α per test is FAMILY_ALPHA split over them
+    (Bonferroni), so their sum is the stated total, never more. A hand-set α of 1e-6 would not be."""
     ours = [i for i in request.session.items if i.originalname == "test_fast_path_passes_the_gate"]
-    assert not ours or len(ours) == len(CASES) * len(CHECKS)  # (when the gate tests are collected)
-    assert family_alpha() == ALPHA * len(CASES) * len(CHECKS) <= FAMILY_ALPHA_BOUND
-    assert family_alpha(1e-6) > FAMILY_ALPHA_BOUND
+    tests = len(CASES) * len(CHECKS)
+    assert not ours or len(ours) == tests  # (when the gate tests are collected)
+    assert ALPHA == alpha_per_test() == FAMILY_ALPHA / tests
+    assert family_alpha() == pytest.approx(FAMILY_ALPHA) and family_alpha() <= FAMILY_ALPHA * (1 + 1e-12)
+    assert family_alpha(1e-6) > FAMILY_ALPHA
 
 
 def test_matrix_covers_every_scheme():

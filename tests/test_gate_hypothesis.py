@@ -13,7 +13,7 @@ from hypothesis import given
 
 from rheo.gate import fast_sampler
 from rheo.stats import assert_lossless, seed_for
-from rheo_ref.strategies import cases
+from rheo_ref.families.rheo.strategies import cases
 
 pytest.importorskip("rheo_fast.decode")
 

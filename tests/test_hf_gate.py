@@ -32,8 +32,9 @@ from rheo.hf_laws import Chain, Processing, lookup_candidates, lookup_drafter, t
 from rheo.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, load_case
-from rheo_ref.static import StaticScheme
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -249,12 +250,12 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
 @pytest.mark.lossless
 def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
     """rheo's LM path on TableLM running the verify-q-not-qtilde mutant (exact TV 0.264 on the first
-    2 tokens, rheo_ref.mutants): rejected at α = 1e-3, δ = 0.25 (N ≈ 240, ≈ 2 s)."""
+    2 tokens, rheo_ref.families.rheo.mutants): rejected at α = 1e-3, δ = 0.25 (N ≈ 240, ≈ 2 s)."""
     from rheo.stats import assert_lossless
     from rheo_fast.lm.decode import generate_tree
     from rheo_fast.lm.table_head import table_tree_model
     from rheo_ref.errors import LosslessError
-    from rheo_ref.mutants import MutantExact
+    from rheo_ref.families.rheo.mutants import MutantExact
     from rheo_ref.variants import MUTANTS
 
     n = 2
@@ -266,7 +267,7 @@ def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
             generate_tree(
                 lm,
                 list(case.context),
-                CASE.rheo_scheme(),
+                CASE.scheme_as(Scheme),
                 max_new=n,
                 generator=g,
                 variant=MUTANTS["verify-q-not-qtilde"],

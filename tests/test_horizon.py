@@ -30,8 +30,8 @@ from rheo.windows import round_windows, target_windows, windows_given_first_leng
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case
-from rheo_ref.static import StaticScheme
 
 ALPHA, DELTA, H = 1e-3, 0.05, 8  # family-wise α of one horizon test; δ every window detects at power 0.99
 # A chain of depth 5 (iid, specinfer) sampling from a draft halfway to p (weights TARGET + DRAFT):

@@ -21,13 +21,15 @@ pytest.importorskip("transformers")
 
 import torch
 
-from rheo_fast.decode import decode, layout_for
+from rheo_fast.decode import decode
+from rheo_fast.family import layout_for
 from rheo_fast.lm.decode import METHODS, LMTreeModel, TreeSize, describe, generate_tree, scheme_for
 from rheo_fast.lm.table_head import table_tree_model
 from rheo_fast.models import TableTreeModel
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.static import StaticScheme
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.models import Case, TableModel
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -82,7 +84,7 @@ def test_lm_path_emits_the_table_fast_path_s_tokens_coin_for_coin(scheme, T):
 def test_the_coupling_sees_undrafted_nodes_and_duplicates():
     """The comparisons above are not vacuous: T = 0 wor trees leave nodes undrafted (their draft
     rows are zero, the head is not run on them) and iid trees draw duplicate siblings."""
-    from rheo_fast.static_tree import draw_tree
+    from rheo_fast.families.static.tree import draw_tree
 
     scheme = STATIC[0]
     lay = layout_for(scheme)

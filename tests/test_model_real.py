@@ -181,7 +181,7 @@ def test_static_methods_at_t1_accept_and_count_their_cost(target, tiny_head, met
     its drafted nodes; decoding runs to max_new with every round emitting 1..D+1 tokens."""
     import torch
 
-    from rheo_fast.decode import layout_for
+    from rheo_fast.family import layout_for
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_tree, scheme_for
 
     scheme = scheme_for(method, TreeSize(K=4, W=3, D=3, R=8))

@@ -1,6 +1,6 @@
-"""Negative controls of the lossless gate: deliberately broken fast paths, of both families.
+"""Negative controls of the lossless gate: deliberately broken fast paths, of every family.
 
-- Every mutant of `rheo_ref.variants.MUTANTS` has an exact counterpart built from its settings (rheo_ref.mutants),
+- Every mutant of `rheo_ref.variants.MUTANTS` has an exact counterpart built from its settings (rheo_ref.families.rheo.mutants),
   and the seams those counterparts use reproduce the spec exactly when they change nothing.
 - On its gate case (rheo.gate.mutant_case: MUTANT_CASES for the rheo family, STATIC_MUTANT_CASES
   for the static one) every mutant but the float-level ones (leq-coin, float16) moves the law of
@@ -19,12 +19,12 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 
+from rheo.families.rheo import MUTANT_CASES
 from rheo.gate import (
     ALPHA,
     BETA,
     DELTA,
     MUTANT_CASE,
-    MUTANT_CASES,
     canonical,
     exact_tvs,
     gate_cases,
@@ -32,10 +32,10 @@ from rheo.gate import (
     mutant_cases,
     run_check,
 )
-from rheo_ref.enumerate import BruteChooser
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact
-from rheo_ref.mutants import (
+from rheo_ref.families.rheo.enumerate import BruteChooser
+from rheo_ref.families.rheo.mutants import (
     EXACT_MUTANTS,
     ExactMutant,
     MutantExact,
@@ -45,9 +45,10 @@ from rheo_ref.mutants import (
     counterpart,
     half_coin_below,
 )
-from rheo_ref.strategies import cases
+from rheo_ref.families.rheo.strategies import cases
+from rheo_ref.families.rheo.verify import Rules
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.variants import MUTANTS, SPEC, Variant
-from rheo_ref.verify import Rules
 
 BELOW_DELTA = {"leq-coin", "float16"}  # float-level effects: exact TV far below any δ
 LOSSLESS = {"one-hot-sampled"}  # a point-mass check of a drawn token is lossless: caught by the round checks only
@@ -70,9 +71,13 @@ def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
 
 
 def test_mutants_are_never_the_default():
-    from rheo_fast import static as fast_static
-    from rheo_fast.decode import decode, run_round
-    from rheo_ref import exact, static_exact, static_replay, verifiers
+    from rheo_fast.decode import decode
+    from rheo_fast.families.rheo.round import run_round
+    from rheo_fast.families.static import round as fast_static
+    from rheo_ref import exact
+    from rheo_ref import verifier_laws as verifiers
+    from rheo_ref.families.static import exact as static_exact
+    from rheo_ref.families.static import replay as static_replay
 
     for fn in (
         decode,
@@ -176,7 +181,7 @@ def fit_cases(name: str) -> tuple[str, ...]:
     from rheo_ref.variants import READ_BY
 
     (setting,) = v.changed()
-    extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.static_scheme().verify in READ_BY[setting]]
+    extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.scheme_as(StaticScheme).verify in READ_BY[setting]]
     return (*mutant_cases(name), *extra)
 
 

@@ -31,9 +31,10 @@ from proofs.treespark import tables as treespark_tables
 from proofs.tsubame import CE_81, CE_82, CE_83, CE_84
 from proofs.tsubame import tables as tsubame_tables
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
-from rheo_ref.static import StaticScheme
-from rheo_ref.verifiers import DraftTree, verify_tree_law
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.models import Case, Proxy, TableModel
+from rheo_ref.verifier_laws import DraftTree, verify_tree_law
 
 pytestmark = pytest.mark.proof
 F = Fraction
@@ -263,7 +264,7 @@ def test_claim_7_delayed_against_root_rollouts(ce, winner):
 def test_claim_8_tsubame_against_topk_and_a_chain(ce, winner, loser):
     """Each recorded table, recomputed with rheo_ref directly: Tsubame (K=2, W=1, D=2, R=3) against
     the rheo family with m = K on the same K, W, D, R, and against the static chain of R nodes."""
-    from rheo_ref.tsubame import TsubameScheme
+    from rheo_ref.families.tsubame.scheme import TsubameScheme
 
     q, p = tsubame_tables(ce["V"], ce["seed"], ce["style"])
     sampling, verify = ce["pairing"].split("+")
@@ -278,7 +279,7 @@ def test_claim_8_tsubame_against_topk_and_a_chain(ce, winner, loser):
 
 
 def _spark(N: int, theta: str, cal: str, verify: str):
-    from rheo_ref.treespark import Calibration, TreeSparkScheme
+    from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 
     return TreeSparkScheme(N, 2, 3, F(theta), Calibration.parse(cal), verify)
 
@@ -304,7 +305,7 @@ def test_claim_9_lemma_holds_for_the_spec_and_fails_on_broken_builders(monkeypat
     the own-survival mutant, and names a token law when the draw law it compares against is wrong
     (iid instead of wor: the second sibling's law differs)."""
     import proofs.treespark as t
-    from rheo_ref.static import next_draw
+    from rheo_ref.families.static.scheme import next_draw
     from rheo_ref.variants import MUTANTS
 
     q, p = treespark_tables(3, "uniform", 0)

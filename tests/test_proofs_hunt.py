@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from proofs.dominance import depth1_case, full_width, rejection_closed_form
 from proofs.ranking import sibling_rank_of_sampled
 from proofs.survival import biased_classes
-from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.exact import Exact
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
-from rheo_ref.slots import ranked
-from rheo_ref.strategies import cases, one_hot, prob_vectors, tables
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.slots import ranked
+from rheo_ref.families.rheo.strategies import cases
+from rheo_ref.models import Case, Proxy, TableModel
+from rheo_ref.strategies import one_hot, prob_vectors, tables
 
 pytestmark = pytest.mark.proof
 ZERO = Fraction(0)

@@ -1,4 +1,4 @@
-"""Method `dp` (rheo_ref.bestfirst, docs/EXACT_AT_SCALE.md): exact, the same laws as brute force
+"""Method `dp` (rheo_ref.families.rheo.bestfirst, docs/EXACT_AT_SCALE.md): exact, the same laws as brute force
 and as the class enumeration on generated cases of every family, the kept trees of the worked
 example of docs/ALGORITHM.md §4, far fewer outcomes, round laws cached by context, and its refusals."""
 
@@ -15,12 +15,15 @@ from helpers import load_json, run_rheo, write_case
 from hypothesis import HealthCheck, example, given, settings
 from test_ref_exact import CONST_PROXY_MINIMAL, ONE_HOT, P_EQ_Q, TRUE_PROXY_MINIMAL, _table
 
-from rheo_ref.bestfirst import BestFirstRounds, Plans, kept_trees, shape_of
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Proxy, Scheme
-from rheo_ref.strategies import cases, random_table, static_cases
-from rheo_ref.verify import Rules
+from rheo_ref.families.rheo.bestfirst import BestFirstRounds, Plans, kept_trees, shape_of
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.strategies import cases
+from rheo_ref.families.rheo.verify import Rules
+from rheo_ref.families.static.strategies import static_cases
+from rheo_ref.models import Case, Proxy
+from rheo_ref.strategies import random_table
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 ALGORITHM = (Path(__file__).resolve().parents[1] / "docs" / "ALGORITHM.md").read_text()

@@ -8,10 +8,12 @@ import pytest
 from helpers import load_json
 from hypothesis import HealthCheck, example, find, given, settings
 
-from rheo_ref.enumerate import enumerate_trees
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.models import Case, Proxy, Scheme, TableModel
-from rheo_ref.strategies import cases, one_hot
+from rheo_ref.families.rheo.enumerate import enumerate_trees
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.strategies import cases
+from rheo_ref.models import Case, Proxy, TableModel
+from rheo_ref.strategies import one_hot
 
 
 def _table(rows, name, L=1):

@@ -1,4 +1,4 @@
-"""Coupled replay (docs/ALGORITHM.md §8): rheo_ref.replay and rheo_fast, fed the same stream of
+"""Coupled replay (docs/ALGORITHM.md §8): rheo_ref.families.rheo.replay and rheo_fast, fed the same stream of
 uniforms, emit the same tokens round for round.
 
 Every hypothesis case is compared round by round while the exact tree of the round is
@@ -20,11 +20,14 @@ from hypothesis import strategies as st
 
 from rheo_fast.decode import decode
 from rheo_fast.models import TableTreeModel
+from rheo_ref.coins import inverse_cdf
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.replay import comparable, greedy_case, replay_decode, replay_round, round_layout
-from rheo_ref.slots import inverse_cdf
-from rheo_ref.strategies import distinct_weights, schemes, tables
+from rheo_ref.families.rheo.replay import comparable, replay_decode, replay_round, round_layout
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.strategies import schemes
+from rheo_ref.generate import greedy_case
+from rheo_ref.models import Case, TableModel
+from rheo_ref.strategies import distinct_weights, tables
 from rheo_ref.variants import MUTANTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -30,12 +30,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rheo.cli import main
-from rheo_ref import strategies as rs
 from rheo_ref.atomic import check_writable, open_atomic, savefig_atomic, write_text_atomic
-from rheo_ref.enumerate import estimate_trees_per_round, expansions_per_round
 from rheo_ref.errors import OutputError
 from rheo_ref.exact import Exact, exact_report, target_law
-from rheo_ref.models import Case, Scheme
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round, expansions_per_round
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.strategies import cases as rheo_cases
+from rheo_ref.models import Case
 from rheo_ref.sizes import Size, expansions, law_outcomes, trees_per_round
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,13 +232,13 @@ def test_closed_form_expansions_match_the_enumerator_and_the_fast_layout(K, W, D
 
 
 @settings(max_examples=60)
-@given(case=rs.cases(max_trees=10**9, max_depth=4, max_vocab=6), method=st.sampled_from(["brute", "classes"]))
+@given(case=rheo_cases(max_trees=10**9, max_depth=4, max_vocab=6), method=st.sampled_from(["brute", "classes"]))
 def test_trees_per_round_is_the_enumerator_s_estimate(case, method):
     assert int(trees_per_round(case, method)) == estimate_trees_per_round(case, method)
 
 
 @settings(max_examples=40)
-@given(case=rs.cases(max_trees=150, max_tokens=3, proxy=None), n=st.integers(1, 4))
+@given(case=rheo_cases(max_trees=150, max_tokens=3, proxy=None), n=st.integers(1, 4))
 def test_law_outcomes_bound_the_laws(case, n):
     bound, _ = law_outcomes(case, n)
     law = Exact(case).token_law(n)
@@ -274,7 +275,7 @@ def recursive_token_law(ex: Exact, n: int, ctx: tuple) -> dict:
 
 
 @settings(max_examples=25)
-@given(case=rs.cases(max_trees=150, max_tokens=3, proxy=None), n=st.integers(1, 5))
+@given(case=rheo_cases(max_trees=150, max_tokens=3, proxy=None), n=st.integers(1, 5))
 def test_the_loop_gives_exactly_the_recursive_law(case, n):
     ex = Exact(case)
     assert ex.token_law(n) == recursive_token_law(Exact(case), n, case.context)
@@ -282,7 +283,7 @@ def test_the_loop_gives_exactly_the_recursive_law(case, n):
 
 @pytest.mark.parametrize("mutant", ["bonus-full-p", "fills-first", "one-hot-sampled"])
 def test_the_loop_gives_exactly_the_recursive_law_of_a_mutant(mutant):
-    from rheo_ref.mutants import MutantExact
+    from rheo_ref.families.rheo.mutants import MutantExact
 
     case = Case.from_json(SMALL)
     assert MutantExact(case, mutant).token_law(4) == recursive_token_law(MutantExact(case, mutant), 4, case.context)

@@ -11,8 +11,10 @@ import pytest
 from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, load_case
-from rheo_ref.static import MAX_NODES, StaticScheme
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.family import MAX_NODES
+from rheo_ref.models import Case, load_case
 
 STATIC = load_json("static.json")
 

@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.verify import Rules
+from rheo_ref.families.static.exact import estimate_static
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
+from rheo_ref.families.static.strategies import static_cases, static_schemes
 from rheo_ref.models import Case, TableModel
-from rheo_ref.static import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
-from rheo_ref.static_exact import estimate_static
-from rheo_ref.strategies import one_hot, static_cases, static_schemes, tables
-from rheo_ref.verifiers import DraftTree, TraversalState, rrsw_accept, rrsw_reject, verify_tree_law
-from rheo_ref.verify import Rules
+from rheo_ref.strategies import one_hot, tables
+from rheo_ref.verifier_laws import DraftTree, TraversalState, rrsw_accept, rrsw_reject, verify_tree_law
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
@@ -201,7 +202,7 @@ def _random_tables_case(V: int, scheme: StaticScheme) -> Case:
     return Case(q, p, scheme, (0,), 1)
 
 
-@pytest.mark.parametrize("sampling,verify", sorted(LOSSLESS_PAIRINGS | {("wor", "specinfer")}))
+@pytest.mark.parametrize("sampling,verify", sorted({*LOSSLESS_PAIRINGS, ("wor", "specinfer")}))
 def test_classes_visit_far_fewer_outcomes_than_brute(sampling, verify):
     case = _random_tables_case(4, StaticScheme("branching", (2, 2), sampling, verify))
     bru, cls = Exact(case, "brute"), Exact(case, "classes")

@@ -1,5 +1,5 @@
-"""The static family's fast path (docs/SCHEMES.md §7): `rheo_fast.static` against the reference
-replay `rheo_ref.static_replay`, coin for coin; the replay against the exact round law (χ²);
+"""The static family's fast path (docs/SCHEMES.md §7): `rheo_fast.families.static.round` against the reference
+replay `rheo_ref.families.static.replay`, coin for coin; the replay against the exact round law (χ²);
 `rheo sample` on static cases; bad input.
 
 Coupling: both sides read the same coin blocks (a hypothesis-chosen share of exact zeros, so that
@@ -25,20 +25,20 @@ from rheo.cli import main
 from rheo.gate import fast_verdict
 from rheo.stats import assert_law, check_law, seed_for
 from rheo_fast.decode import decode
+from rheo_fast.families.static.round import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
 from rheo_fast.models import TableTreeModel, as_rows
-from rheo_fast.static import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.static.exact import draws_of_tree
+from rheo_ref.families.static.replay import CoinReader, replay_static_decode, replay_static_round
+from rheo_ref.families.static.replay import draw_tree as ref_draw_tree
+from rheo_ref.families.static.replay import static_layout as ref_layout
+from rheo_ref.families.static.replay import verify_traversal as ref_traversal
+from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
+from rheo_ref.families.static.strategies import static_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel, load_case
-from rheo_ref.replay import greedy_case
-from rheo_ref.static import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
-from rheo_ref.static_exact import draws_of_tree
-from rheo_ref.static_replay import CoinReader, replay_static_decode, replay_static_round
-from rheo_ref.static_replay import draw_tree as ref_draw_tree
-from rheo_ref.static_replay import static_layout as ref_layout
-from rheo_ref.static_replay import verify_traversal as ref_traversal
-from rheo_ref.strategies import static_cases
-from rheo_ref.verifiers import traversal_law
+from rheo_ref.verifier_laws import traversal_law
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -183,7 +183,7 @@ def two_over(kind: str, sizes: tuple[int, ...], sampling: str, verify: str, toke
 def one_fast_round(case: Case, coins: torch.Tensor, verify: str, sampling: str) -> list[tuple[int, ...]]:
     """One round of the fast path composed from its steps, the verifier and the traversal's Ms
     update given explicitly (the scheme's own: the spec; anything else: a wrong step)."""
-    layout = static_layout(case.static_scheme())
+    layout = static_layout(case.scheme_as(StaticScheme))
     model = TableTreeModel(case)
     state = model.start([case.context] * coins.shape[0])
     draw_c, accept_c, bonus_c = layout.split(coins)
@@ -229,7 +229,7 @@ STATIC = load_case(str(CASES / "static.json"))
 
 def replay_law_samples(case: Case, seed: int, verify_round=None, n: int = REPLAY_N) -> list[tuple[int, ...]]:
     rng = random.Random(seed)
-    coins = ref_layout(case.static_scheme())[1]
+    coins = ref_layout(case.scheme_as(StaticScheme))[1]
     play = verify_round or (lambda c, u: replay_static_round(c, c.context, u).emitted)
     return [play(case, [rng.random() for _ in range(coins)]) for _ in range(n)]
 
@@ -269,7 +269,7 @@ def test_the_replay_law_test_rejects_a_wrong_ms_update():
     assert tv(law, wrong) == Fraction(1, 8)
 
     def wrong_round(c: Case, coins: list[float]) -> tuple[int, ...]:
-        reader = CoinReader(coins, c.static_scheme().nodes)
+        reader = CoinReader(coins, c.scheme_as(StaticScheme).nodes)
         return ref_traversal(ref_draw_tree(c, c.context, reader), c, c.context, reader, "iid")
 
     res = check_law(

@@ -13,7 +13,7 @@
   running it emits; the by-leaf traversal loop is the Euler walk wherever both apply.
 - A mutant of one family on a case of the other is refused with one line, everywhere.
 The negative controls themselves (the gate rejects every static mutant, each fast mutant fits its
-exact counterpart) are tests/test_mutants.py's, parametrised over both families.
+exact counterpart) are tests/test_mutants.py's, parametrised over every family.
 """
 
 from __future__ import annotations
@@ -28,27 +28,21 @@ from hypothesis import strategies as st
 from test_static_fast import Stream, exact_case
 
 from rheo.cli import main
-from rheo.gate import (
-    CHECKS,
-    STATIC_MUTANT_CASES,
-    STATIC_SCHEMES,
-    STATIC_SHAPES,
-    exact_tvs,
-    gate_cases,
-    mutant_case,
-    mutant_cases,
-)
+from rheo.families.static import MUTANT_CASES as STATIC_MUTANT_CASES
+from rheo.families.static import SCHEMES as STATIC_SCHEMES
+from rheo.families.static import SHAPES as STATIC_SHAPES
+from rheo.gate import CHECKS, exact_tvs, gate_cases, mutant_case, mutant_cases
 from rheo_fast.decode import decode
+from rheo_fast.families.static.round import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
 from rheo_fast.models import TableTreeModel, as_rows
-from rheo_fast.static import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.mutants import MutantExact
+from rheo_ref.families.static.exact import ORDER_SETTINGS, StaticRounds
+from rheo_ref.families.static.replay import replay_static_decode
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
+from rheo_ref.families.static.strategies import static_cases
 from rheo_ref.models import Case, TableModel
-from rheo_ref.mutants import MutantExact
-from rheo_ref.static import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
-from rheo_ref.static_exact import ORDER_SETTINGS, StaticRounds
-from rheo_ref.static_replay import replay_static_decode
-from rheo_ref.strategies import static_cases
 from rheo_ref.variants import MUTANTS, READ_BY, SPEC, Variant
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -77,8 +71,8 @@ def test_static_rows_cover_every_lossless_pairing_on_both_shapes_at_three_temper
             temps = {n.split("/", 1)[1] for n in rows if n.split("/")[0] == scheme}
             assert {"T1", "T0.5/zeros"} <= temps and temps & {"T0", "T0/zeros"}, (scheme, temps)
     assert {gc.T for gc in rows.values()} == {1.0, 0.5, 0.0}  # 0.5: the fast path's own temperature too
-    assert all(gc.case.static_scheme().lossless for gc in rows.values())
-    assert {gc.case.static_scheme().kind for gc in rows.values()} == {"branching", "delayed", "parents"}
+    assert all(gc.case.scheme_as(StaticScheme).lossless for gc in rows.values())
+    assert {gc.case.scheme_as(StaticScheme).kind for gc in rows.values()} == {"branching", "delayed", "parents"}
     assert {n.split("/")[0] for n in rows} == set(STATIC_SCHEMES)
     assert {STATIC_SCHEMES[s].sizes for s in STATIC_SCHEMES} == set(STATIC_SHAPES.values())
     assert any("zeros" in n for n in rows) and any("zeros" not in n for n in rows)
@@ -104,7 +98,7 @@ def test_brute_force_and_the_subtree_recursion_agree_on_a_mutant(name):
     the setting, and on the iid rows, they give the same round and 3-token laws."""
     for case in (*STATIC_MUTANT_CASES, "parents-iid-traversal/T1", "branching-iid-rrsw/T0.5/zeros"):
         gc = CASES[case]
-        if not reads(name, gc.case.static_scheme().verify):
+        if not reads(name, gc.case.scheme_as(StaticScheme).verify):
             continue
         brute, classes = (Exact(gc.case, m, variant=MUTANTS[name]) for m in ("brute", "classes"))
         assert brute.round_law() == classes.round_law(), case
@@ -141,7 +135,7 @@ def test_specinfer_on_wor_is_the_lossy_pairing():
     for name in ("branching-wor-rrsw/T0.5/zeros", "delayed-wor-rrsw/T1"):
         case = CASES[name].case
         lossy = case.with_scheme(verify="specinfer")
-        assert not lossy.static_scheme().lossless
+        assert not lossy.scheme_as(StaticScheme).lossless
         assert MutantExact(case, "specinfer-on-wor").token_law(3) == Exact(lossy).token_law(3)
         assert tv(Exact(lossy).token_law(3), target_law(case, 3)) > 0
 
@@ -162,7 +156,7 @@ def test_traversal_leaf_orders_agree_on_branching_and_delayed_shapes(kind):
 def test_every_static_mutant_runs_on_a_static_case_that_reads_its_setting():
     for name in STATIC_MUTANTS:
         assert mutant_case(name) in mutant_cases(name) and set(mutant_cases(name)) <= set(STATIC_MUTANT_CASES)
-        assert all(reads(name, CASES[c].case.static_scheme().verify) for c in mutant_cases(name))
+        assert all(reads(name, CASES[c].case.scheme_as(StaticScheme).verify) for c in mutant_cases(name))
     assert mutant_case("traversal-min-index-leaf") == "parents-wor-traversal/T0.5/zeros"
     assert mutant_case("specinfer-on-wor") == "branching-wor-rrsw/T0.5/zeros"
 
@@ -228,14 +222,14 @@ ROWS = [  # (α, Mb, Ms, x): S = 0; Ms(x) = 1 with S > 0 (the bad rate's limit, 
 
 @pytest.mark.parametrize("name", ["spec", "traversal-bad-rate", "traversal-wrong-update"])
 def test_traversal_reject_is_one_rule_on_both_sides(name):
-    """`rheo_ref.verifiers.traversal_reject` (exact) and `rheo_fast.static.traversal_reject`
+    """`rheo_ref.verifier_laws.traversal_reject` (exact) and `rheo_fast.families.static.round.traversal_reject`
     (float64) give the same (α, Mb, Ms) on states that reach every branch of the rate and Ms
     updates, at the root and below it, for both sampling modes (the coupled tests' cases never
     reach Ms(x) = 1 with S > 0)."""
     from fractions import Fraction
 
-    from rheo_fast.static import traversal_reject as fast_reject
-    from rheo_ref.verifiers import traversal_reject as ref_reject
+    from rheo_fast.families.static.round import traversal_reject as fast_reject
+    from rheo_ref.verifier_laws import traversal_reject as ref_reject
 
     variant = SPEC if name == "spec" else MUTANTS[name]
     seen = set()
@@ -266,13 +260,13 @@ def traversal_both_ways(
 ) -> tuple[torch.Tensor, ...]:
     """(end, bonus row) of the Euler walk running `variant` and of the by-leaf loop running
     `by_leaves` (default: the same variant) on the same drawn trees."""
-    layout = static_layout(case.static_scheme())
+    layout = static_layout(case.scheme_as(StaticScheme))
     model = TableTreeModel(case, T=T)
     state = model.start([case.context] * coins.shape[0])
     draw_c, accept_c, _ = layout.split(coins)
     tree, q_rows, _ = draw_tree(model, state, layout, draw_c)
     walk = Walk(as_rows(model.target(state, tree)), coins.shape[0], layout.N, coins.device)
-    args = (tree, walk, q_rows, layout, accept_c, case.static_scheme().sampling)
+    args = (tree, walk, q_rows, layout, accept_c, case.scheme_as(StaticScheme).sampling)
     return (*verify_traversal(*args, variant), *verify_traversal_by_leaves(*args, by_leaves or variant))
 
 
@@ -317,7 +311,7 @@ def test_a_static_mutant_on_a_rheo_case_is_refused_with_one_line():
         ),
         (lambda: MutantExact(rheo, "traversal-bad-rate"), "belongs to the static family"),
         (lambda: Exact(rheo, variant=MUTANTS["sorted-siblings"]), "belongs to the static family"),
-        (lambda: Exact(rheo, variant=MUTANTS["fills-first"]), "rheo_ref.mutants"),
+        (lambda: Exact(rheo, variant=MUTANTS["fills-first"]), "rheo_ref.families.rheo.mutants"),
         (lambda: MutantExact(static, "fills-first"), "belongs to the rheo family"),
         (lambda: Exact(static, variant=MUTANTS["bonus-full-p"]), "belongs to the rheo family"),
         (lambda: StaticRounds(static, "brute", MUTANTS["proxy-true"]), "belongs to the rheo family"),

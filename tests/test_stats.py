@@ -35,8 +35,9 @@ from rheo.stats import (
 )
 from rheo_ref.errors import RheoError
 from rheo_ref.exact import Exact
-from rheo_ref.models import Case, Scheme, TableModel
-from rheo_ref.mutants import mutant_law, mutant_tv
+from rheo_ref.families.rheo.mutants import mutant_law, mutant_tv
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import prob_vectors
 
 ALPHA_META = 1e-3

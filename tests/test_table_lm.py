@@ -23,7 +23,8 @@ from helpers import CASES
 from rheo_fast.lm import kvcache as kv
 from rheo_fast.table_lm import NEG, table_lm, table_lms
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, TableModel, load_case
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, TableModel, load_case
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -210,11 +211,11 @@ def test_rheo_lm_path_breaks_loudly_when_its_masks_or_positions_break(L, monkeyp
     case = _lm_case(L)
     lm = table_tree_model(case)
     g = torch.Generator().manual_seed(0)
-    assert len(generate_tokens(lm, [0, 1], case.rheo_scheme(), 4, g)) == 4
+    assert len(generate_tokens(lm, [0, 1], case.scheme_as(Scheme), 4, g)) == 4
     with monkeypatch.context() as m:  # every tree node sees the cache and itself only
         m.setattr(kv, "ancestor_matrix", lambda parents: torch.eye(len(parents), dtype=torch.bool))
         with pytest.raises(CaseError, match="position ids"):
-            generate_tokens(table_tree_model(case), [0, 1], case.rheo_scheme(), 4, g)
+            generate_tokens(table_tree_model(case), [0, 1], case.scheme_as(Scheme), 4, g)
     real_forward = kv.forward
     monkeypatch.setattr(
         kv,
@@ -224,7 +225,7 @@ def test_rheo_lm_path_breaks_loudly_when_its_masks_or_positions_break(L, monkeyp
         ),
     )
     with pytest.raises(CaseError, match="position ids"):
-        generate_tokens(table_tree_model(case), [0, 1], case.rheo_scheme(), 4, g)
+        generate_tokens(table_tree_model(case), [0, 1], case.scheme_as(Scheme), 4, g)
 
 
 def test_fraction_rows_survive_the_round_trip_through_the_config():

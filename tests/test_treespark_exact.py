@@ -1,4 +1,4 @@
-"""The treespark family's exact reference (docs/SCHEMES.md §12): the builder follows §5 step by step
+"""The treespark family's exact reference (docs/SCHEMES.md §13): the builder follows §5 step by step
 (heap order, N/k/D/θ limits, the strict θ test), brute ≡ memoised subtree verification, exact TV = 0
 for every θ, calibration and verifier, T = 0, the own-survival mutant lossy (TV > 0 found), refusals."""
 
@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from rheo.gate import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.treespark.exact import Builder, draws_of_round, estimate_treespark
+from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.treespark.strategies import treespark_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel
-from rheo_ref.replay import greedy_case
-from rheo_ref.strategies import treespark_cases
-from rheo_ref.treespark import Calibration, TreeSparkScheme
-from rheo_ref.treespark_exact import Builder, draws_of_round, estimate_treespark
 from rheo_ref.variants import MUTANTS
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])

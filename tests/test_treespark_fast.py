@@ -1,5 +1,5 @@
-"""The treespark family's fast path (docs/SCHEMES.md §12): `rheo_fast.treespark` against the
-reference replay `rheo_ref.treespark_replay`, coin for coin (both verifiers, θ = 0 and θ > 0,
+"""The treespark family's fast path (docs/SCHEMES.md §13): `rheo_fast.families.treespark.round` against the
+reference replay `rheo_ref.families.treespark.replay`, coin for coin (both verifiers, θ = 0 and θ > 0,
 identity and sigmoid calibration, T = 1, 0.5, 0, the own-survival mutant too), multi-round decode,
 and a negative control (a fast path running the mutant disagrees with the spec's replay)."""
 
@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.gate import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
-from rheo_fast.decode import decode, layout_for, play_round
+from rheo_fast.decode import decode, play_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
+from rheo_ref.families.treespark.replay import replay_treespark_decode, replay_treespark_round
+from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.treespark.strategies import treespark_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case
-from rheo_ref.replay import greedy_case
-from rheo_ref.strategies import treespark_cases
-from rheo_ref.treespark import Calibration, TreeSparkScheme
-from rheo_ref.treespark_replay import replay_treespark_decode, replay_treespark_round
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 
 pytestmark = pytest.mark.usefixtures("one_thread")

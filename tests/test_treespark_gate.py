@@ -1,4 +1,4 @@
-"""The treespark family under the lossless gate (docs/SCHEMES.md §12): its rows' references are exact
+"""The treespark family under the lossless gate (docs/SCHEMES.md §13): its rows' references are exact
 and lossless, the own-survival mutant's exact TV on its case is >= δ, and `rheo mutants` catches it
 (a deliberately broken sampler detected: the gate's negative control)."""
 
@@ -9,7 +9,9 @@ import json
 import pytest
 
 from rheo.cli import main
-from rheo.gate import CHECKS, DELTA, TREESPARK_MUTANT_CASES, TREESPARK_ROWS, exact_tvs, gate_cases, mutant_case
+from rheo.families.treespark import MUTANT_CASES as TREESPARK_MUTANT_CASES
+from rheo.families.treespark import ROWS as TREESPARK_ROWS
+from rheo.gate import CHECKS, DELTA, exact_tvs, gate_cases, mutant_case
 from rheo_ref.exact import Exact, target_law, tv
 
 CASES = gate_cases()

@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
+from rheo_ref.families.rheo.verify import Rules
+from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
+from rheo_ref.families.tsubame.exact import Planner, estimate_tsubame, plan_parents
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.families.tsubame.strategies import tsubame_cases
 from rheo_ref.models import Case, TableModel
-from rheo_ref.static import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
-from rheo_ref.strategies import one_hot, tables, tsubame_cases
-from rheo_ref.tsubame import TsubameScheme
-from rheo_ref.tsubame_exact import Planner, estimate_tsubame, plan_parents
-from rheo_ref.verify import Rules
+from rheo_ref.strategies import one_hot, tables
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
@@ -159,7 +160,7 @@ def test_search_finds_a_lossy_case_for_wor_siblings_under_specinfer():
         settings=settings(max_examples=2000, database=None, derandomize=True, phases=[Phase.generate]),
     )
     assert exact_tv(found, "brute") == exact_tv(found) > 0
-    s = found.tsubame_scheme()
+    s = found.scheme_as(TsubameScheme)
     fixed = Case(
         found.draft,
         found.target,

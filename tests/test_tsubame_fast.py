@@ -1,5 +1,5 @@
-"""The tsubame family's fast path: `rheo_fast.tsubame` against the reference replay
-`rheo_ref.tsubame_replay`, coin for coin (both samplings, every verifier, T = 1, 0.5, 0); the fast
+"""The tsubame family's fast path: `rheo_fast.families.tsubame.round` against the reference replay
+`rheo_ref.families.tsubame.replay`, coin for coin (both samplings, every verifier, T = 1, 0.5, 0); the fast
 decode's law against the exact law (χ², the gate's machinery) with a negative control; the plan
 and its draft-call accounting.
 
@@ -18,18 +18,19 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.stats import check_law, seed_for
-from rheo_fast.decode import decode, layout_for
+from rheo_fast.decode import decode
+from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
-from rheo_fast.tsubame import TsubameLayout, tsubame_round
 from rheo_ref.exact import Exact
+from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
+from rheo_ref.families.tsubame.exact import Planner
+from rheo_ref.families.tsubame.mutant import replay_sampled_plan_round
+from rheo_ref.families.tsubame.replay import replay_tsubame_decode, replay_tsubame_round, tsubame_layout
+from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.families.tsubame.strategies import tsubame_cases
+from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel
-from rheo_ref.replay import greedy_case
-from rheo_ref.static import SAMPLINGS, VERIFIERS
-from rheo_ref.strategies import tsubame_cases
-from rheo_ref.tsubame import TsubameScheme
-from rheo_ref.tsubame_exact import Planner
-from rheo_ref.tsubame_mutant import replay_sampled_plan_round
-from rheo_ref.tsubame_replay import replay_tsubame_decode, replay_tsubame_round, tsubame_layout
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -112,7 +113,7 @@ def test_fast_replays_the_reference_coin_for_coin(sampling, verify, T, data, see
         label="case",
     )
     ref_case = exact_case(case, T)
-    stream = Stream(case.tsubame_scheme(), seed, zeros, trials=6)
+    stream = Stream(case.scheme_as(TsubameScheme), seed, zeros, trials=6)
     assume(replay_tsubame_round(ref_case, case.context, stream.trial(0)(0)).comparable())
     fast = run_fast(case, stream, T)
     n = [compare(ref_case, stream, fast.per_round, b) for b in range(6)]
@@ -145,7 +146,7 @@ def test_every_round_of_a_fixed_case_is_compared_and_equal(sampling, verify, T):
     contexts = [(b % 5,) for b in range(40)]
     shapes = {Planner(case).parents(c) for c in contexts}
     assert len(shapes) >= 2  # the batch really mixes shapes
-    stream = Stream(case.tsubame_scheme(), seed_for(f"tsubame-fixed|{sampling}|{verify}|{T}"), 0.05, trials=40)
+    stream = Stream(case.scheme_as(TsubameScheme), seed_for(f"tsubame-fixed|{sampling}|{verify}|{T}"), 0.05, trials=40)
     fast = run_fast(case, stream, T, contexts)
     compared = rounds = 0
     for b in range(40):
@@ -159,7 +160,7 @@ def test_the_coupled_comparison_catches_a_wrong_plan():
     """Negative control: the replay run on a plan with R - 1 nodes (another shape, same coins)
     disagrees with the fast path on some trial."""
     case = fixed_case("iid", "specinfer", tokens=1)
-    stream = Stream(case.tsubame_scheme(), 5, 0.0, trials=200)
+    stream = Stream(case.scheme_as(TsubameScheme), 5, 0.0, trials=200)
     fast = run_fast(case, stream, 1.0)
     smaller = case.with_scheme(R=5)  # its 13-coin block: the R = 6 block mapped as the fast path maps it
     lay = TsubameLayout(3, 2, 3, 6)
@@ -175,7 +176,7 @@ def test_draft_calls_of_both_passes():
     """Pass 1 makes D draft calls; pass 2 one per depth of the trial's shape that has nodes with
     children; issued calls sum over the distinct shapes of the batch."""
     case = fixed_case("wor", "rrsw")
-    sch = case.tsubame_scheme()
+    sch = case.scheme_as(TsubameScheme)
     model = TableTreeModel(case)
     contexts = [(0,), (1,), (2,), (3,), (4,)]
     res = tsubame_round(model, model.start(contexts), sch, Stream(sch, 1, 0.0, 5)(0))

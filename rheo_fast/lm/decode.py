@@ -36,15 +36,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rheo_fast.decode import layout_for, play_round, round_coins
+from rheo_fast.decode import play_round, round_coins
+from rheo_fast.family import fast_families, layout_for
 from rheo_fast.lm import methods
 from rheo_fast.models import DraftRows, ModelDefaults, draft_probs, target_probs
 from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
-from rheo_ref.models import AnyScheme, Scheme
-from rheo_ref.static import StaticScheme
-from rheo_ref.treespark import Calibration, TreeSparkScheme
-from rheo_ref.tsubame import TsubameScheme
+from rheo_ref.models import AnyScheme
 from rheo_ref.variants import SPEC, Variant
 
 from . import kvcache as kv
@@ -139,7 +137,7 @@ class LMTreeModel(ModelDefaults):
     @torch.inference_mode()
     def draft(self, st: LMState, tree: Any, nodes: Tensor) -> DraftRows:
         """Rows at the F nodes `nodes` [1, F] (all at one depth). Nodes with token -1 (undrafted
-        nodes of a fixed shape, `rheo_fast.static_tree`) are not fed to the head; their rows are
+        nodes of a fixed shape, `rheo_fast.families.static.tree`) are not fed to the head; their rows are
         zero (no mass: their children stay undrafted)."""
         st.draft_calls += 1
         d = int(tree.depth[nodes[0, 0]])
@@ -289,56 +287,22 @@ class TreeSize:
 
 
 METHODS = methods.METHODS
-TREESPARK_CALIBRATION = "sigmoid:0.6684,-0.4587"  # the TreeSpark paper's fit
-
-
-def rollouts(size: TreeSize) -> StaticScheme:
-    """`static-traversal`: R // D rollouts of depth D from the root (branching [R // D, 1, ..., 1]),
-    wor siblings at the root (distinct first tokens), traversal verification. R // D * D <= R nodes:
-    the whole budget when D divides R (16 = 4 x 4 by default). docs/REAL_MODELS.md says why."""
-    return StaticScheme("branching", (max(1, size.R // size.D),) + (1,) * (size.D - 1), "wor", "traversal")
-
-
-def delayed(size: TreeSize) -> StaticScheme:
-    """`delayed-traversal`: delayed [K, L1, L2] with a trunk of L1 = 1 and K = (R - 1) // (D - 1)
-    rollouts of L2 = D - 1 from its tip (depth D, L1 + K·L2 <= R nodes: 1 + 5 x 3 = 16 by default);
-    D = 1: [R, 0, 1] (R root children). wor siblings, traversal verification."""
-    if size.D == 1:
-        return StaticScheme("delayed", (size.R, 0, 1), "wor", "traversal")
-    return StaticScheme("delayed", (max(1, (size.R - 1) // (size.D - 1)), 1, size.D - 1), "wor", "traversal")
 
 
 def scheme_for(method: str, size: TreeSize) -> AnyScheme | None:
-    """The fast-path scheme of a method name (None: plain autoregressive decoding)."""
-    K, W, D, R = size.K, size.W, size.D, size.R
+    """The fast-path scheme of a method name (None: plain autoregressive decoding); each family
+    declares its methods (`rheo_fast.family.FastFamily.lm_methods`)."""
     if method not in METHODS:
         raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-    table: dict[str, Any] = {
-        "ar": lambda: None,
-        "chain": lambda: Scheme(1, 0, 1, size.chain_D, size.chain_D),
-        "topk": lambda: Scheme(K, K, W, D, R),
-        "rheo-m0": lambda: Scheme(K, 0, W, D, R),
-        "rheo": lambda: Scheme(K, 1, W, D, R),
-        "rheo-m2": lambda: Scheme(K, 2, W, D, R),
-        "rheo-rrsw": lambda: Scheme(K, 1, W, D, R, verify="rrsw"),
-        "static-traversal": lambda: rollouts(size),
-        "delayed-traversal": lambda: delayed(size),
-        "tsubame": lambda: TsubameScheme(K, W, D, R, "wor", "traversal"),
-        "treespark": lambda: TreeSparkScheme(R, K, D, "0", Calibration.parse(TREESPARK_CALIBRATION), "rrsw"),
-    }
-    out: AnyScheme | None = table[method]()
+    if method == "ar":
+        return None
+    out: AnyScheme = next(f.lm_methods[method] for f in fast_families().values() if method in f.lm_methods)(size)
     return out
 
 
 def describe(scheme: AnyScheme) -> str:
     """One line naming a scheme's sizes (for `rheo generate`'s summary)."""
-    if isinstance(scheme, Scheme):
-        return f"K={scheme.K} m={scheme.m} W={scheme.W} D={scheme.D} R={scheme.R} verify={scheme.verify}"
-    if isinstance(scheme, StaticScheme):
-        return f"{scheme.kind} {list(scheme.sizes)} ({scheme.nodes} nodes) {scheme.sampling}+{scheme.verify}"
-    if isinstance(scheme, TsubameScheme):
-        return f"K={scheme.K} W={scheme.W} D={scheme.D} R={scheme.R} {scheme.sampling}+{scheme.verify}"
-    return f"N={scheme.N} k={scheme.k} D={scheme.D} theta={scheme.theta} {scheme.calibration} verify={scheme.verify}"
+    return str(scheme.describe())
 
 
 @dataclass

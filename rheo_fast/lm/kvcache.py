@@ -34,11 +34,6 @@ def tree_mask(anc: torch.Tensor, past: int, dtype: torch.dtype = torch.float32) 
     return mask[None, None]
 
 
-def causal_mask(n: int, past: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The chain-shaped tree mask: ordinary causal attention for n new tokens after `past`."""
-    return tree_mask(torch.ones(n, n, dtype=torch.bool).tril(), past, dtype)
-
-
 def cache_len(cache: Any) -> int:
     return 0 if cache is None else int(cache.get_seq_length())
 

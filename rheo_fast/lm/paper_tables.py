@@ -35,13 +35,15 @@ from typing import Any
 
 import torch
 
-from rheo_fast.decode import check_round as _check_round
-from rheo_fast.decode import layout_for, round_coins, run_round
+from rheo_fast.decode import round_coins
 from rheo_fast.expected import expected_emitted, one_level_acceptance
+from rheo_fast.families.rheo.round import check_round as _check_round
+from rheo_fast.families.rheo.round import run_round
+from rheo_fast.family import layout_for
 from rheo_fast.models import DenseRows, draft_probs, target_probs
 from rheo_ref.atomic import write_text_atomic
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Scheme
+from rheo_ref.families.rheo.scheme import Scheme
 
 from . import kvcache as kv
 from .decode import LMTreeModel, generate_ar

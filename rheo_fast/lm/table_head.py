@@ -28,7 +28,8 @@ from torch import Tensor, nn
 from rheo_fast.kit import draft_windows
 from rheo_fast.table_lm import LogTable, table_lm
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, Scheme, TableModel
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case, TableModel
 
 from .decode import LMTreeModel
 

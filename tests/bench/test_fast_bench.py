@@ -18,11 +18,13 @@ import time
 import pytest
 import torch
 
-from rheo_fast.decode import round_coins, run_round, split_coins
+from rheo_fast.decode import round_coins
+from rheo_fast.families.rheo.round import run_round, split_coins
 from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout, build_tree
-from rheo_ref.models import Case, Scheme
-from rheo_ref.replay import replay_round
+from rheo_ref.families.rheo.replay import replay_round
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
 
 pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("one_thread")]
@@ -92,7 +94,7 @@ def test_tree_building_rheo_over_topk(benchmark):
 
 
 def test_reference_sampler_vs_fast_path(benchmark):
-    """Seconds per round: rheo_ref.replay (exact, one trial at a time) over rheo_fast (batched)."""
+    """Seconds per round: rheo_ref.families.rheo.replay (exact, one trial at a time) over rheo_fast (batched)."""
     case = bench_case()
     model, state, layout, coins = setup(case)
     blocks = coins[:200].tolist()

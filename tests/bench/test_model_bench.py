@@ -35,7 +35,8 @@ STRICT = os.environ.get("RHEO_BENCH_ASSERT") == "1"
 def test_real_draft_tree_building_rheo_over_topk(benchmark):
     import copy
 
-    from rheo_fast.decode import round_coins, split_coins
+    from rheo_fast.decode import round_coins
+    from rheo_fast.families.rheo.round import split_coins
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, scheme_for, tree_round
     from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.prompts import render, sample_prompts

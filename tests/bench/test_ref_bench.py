@@ -21,9 +21,10 @@ from fractions import Fraction
 
 import pytest
 
-from rheo_ref.enumerate import estimate_trees_per_round
 from rheo_ref.exact import Exact, Law, target_law, tv
-from rheo_ref.models import Case, Scheme
+from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
 
 pytestmark = pytest.mark.bench

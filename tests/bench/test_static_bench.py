@@ -16,9 +16,9 @@ import time
 import pytest
 
 from rheo_ref.exact import Exact
+from rheo_ref.families.static.exact import estimate_static
+from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case
-from rheo_ref.static import StaticScheme
-from rheo_ref.static_exact import estimate_static
 from rheo_ref.strategies import random_table
 
 pytestmark = pytest.mark.bench

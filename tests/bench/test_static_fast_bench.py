@@ -19,12 +19,14 @@ import time
 import pytest
 import torch
 
-from rheo_fast.decode import round_coins, run_round
+from rheo_fast.decode import round_coins
+from rheo_fast.families.rheo.round import run_round
+from rheo_fast.families.static.round import static_layout, static_round
 from rheo_fast.models import TableTreeModel
-from rheo_fast.static import static_layout, static_round
 from rheo_fast.tree import Layout
-from rheo_ref.models import Case, Scheme
-from rheo_ref.static import StaticScheme
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
 
 pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("one_thread")]

@@ -1,0 +1,1 @@
+"""The fast path of each scheme family, one folder per family (`rheo_fast.family` is their registry)."""

@@ -1,0 +1,1 @@
+"""rheo_ref.families."""

@@ -1,0 +1,102 @@
+"""Exact round laws of the rheo family (docs/ALGORITHM.md §6-§7) by its three methods.
+
+`brute` and `classes` enumerate every kept tree of a round (`rheo_ref.families.rheo.enumerate`)
+and verify each by `verify_law` under a set of verification `Rules` (the spec's, or a rheo mutant's);
+`dp` is the best-first, lazy, memoised recursion of `rheo_ref.families.rheo.bestfirst`.
+`rheo_ref.exact.Exact` composes these round laws into token laws, as it does for every family.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
+
+from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.bestfirst import BestFirstRounds
+from rheo_ref.families.rheo.enumerate import enumerate_trees
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
+from rheo_ref.models import Case, Context
+from rheo_ref.sizes import Size, trees_per_round
+from rheo_ref.validate import show
+from rheo_ref.variants import SPEC, Variant
+
+Law = dict[tuple[int, ...], Fraction]
+Trees = Callable[[Context], Iterable[tuple[Fraction, Any, frozenset[int]]]]
+
+
+class RheoRounds:
+    """Round laws of a rheo-family case: `dp` by BestFirstRounds, `brute`/`classes` by verifying
+    every tree that `trees(context)` yields (default: `enumerate_trees`) under `rules`.
+    `enumerated` counts trees (dp: kept-tree branches) over every round computed; `progress`
+    hears of each one as it is visited."""
+
+    reports_progress = True
+
+    def __init__(
+        self,
+        case: Case,
+        method: str,
+        *,
+        rules: Rules = SPEC_RULES,
+        max_trees: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        trees: Trees | None = None,
+    ) -> None:
+        if method == "dp" and rules is not SPEC_RULES:
+            raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
+        self.case, self.method, self.rules = case, method, rules
+        self.enumerated = 0
+        self._progress = progress
+        self._trees: Trees = trees or (lambda ctx: enumerate_trees(case, ctx, method))
+        self._dp = BestFirstRounds(case, max_outcomes=max_trees, progress=progress) if method == "dp" else None
+
+    def round_law(self, context: Context) -> Law:
+        if self._dp is not None:
+            before = self._dp.enumerated
+            out = self._dp.round_law(context)
+            self.enumerated += self._dp.enumerated - before
+            return out
+        law: Law = defaultdict(Fraction)
+        verify = self.case.scheme_as(Scheme).verify
+        for prob, nodes, kept in self._trees(context):
+            self.enumerated += 1
+            if self._progress is not None:
+                self._progress(1)
+            for s, pr in verify_law(nodes, kept, self.case.target, context, verify, self.rules).items():
+                law[s] += prob * pr
+        return dict(law)
+
+
+def rounds(
+    case: Case,
+    method: str,
+    *,
+    variant: Variant = SPEC,
+    rules: Rules = SPEC_RULES,
+    max_trees: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> RheoRounds:
+    """The family's `rounds` (rheo_ref.family.Family): its mutants come as `rules` (built by
+    rheo_ref.families.rheo.mutants), never as `variant`."""
+    if variant is not SPEC:
+        raise CaseError(
+            f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
+            f"rheo_ref.families.rheo.mutants (MutantExact), not by variant="
+        )
+    return RheoRounds(case, method, rules=rules, max_trees=max_trees, progress=progress)
+
+
+def estimate(case: Case, method: str, variant: Variant = SPEC) -> Size:
+    """Trees per round of `brute`/`classes` (dp: 0, its limit is enforced while it runs)."""
+    return Size.of(0) if method == "dp" else trees_per_round(case, method)
+
+
+def estimate_what(case: Case, method: str) -> str:
+    s = case.scheme_as(Scheme)
+    return (
+        f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
+        f"V={show(case.vocab_size)})"
+    )

@@ -1,0 +1,142 @@
+"""The registry of scheme families: the one place the exact reference learns what families exist.
+
+A *family* is a way of drafting and verifying a tree (docs/SCHEMES.md): the rheo family of
+docs/ALGORITHM.md, the static shapes, Tsubame's planned trees, TreeSpark's best-first trees.
+Each lives in its own folder, `rheo_ref/families/<name>/`, whose package defines one `FAMILY`
+(a `Family`, the protocol below); code outside a family never names it and reads this registry
+instead (the pattern of pytest's `default_plugins` and hypothesis' `register_type_strategy`):
+
+- `DEFAULT_FAMILIES`: the built-in families, in table order, loaded on first use;
+- `register(family)`: one more (a test's toy family, a third party's scheme);
+- `families()`, `family_named(name)`, `family_of(scheme)`: lookups, a `CaseError` naming the
+  allowed names for an unknown one.
+
+The fast path (`rheo_fast.family`) and the suite (`rheo.family`) keep registries of their own,
+keyed by the same names, for what each layer adds (a fast round and its coin layout; gate rows,
+compare cells, real-model methods). docs/FAMILIES.md says where a new family's code goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from rheo_ref.errors import CaseError
+from rheo_ref.registry import Registry
+from rheo_ref.validate import show
+
+Law = dict[tuple[int, ...], Fraction]
+DEFAULT_FAMILIES = ("rheo", "static", "tsubame", "treespark")  # modules rheo_ref.families.<name>, each with FAMILY
+MAX_DEPTH = 100  # levels of a kept tree whose verification recurses level by level (~250 exhaust Python's stack)
+MAX_NODES = 256  # draft nodes per round of any scheme; larger ones are refused as bad input
+DEFAULT_FAMILY = "rheo"  # the family of a scheme object without a `family` field
+
+
+@runtime_checkable
+class SchemeLike(Protocol):
+    """What every family's scheme object offers (its own fields are the family's business)."""
+
+    family: ClassVar[str]
+
+    @property
+    def D(self) -> int: ...  # the deepest level: a round emits 1..D+1 tokens
+
+    def to_json(self) -> dict: ...
+
+    def describe(self) -> str: ...  # one line naming its sizes
+
+    def check_vocab(self, vocab_size: int) -> None: ...
+
+    @property
+    def nodes(self) -> int: ...
+
+
+class RoundLaws(Protocol):
+    """Exact round laws of one case by one method (memoised by the family as it likes)."""
+
+    method: str  # the method actually run (a family may run `classes` for `dp`)
+    enumerated: int  # outcomes visited so far, over every round law computed
+
+    def round_law(self, context: tuple[int, ...]) -> Law: ...
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of tree schemes, as the exact reference sees it.
+
+    - `scheme`: its scheme class (from_json / to_json / nodes / check_vocab / describe);
+    - `builds_on`: the families whose modules it imports (held by the import-linter contracts);
+    - `rounds(case, method, *, variant, rules, max_trees, progress)`: its exact round laws;
+    - `estimate(case, method, variant)`: the outcomes per round that `rounds` visits at most
+      (a `rheo_ref.sizes.Size` or an int), and `estimate_what(case, method)` what is counted;
+    - `replay(case, context, coins, variant)`: the tokens one round emits, driven by coins;
+    - `settings`: the `rheo_ref.variants.Variant` fields that are steps of this family
+      (its mutants are the variants that change one of them);
+    - `cases(max_trees=, max_tokens=)`: a hypothesis strategy of its small cases (the fuzz
+      harness's, `rheo_ref.strategies.family_cases`); None: it has none;
+    - `kept_depth(scheme)`: (levels of the deepest kept tree, what the scheme is) for a family
+      whose exact verification recurses once per level; `parse` refuses more than MAX_DEPTH;
+    - `mutant_exact(case, mutant, max_trees=)`: the exact counterpart of one of its mutants when
+      its round laws do not read the mutant's settings themselves (None: `rheo_ref.exact.VariantExact`).
+    """
+
+    name: str
+    scheme: type
+    summary: str
+    rounds: Callable[..., RoundLaws]
+    estimate: Callable[[Any, str, Any], Any]
+    estimate_what: Callable[[Any, str], str]
+    replay: Callable[[Any, tuple[int, ...], Sequence[float], Any], tuple[int, ...]]
+    settings: tuple[str, ...] = ()
+    builds_on: tuple[str, ...] = ()
+    cases: Callable[..., Any] | None = None
+    mutant_exact: Callable[..., Any] | None = None
+    kept_depth: Callable[[Any], tuple[int, str]] | None = None
+
+    def parse(self, obj: Any) -> SchemeLike:
+        """The scheme object of this family from its JSON."""
+        parse: Callable[[Any], SchemeLike] = getattr(self.scheme, "from_json")  # noqa: B009
+        scheme = parse(obj)
+        if self.kept_depth is not None:
+            depth, what = self.kept_depth(scheme)
+            if depth > MAX_DEPTH:
+                raise CaseError(f"{what} keeps a tree {depth} levels deep; allowed: at most {MAX_DEPTH} levels")
+        return scheme
+
+
+_REGISTRY: Registry[Family] = Registry(Family, "rheo_ref.families", "FAMILY", DEFAULT_FAMILIES)
+register, unregister = _REGISTRY.register, _REGISTRY.unregister
+
+
+def families() -> Mapping[str, Family]:
+    """Every registered family by name, the built-in ones first, in table order."""
+    return _REGISTRY.entries()
+
+
+def family_named(name: Any) -> Family:
+    """The family called `name`; an unknown one is refused with the allowed names."""
+    fams = families()
+    if not isinstance(name, str) or name not in fams:
+        raise CaseError(f"unknown scheme family {show(name)}; allowed: {', '.join(fams)}")
+    return fams[name]
+
+
+def family_of(scheme: Any) -> Family:
+    """The family of a scheme object."""
+    return family_named(getattr(scheme, "family", None))
+
+
+def scheme_from_json(obj: Any) -> SchemeLike:
+    """The scheme object of a case: its `family` (default rheo) says which fields it has."""
+    name = obj.get("family", DEFAULT_FAMILY) if isinstance(obj, dict) else DEFAULT_FAMILY
+    return family_named(name).parse(obj)
+
+
+def setting_family(setting: str) -> str:
+    """The family whose step a `Variant` setting is."""
+    for fam in families().values():
+        if setting in fam.settings:
+            return fam.name
+    raise CaseError(f"setting {setting!r} belongs to no registered family")
