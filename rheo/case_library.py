@@ -322,7 +322,7 @@ LIBRARY: dict[str, dict] = {
         "pairing": "rrsw",
         "floor": 0.278,
         "mutants": ["treespark-own-survival"],
-        "hunt": {"base": "spark-rrsw-theta/T1", "seed": 1, "i": 84},
+        "hunt": {"base": "treespark-rrsw-theta/T1", "label": "spark-rrsw-theta/T1", "seed": 1, "i": 84},
         "case": {
             "draft": {
                 "vocab_size": 3,
@@ -372,7 +372,7 @@ LIBRARY: dict[str, dict] = {
         "pairing": "traversal",
         "floor": 0.373,
         "mutants": ["treespark-own-survival"],
-        "hunt": {"base": "spark-traversal-theta/T1", "seed": 1, "i": 23},
+        "hunt": {"base": "treespark-traversal-theta/T1", "label": "spark-traversal-theta/T1", "seed": 1, "i": 23},
         "case": {
             "draft": {
                 "vocab_size": 3,

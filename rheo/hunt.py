@@ -279,14 +279,13 @@ def shared_bases() -> tuple[str, ...]:
     """The base gate case of each algorithmic family's pairing (its scheme is the shared case's):
     rheo-m1 for the rheo family, the static family's rrsw and traversal (the parents shape, where
     every traversal mutant can show), tsubame's, and treespark's two."""
-    from .gate import TREESPARK_MUTANT_CASES, TSUBAME_MUTANT_CASES
-
     return (
         "rheo-m1/T0.5",
         "branching-wor-rrsw/T0.5/zeros",
         "parents-wor-traversal/T0.5/zeros",
-        *TSUBAME_MUTANT_CASES,
-        *TREESPARK_MUTANT_CASES,
+        "tsubame-w1-wor-traversal/T1",
+        "treespark-rrsw-theta/T1",
+        "treespark-traversal-theta/T1",
     )
 
 
@@ -300,15 +299,16 @@ def shared_mutants(base: str) -> list[str]:
     return [m for m in MUTANTS if base in mutant_cases(m) and m not in ("leq-coin", "float16")]
 
 
-def shared_case(base: str, seed: int, i: int):
+def shared_case(base: str, seed: int, i: int, *, label: str | None = None):
     """The i-th hunted shared case of gate case `base`: its scheme on new tables, drawn as in
-    `variant_case` (V = 3 or 4, context length 1, weights 0–9, q_samp at T = 1 or 1/2)."""
+    `variant_case` (V = 3 or 4, context length 1, weights 0–9, q_samp at T = 1 or 1/2) from
+    `label` (default `base`; a library case hunted under a row's former name records it)."""
     from rheo_ref.models import Case
 
     from .gate import GateCase, gate_cases
 
     sch = gate_cases()[base].case.scheme
-    rng = random.Random(f"shared|{base}|{seed}|{i}")
+    rng = random.Random(f"shared|{label or base}|{seed}|{i}")
     V = rng.choice((3, 4))
 
     def weights() -> dict:
