@@ -10,8 +10,9 @@ rows its mutants run on, `mutant_cases`); the rows live in `rheo/families/<name>
 
 Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`. `ALPHA`
 is derived, never set by hand: the family-wise total `FAMILY_ALPHA` split evenly (Bonferroni) over
-the matrix's tests, one per (row, check), so a family that adds rows lowers every test's α
-(`alpha_per_test`; `ALPHA` reads it on first use):
+the matrix's tests, one per (row, check), and the case library's (`library_tests`), so a family
+or a library case that adds tests lowers every test's α (`alpha_per_test`; `ALPHA` reads it on
+first use):
 - `joint2`, `joint3`: the first 2 / 3 tokens of repeated rounds against the exact target law;
 - `round`: the first round's emitted sequence against the exact round law of the same scheme;
 - `lengths`: the first round's length (so τ) against its exact law.
@@ -109,9 +110,30 @@ def _gate_cases(names: tuple[str, ...]) -> dict[str, GateCase]:
     return out
 
 
+@lru_cache(maxsize=1)
+def library_tests() -> int:
+    """The case library's gate tests: every check of every library case (`rheo cases`), run by
+    tests/test_bugclasses.py (bug-class cases) and tests/test_case_library.py (the algorithmic
+    families' shared cases, the gate's four checks) at the same per-test α as the matrix."""
+    from rheo_ref.bugclasses.cases import BugCase
+
+    from .bugclasses import checks
+    from .case_library import LIBRARY
+
+    return sum(
+        len(checks(BugCase.from_json(e["case"]))) if e["family"] == "bugclasses" else len(CHECKS)
+        for e in LIBRARY.values()
+    )
+
+
+def gate_tests() -> int:
+    """Every test the lossless gate runs at `ALPHA`: the matrix's rows x checks and the library's."""
+    return len(gate_cases()) * len(CHECKS) + library_tests()
+
+
 def alpha_per_test() -> float:
-    """The false-alarm probability of each gate test: FAMILY_ALPHA / (rows x checks)."""
-    return FAMILY_ALPHA / (len(gate_cases()) * len(CHECKS))
+    """The false-alarm probability of each gate test: FAMILY_ALPHA / gate_tests()."""
+    return FAMILY_ALPHA / gate_tests()
 
 
 def __getattr__(name: str) -> float:
@@ -123,7 +145,7 @@ def __getattr__(name: str) -> float:
 def family_alpha(alpha: float | None = None) -> float:
     """Bonferroni bound on the probability that a correct fast path fails some test of the matrix
     when each test runs at `alpha` (default: `alpha_per_test()`, which makes it FAMILY_ALPHA)."""
-    return (alpha_per_test() if alpha is None else alpha) * len(gate_cases()) * len(CHECKS)
+    return (alpha_per_test() if alpha is None else alpha) * gate_tests()
 
 
 MUTANT_CASE = "rheo-m1/T0.5"  # the case of the false-alarm measurement (`rheo mutants`)

@@ -33,7 +33,7 @@ import rheo_fast.family as fast_registry
 import rheo_ref.family as ref_registry
 from rheo.cli import main
 from rheo.compare import Cell
-from rheo.gate import CHECKS, DELTA, FAMILY_ALPHA, alpha_per_test, gate_case, gate_cases, run_check
+from rheo.gate import CHECKS, DELTA, FAMILY_ALPHA, alpha_per_test, gate_case, gate_cases, library_tests, run_check
 from rheo_fast.models import as_rows
 from rheo_fast.slots import inverse_cdf as fast_inverse_cdf
 from rheo_fast.tree import Tree
@@ -236,9 +236,10 @@ def test_toy_family_compare_and_audit(toy, tmp_path, capsys):
 def test_toy_family_joins_the_gate_matrix_and_alpha_follows(toy):
     rows = {n: gc for n, gc in gate_cases().items() if gc.case.scheme.family == "toy"}
     assert set(rows) == {"toy/T1", "toy/T0.5/zeros"}
-    tests = len(gate_cases()) * len(CHECKS)
-    assert tests == toy + len(rows) * len(CHECKS)
-    assert alpha_per_test() == FAMILY_ALPHA / tests < FAMILY_ALPHA / toy
+    matrix = len(gate_cases()) * len(CHECKS)
+    assert matrix == toy + len(rows) * len(CHECKS)
+    tests = matrix + library_tests()  # the case library's tests share the family-wise total
+    assert alpha_per_test() == FAMILY_ALPHA / tests < FAMILY_ALPHA / (toy + library_tests())
     for gc in rows.values():
         res = run_check(gc, "joint2")
         assert res.detectable_tv <= DELTA and not res.rejected, res.summary()

@@ -11,6 +11,7 @@ flipping, the first round must be.
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import pytest
 import torch
@@ -26,7 +27,12 @@ from rheo_ref.exact import Exact
 from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
 from rheo_ref.families.tsubame.exact import Planner
 from rheo_ref.families.tsubame.mutant import replay_sampled_plan_round
-from rheo_ref.families.tsubame.replay import replay_tsubame_decode, replay_tsubame_round, tsubame_layout
+from rheo_ref.families.tsubame.replay import (
+    plan_margin,
+    replay_tsubame_decode,
+    replay_tsubame_round,
+    tsubame_layout,
+)
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.families.tsubame.strategies import tsubame_cases
 from rheo_ref.generate import greedy_case
@@ -119,6 +125,33 @@ def test_fast_replays_the_reference_coin_for_coin(sampling, verify, T, data, see
     n = [compare(ref_case, stream, fast.per_round, b) for b in range(6)]
     event(f"rounds compared: {sum(n)}")
     assert n[0] >= 1
+
+
+def plan_tie_case() -> Case:
+    """The property test's counterexample: V = 3, contexts of length 2, mostly one-hot rows. At
+    (1, 1) the draft is (5/9, 1/9, 1/3) and (1, 0) is (0, 2/5, 3/5), so the plan's scores tie
+    exactly, 1/3 (depth 1) = 5/9·3/5 (depth 2); float64 log-space splits them the other way."""
+    c, frac = (0, 0, 1), lambda *xs: tuple(Fraction(x) for x in xs)
+    keys = [f"{i},{j}" for i in range(3) for j in range(3)]
+    draft = {"": frac(*c), **{k: frac(*c) for k in keys}}
+    draft["1,0"], draft["1,1"] = frac(0, "2/5", "3/5"), frac("5/9", "1/9", "1/3")
+    target = {**{k: frac(*c) for k in ["", *keys]}, "0,1": frac(0, 1, 0)}
+    tables = (TableModel(3, 2, rows, name) for rows, name in ((draft, "draft"), (target, "target")))
+    return Case(*tables, TsubameScheme(2, 1, 2, 2, "iid", "traversal"), (0, 1), 2)
+
+
+def test_a_tie_in_the_plan_is_not_compared():
+    """Regression (failed as "fast (2, 2, 2) != reference (2, 2)"): the replay's margin covers
+    the plan's scores, so the round planned at the exact tie is not comparable; the first round
+    is, and is compared and equal."""
+    case = plan_tie_case()
+    planner = Planner(case)
+    assert planner.parents((0, 1, 1)) == (0, 0)  # exact order: the tie goes to the smaller depth
+    assert plan_margin(case, (0, 1, 1), planner.nodes((0, 1, 1))) < 1e-9
+    assert plan_margin(case, (0, 1), planner.nodes((0, 1))) > 1e-9  # one-hot chains are not near-ties
+    stream = Stream(case.scheme_as(TsubameScheme), 0, 0.0, trials=6)
+    fast = run_fast(case, stream, 1.0)
+    assert [compare(case, stream, fast.per_round, b) for b in range(6)] == [1] * 6
 
 
 def fixed_case(sampling: str, verify: str, *, V: int = 5, seed: int = 3, tokens: int = 4) -> Case:

@@ -47,13 +47,18 @@ def kept_parents(nodes: Nodes, kept: frozenset[int]) -> tuple[int, ...]:
     return tuple(new[nodes[nid].parent] for nid in ids)
 
 
-def plan_parents(case: Case, context: Context) -> tuple[int, ...]:
-    """Pass 1 at `context`: the planned topology as a `parents` list (uncached; `Planner` caches)."""
+def plan_nodes(case: Case, context: Context) -> Nodes:
+    """Pass 1's whole Top-K tree at `context`: every node with its exact score, kept or not."""
     sch = case.scheme_as(TsubameScheme)
     trees = list(build_tree(case.draft, case.draft, tuple(context), topk_scheme(sch), BruteChooser()))
     assert len(trees) == 1, "m = K samples nothing: one tree"
-    _, nodes = trees[0]
-    return kept_parents(nodes, rerank(nodes, sch.R))
+    return trees[0][1]
+
+
+def plan_parents(case: Case, context: Context) -> tuple[int, ...]:
+    """Pass 1 at `context`: the planned topology as a `parents` list (uncached; `Planner` caches)."""
+    nodes = plan_nodes(case, context)
+    return kept_parents(nodes, rerank(nodes, case.scheme_as(TsubameScheme).R))
 
 
 class Planner:
@@ -62,12 +67,21 @@ class Planner:
     def __init__(self, case: Case) -> None:
         self.case = case
         case.scheme_as(TsubameScheme)
+        self._nodes: dict[Context, Nodes] = {}
         self._plans: dict[Context, tuple[int, ...]] = {}
+
+    def nodes(self, context: Context) -> Nodes:
+        """Pass 1's whole Top-K tree at `context` (`plan_nodes`), cached."""
+        key = self.case.visible(tuple(context))
+        if key not in self._nodes:
+            self._nodes[key] = plan_nodes(self.case, tuple(context))
+        return self._nodes[key]
 
     def parents(self, context: Context) -> tuple[int, ...]:
         key = self.case.visible(tuple(context))
         if key not in self._plans:
-            self._plans[key] = plan_parents(self.case, tuple(context))
+            nodes = self.nodes(context)
+            self._plans[key] = kept_parents(nodes, rerank(nodes, self.case.scheme_as(TsubameScheme).R))
         return self._plans[key]
 
     def static_scheme(self, context: Context) -> StaticScheme:
