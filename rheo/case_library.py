@@ -1,9 +1,12 @@
 """The case library of `rheo cases` (rheo.cli_cases): per family and pairing, one shared case on
 which every listed mutant has exact TV >= `floor` on its best check.
 
-Each case was found by `rheo mutants --hunt` (its seed and index in `hunt`) and improved by
-`rheo.hunt.refine` (seeded local search on the weights); `tests/test_bugclasses.py` recomputes
-every mutant's exact TV on it against the floor.
+The bug-class cases (family `bugclasses`, a `BugCase`) were found by `rheo mutants --hunt` (its
+seed and index in `hunt`) and improved by `rheo.hunt.refine` (seeded local search on the
+weights); `tests/test_bugclasses.py` recomputes every mutant's exact TV on them against the floor.
+The algorithmic families' cases (a `rheo_ref.models.Case`, checked by the gate's four checks) are
+`rheo.hunt.shared_case(base, seed, i)` as recorded in `hunt`: the best floor among cells 0–100 of
+seed 1 per pairing; `tests/test_case_library.py` recomputes their floors.
 """
 
 from __future__ import annotations
@@ -119,6 +122,298 @@ LIBRARY: dict[str, dict] = {
                 "penalty": "1/2",
                 "gamma": 2,
                 "verify": "block",
+            },
+        },
+    },
+    # the algorithmic families' shared cases: `rheo.hunt.shared_case(base, seed, i)`, the gate's four checks
+    "rheo-shared": {
+        "family": "rheo",
+        "pairing": "rheo-m1",
+        "floor": 0.174,
+        "mutants": [
+            "proxy-true",
+            "proxy-const",
+            "verify-q-not-qtilde",
+            "sample-whole-q",
+            "residual-unnormalised",
+            "stale-bonus",
+            "one-hot-sampled",
+            "bonus-full-p",
+            "temp-sample-only",
+            "fills-first",
+        ],
+        "hunt": {"base": "rheo-m1/T0.5", "seed": 1, "i": 13},
+        "case": {
+            "draft": {
+                "vocab_size": 4,
+                "context_length": 1,
+                "probs": {
+                    "": ["7/25", "7/25", "1/5", "6/25"],
+                    "0": ["1/10", "3/10", "3/20", "9/20"],
+                    "1": ["3/7", "0", "1/7", "3/7"],
+                    "2": ["1/3", "1/21", "3/7", "4/21"],
+                    "3": ["2/15", "1/5", "2/5", "4/15"],
+                },
+            },
+            "target": {
+                "vocab_size": 4,
+                "context_length": 1,
+                "probs": {
+                    "": ["7/16", "0", "1/8", "7/16"],
+                    "0": ["8/29", "9/29", "5/29", "7/29"],
+                    "1": ["1/4", "0", "1/8", "5/8"],
+                    "2": ["2/7", "1/4", "5/28", "2/7"],
+                    "3": ["0", "5/21", "1/3", "3/7"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "scheme": {"K": 3, "m": 1, "W": 2, "D": 2, "R": 5, "proxy": "rheo", "verify": "rheo"},
+            "draft_sample": {
+                "vocab_size": 4,
+                "context_length": 1,
+                "probs": {
+                    "": ["49/159", "49/159", "25/159", "12/53"],
+                    "0": ["2/65", "18/65", "9/130", "81/130"],
+                    "1": ["9/19", "0", "1/19", "9/19"],
+                    "2": ["1/3", "1/147", "27/49", "16/147"],
+                    "3": ["4/65", "9/65", "36/65", "16/65"],
+                },
+            },
+        },
+    },
+    "static-rrsw-shared": {
+        "family": "static",
+        "pairing": "rrsw",
+        "floor": 0.501,
+        "mutants": ["specinfer-on-wor", "sorted-siblings"],
+        "hunt": {"base": "branching-wor-rrsw/T0.5/zeros", "seed": 1, "i": 81},
+        "case": {
+            "draft": {
+                "vocab_size": 4,
+                "context_length": 1,
+                "probs": {
+                    "": ["2/11", "5/22", "3/11", "7/22"],
+                    "0": ["0", "0", "2/7", "5/7"],
+                    "1": ["1/15", "3/10", "3/10", "1/3"],
+                    "2": ["2/7", "1/14", "0", "9/14"],
+                    "3": ["1/6", "1/8", "1/3", "3/8"],
+                },
+            },
+            "target": {
+                "vocab_size": 4,
+                "context_length": 1,
+                "probs": {
+                    "": ["1/5", "1/10", "1/2", "1/5"],
+                    "0": ["5/14", "3/7", "3/14", "0"],
+                    "1": ["3/7", "8/21", "4/21", "0"],
+                    "2": ["0", "9/25", "9/25", "7/25"],
+                    "3": ["4/23", "5/23", "6/23", "8/23"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "scheme": {"family": "static", "branching": [2, 1], "sampling": "wor", "verify": "rrsw"},
+            "draft_sample": {
+                "vocab_size": 4,
+                "context_length": 1,
+                "probs": {
+                    "": ["8/63", "25/126", "2/7", "7/18"],
+                    "0": ["0", "0", "4/29", "25/29"],
+                    "1": ["2/133", "81/266", "81/266", "50/133"],
+                    "2": ["8/49", "1/98", "0", "81/98"],
+                    "3": ["8/85", "9/170", "32/85", "81/170"],
+                },
+            },
+        },
+    },
+    "static-traversal-shared": {
+        "family": "static",
+        "pairing": "traversal",
+        "floor": 0.191,
+        "mutants": [
+            "traversal-bad-rate",
+            "traversal-min-index-leaf",
+            "traversal-stale-bonus",
+            "traversal-wrong-update",
+            "sorted-siblings",
+        ],
+        "hunt": {"base": "parents-wor-traversal/T0.5/zeros", "seed": 1, "i": 62},
+        "case": {
+            "draft": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["4/13", "8/13", "1/13"],
+                    "0": ["7/11", "1/11", "3/11"],
+                    "1": ["2/15", "8/15", "1/3"],
+                    "2": ["1/5", "0", "4/5"],
+                },
+            },
+            "target": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["1/2", "1/2", "0"],
+                    "0": ["1/12", "1/2", "5/12"],
+                    "1": ["5/16", "5/16", "3/8"],
+                    "2": ["1/3", "1/3", "1/3"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "scheme": {"family": "static", "parents": [0, 0, 1], "sampling": "wor", "verify": "traversal"},
+            "draft_sample": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["16/81", "64/81", "1/81"],
+                    "0": ["49/59", "1/59", "9/59"],
+                    "1": ["4/93", "64/93", "25/93"],
+                    "2": ["1/17", "0", "16/17"],
+                },
+            },
+        },
+    },
+    "tsubame-shared": {
+        "family": "tsubame",
+        "pairing": "wor-traversal",
+        "floor": 0.58,
+        "mutants": ["tsubame-plan-after-sampling"],
+        "hunt": {"base": "tsubame-w1-wor-traversal/T1", "seed": 1, "i": 66},
+        "case": {
+            "draft": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["6/13", "5/13", "2/13"],
+                    "0": ["2/7", "1/3", "8/21"],
+                    "1": ["1/3", "1/3", "1/3"],
+                    "2": ["7/17", "8/17", "2/17"],
+                },
+            },
+            "target": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["5/12", "1/2", "1/12"],
+                    "0": ["2/7", "1/7", "4/7"],
+                    "1": ["6/19", "5/19", "8/19"],
+                    "2": ["1/10", "4/5", "1/10"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "scheme": {"family": "tsubame", "K": 2, "W": 1, "D": 2, "R": 3, "sampling": "wor", "verify": "traversal"},
+            "draft_sample": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["36/65", "5/13", "4/65"],
+                    "0": ["36/149", "49/149", "64/149"],
+                    "1": ["1/3", "1/3", "1/3"],
+                    "2": ["49/117", "64/117", "4/117"],
+                },
+            },
+        },
+    },
+    "treespark-rrsw-shared": {
+        "family": "treespark",
+        "pairing": "rrsw",
+        "floor": 0.278,
+        "mutants": ["treespark-own-survival"],
+        "hunt": {"base": "treespark-rrsw-theta/T1", "label": "spark-rrsw-theta/T1", "seed": 1, "i": 84},
+        "case": {
+            "draft": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["3/7", "5/21", "1/3"],
+                    "0": ["5/18", "1/3", "7/18"],
+                    "1": ["4/9", "2/9", "1/3"],
+                    "2": ["1/6", "5/18", "5/9"],
+                },
+            },
+            "target": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["4/15", "1/3", "2/5"],
+                    "0": ["5/22", "9/22", "4/11"],
+                    "1": ["7/20", "9/20", "1/5"],
+                    "2": ["5/8", "1/4", "1/8"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "scheme": {
+                "family": "treespark",
+                "N": 4,
+                "k": 2,
+                "D": 3,
+                "theta": "1/10",
+                "calibration": "sigmoid:0.6684,-0.4587",
+                "verify": "rrsw",
+            },
+            "draft_sample": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["3/7", "5/21", "1/3"],
+                    "0": ["5/18", "1/3", "7/18"],
+                    "1": ["4/9", "2/9", "1/3"],
+                    "2": ["1/6", "5/18", "5/9"],
+                },
+            },
+        },
+    },
+    "treespark-traversal-shared": {
+        "family": "treespark",
+        "pairing": "traversal",
+        "floor": 0.373,
+        "mutants": ["treespark-own-survival"],
+        "hunt": {"base": "treespark-traversal-theta/T1", "label": "spark-traversal-theta/T1", "seed": 1, "i": 23},
+        "case": {
+            "draft": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["4/15", "2/15", "3/5"],
+                    "0": ["7/20", "9/20", "1/5"],
+                    "1": ["3/10", "3/5", "1/10"],
+                    "2": ["10/19", "9/19", "0"],
+                },
+            },
+            "target": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["3/19", "8/19", "8/19"],
+                    "0": ["4/7", "1/7", "2/7"],
+                    "1": ["2/3", "0", "1/3"],
+                    "2": ["3/8", "1/2", "1/8"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "scheme": {
+                "family": "treespark",
+                "N": 4,
+                "k": 2,
+                "D": 3,
+                "theta": "1/10",
+                "calibration": "sigmoid:0.6684,-0.4587",
+                "verify": "traversal",
+            },
+            "draft_sample": {
+                "vocab_size": 3,
+                "context_length": 1,
+                "probs": {
+                    "": ["4/15", "2/15", "3/5"],
+                    "0": ["7/20", "9/20", "1/5"],
+                    "1": ["3/10", "3/5", "1/10"],
+                    "2": ["10/19", "9/19", "0"],
+                },
             },
         },
     },

@@ -56,8 +56,15 @@ def library_rows(alpha: float, beta: float) -> list[dict]:
 
     rows = []
     for name, entry in LIBRARY.items():
-        case = BugCase.from_json(entry["case"])
-        n = max(samples_for(request_law(case, k), entry["floor"], alpha, beta) for k in range(1, case.tokens + 1))
+        if entry["family"] == "bugclasses":
+            case = BugCase.from_json(entry["case"])
+            laws = [request_law(case, k) for k in range(1, case.tokens + 1)]
+        else:  # an algorithmic family's shared case: the gate's four checks
+            from .gate import CHECKS, check_law_of
+
+            gc = library_gate_case(name)
+            laws = [check_law_of(gc, ch) for ch in CHECKS]
+        n = max(samples_for(law, entry["floor"], alpha, beta) for law in laws)
         rows.append(
             {
                 "name": name,
@@ -72,6 +79,18 @@ def library_rows(alpha: float, beta: float) -> list[dict]:
             }
         )
     return rows
+
+
+def library_gate_case(name: str):
+    """An algorithmic family's library case as a gate row (the fast path runs its tables at T = 1:
+    q_samp is a table)."""
+    from rheo_ref.models import Case
+
+    from .case_library import LIBRARY
+    from .gate import GateCase
+
+    case = Case.from_json(LIBRARY[name]["case"])
+    return GateCase(f"library/{name}", case, case, 1.0)
 
 
 def run_cases(args: argparse.Namespace) -> int:
@@ -93,15 +112,17 @@ def run_cases(args: argparse.Namespace) -> int:
     rows = library_rows(args.alpha, args.beta)
     if args.false_alarms:
         for r in rows:
+            if r["family"] != "bugclasses":  # (the gate's measurement: `rheo mutants --seeds`)
+                continue
             r["false_alarm"] = false_alarms(r["name"], args.false_alarms, alpha=args.alpha, beta=args.beta)
     if args.json:
         print(json.dumps({"alpha": args.alpha, "beta": args.beta, "cases": rows}))
         return 0
     w = sys.stdout.write
     w(f"case library: α={args.alpha:g} per check, power {1 - args.beta:g} at δ = the floor\n")
-    w(f"{'name':22} {'family/pairing':22} {'floor':>7} {'N':>6}  mutants\n")
+    w(f"{'name':27} {'family/pairing':22} {'floor':>7} {'N':>6}  mutants\n")
     for r in rows:
-        w(f"{r['name']:22} {r['family'] + '/' + r['pairing']:22} {r['floor']:7.3f} {r['N']:6}  {len(r['mutants'])}\n")
+        w(f"{r['name']:27} {r['family'] + '/' + r['pairing']:22} {r['floor']:7.3f} {r['N']:6}  {len(r['mutants'])}\n")
         for key in ("at_alpha", "at_0.05") if "false_alarm" in r else ():
             x = r["false_alarm"][key]
             w(
@@ -195,7 +216,7 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
 def run_hunt(args: argparse.Namespace) -> int:
     from rheo_ref.validate import integer
 
-    from .hunt import best, hunt
+    from .hunt import best, hunt, shared_bases, shared_mutants
 
     integer("--hunt", args.hunt, min=1, max=100_000)
     integer("--workers", args.workers, min=1, max=256)
@@ -214,6 +235,7 @@ def run_hunt(args: argparse.Namespace) -> int:
         beta=args.beta,
         workers=args.workers,
         variants=variants,
+        shared=[base for base in shared_bases() if set(shared_mutants(base)) & set(variants)],
     )
     b = best(cells)
     summary = {

@@ -79,7 +79,8 @@ def register(subparsers) -> None:
         type=int,
         metavar="CASES",
         help="search CASES small cases (seeded, resumable: --hunt-out) for the one where each bug-class mutant is "
-        "convicted with the fewest samples, and the shared case of each verification mode (docs/GATE.md)",
+        "convicted with the fewest samples, and the shared case of each verification mode and of each algorithmic "
+        "family's pairing (docs/GATE.md)",
     )
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
     sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
@@ -145,8 +146,9 @@ def diagnosis(tests: list) -> dict | None:
     }
 
 
-def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float) -> dict:
-    """The correct fast path under `seeds` seeds (seed i runs check i mod 4): rejections at α and at 0.05."""
+def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float, mutant: str | None = None) -> dict:
+    """The correct fast path under `seeds` seeds (seed i runs check i mod 4): rejections at α and at 0.05.
+    `mutant` runs that mutant's fast path instead (the measurement's negative control)."""
     from scipy.stats import binomtest, kstest
 
     from .gate import CHECKS, gate_cases, run_check
@@ -156,7 +158,7 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float)
     pvals = []
     for i in range(seeds):
         ch = CHECKS[i % len(CHECKS)]
-        res = run_check(gc, ch, seed=seed_for(f"false-alarm|{case}|{i}"), alpha=alpha, beta=beta, tv=tv)
+        res = run_check(gc, ch, seed=seed_for(f"false-alarm|{case}|{i}"), mutant=mutant, alpha=alpha, beta=beta, tv=tv)
         pvals.append(res.p_value)
     out: dict[str, Any] = {"seeds": seeds, "alpha": alpha}
     for a, key in ((alpha, "at_alpha"), (0.05, "at_0.05")):

@@ -113,13 +113,17 @@ def _gate_cases(names: tuple[str, ...]) -> dict[str, GateCase]:
 @lru_cache(maxsize=1)
 def library_tests() -> int:
     """The case library's gate tests: every check of every library case (`rheo cases`), run by
-    tests/test_bugclasses.py at the same per-test α as the matrix."""
+    tests/test_bugclasses.py (bug-class cases) and tests/test_case_library.py (the algorithmic
+    families' shared cases, the gate's four checks) at the same per-test α as the matrix."""
     from rheo_ref.bugclasses.cases import BugCase
 
     from .bugclasses import checks
     from .case_library import LIBRARY
 
-    return sum(len(checks(BugCase.from_json(e["case"]))) for e in LIBRARY.values())
+    return sum(
+        len(checks(BugCase.from_json(e["case"]))) if e["family"] == "bugclasses" else len(CHECKS)
+        for e in LIBRARY.values()
+    )
 
 
 def gate_tests() -> int:

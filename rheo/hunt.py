@@ -12,7 +12,10 @@ again (resume by running the same command).
 
 Each algorithmic mutant (`rheo_ref.variants.MUTANTS`) gets cases of its own: its gate case's
 scheme on new tables (`variant_case`: V = 3 or 4, context length 1, q_samp at T = 1 or 1/2), and
-its samples_to_convict over the gate's four checks from its exact counterpart.
+its samples_to_convict over the gate's four checks from its exact counterpart. Each family's
+pairing (`shared_bases`) gets shared cases: its base gate case's scheme on new tables
+(`shared_case`), with the floor the smallest, over the pairing's mutants, of each one's largest
+exact TV (the case library's other rows).
 """
 
 from __future__ import annotations
@@ -89,12 +92,15 @@ def hunt_cell(cell: tuple[int, int, str | None, float, float]) -> dict:
 
 
 def _key(row: dict) -> tuple:
-    return (row.get("mutant", ""), row["seed"], row["i"])
+    return (row.get("mutant") or row.get("base", ""), row["seed"], row["i"])
 
 
 def run_cell(cell: tuple) -> dict:
-    """A bug-class cell (seed, i, verify, α, β) or an algorithmic mutant's (name, seed, i, α, β)."""
-    return variant_cell(cell) if isinstance(cell[0], str) else hunt_cell(cell)
+    """A bug-class cell (seed, i, verify, α, β), an algorithmic mutant's (name, seed, i, α, β) or a
+    shared case's (base gate case, seed, i)."""
+    if not isinstance(cell[0], str):
+        return hunt_cell(cell)
+    return shared_cell(cell) if len(cell) == 3 else variant_cell(cell)
 
 
 def hunt(
@@ -108,9 +114,11 @@ def hunt(
     scheduler: str | None = None,
     verify: str | None = None,
     variants: list[str] | None = None,
+    shared: list[str] | None = None,
 ) -> list[dict]:
     """Run the cells not yet in OUT/hunt.jsonl; return every cell of this hunt (module docstring):
-    `cases` bug-class cases and, for each algorithmic mutant in `variants`, `cases` of its own."""
+    `cases` bug-class cases, for each algorithmic mutant in `variants` `cases` of its own, and for
+    each base gate case in `shared` `cases` shared cases (`shared_case`)."""
     from .sweep import engine
 
     out.mkdir(parents=True, exist_ok=True)
@@ -123,6 +131,7 @@ def hunt(
                 done[_key(r)] = r
     cells: list[tuple] = [(seed, i, verify, alpha, beta) for i in range(cases)]
     cells += [(m, seed, i, alpha, beta) for m in variants or () for i in range(cases)]
+    cells += [(b, seed, i) for b in shared or () for i in range(cases)]
     keys = [(c[0], c[1], c[2]) if isinstance(c[0], str) else ("", c[0], c[1]) for c in cells]
     todo = [c for c, k in zip(cells, keys) if k not in done]
     with engine(scheduler, workers, fn=run_cell) as runner, path.open("a", encoding="utf-8") as f:
@@ -139,6 +148,10 @@ def best(cells: list[dict]) -> dict:
     per: dict[str, dict] = {}
     shared: dict[str, dict] = {}
     for c in cells:
+        if "base" in c:  # a shared case of an algorithmic family's pairing
+            if c["floor"] > shared.get(c["base"], {}).get("floor", 0.0):
+                shared[c["base"]] = c
+            continue
         if "mutant" in c:  # an algorithmic mutant's cell
             n, name = c["samples_to_convict"], c["mutant"]
             if n is not None and (name not in per or n < per[name]["samples_to_convict"]):
@@ -257,3 +270,86 @@ def refine(case: BugCase, *, seed: int, steps: int, alpha: float, beta: float) -
         else:
             w[name][k][t] = old
     return build(), best
+
+
+# --- shared cases of the algorithmic families (the case library's other rows) ---------------------
+
+
+def shared_bases() -> tuple[str, ...]:
+    """The base gate case of each algorithmic family's pairing (its scheme is the shared case's):
+    rheo-m1 for the rheo family, the static family's rrsw and traversal (the parents shape, where
+    every traversal mutant can show), tsubame's, and treespark's two."""
+    return (
+        "rheo-m1/T0.5",
+        "branching-wor-rrsw/T0.5/zeros",
+        "parents-wor-traversal/T0.5/zeros",
+        "tsubame-w1-wor-traversal/T1",
+        "treespark-rrsw-theta/T1",
+        "treespark-traversal-theta/T1",
+    )
+
+
+def shared_mutants(base: str) -> list[str]:
+    """The algorithmic mutants whose negative control may run on gate case `base` (its family and
+    verifier pairing: `rheo.gate.mutant_cases`), detectable ones only (not the float-level two)."""
+    from rheo_ref.variants import MUTANTS
+
+    from .gate import mutant_cases
+
+    return [m for m in MUTANTS if base in mutant_cases(m) and m not in ("leq-coin", "float16")]
+
+
+def shared_case(base: str, seed: int, i: int, *, label: str | None = None):
+    """The i-th hunted shared case of gate case `base`: its scheme on new tables, drawn as in
+    `variant_case` (V = 3 or 4, context length 1, weights 0–9, q_samp at T = 1 or 1/2) from
+    `label` (default `base`; a library case hunted under a row's former name records it)."""
+    from rheo_ref.models import Case
+
+    from .gate import GateCase, gate_cases
+
+    sch = gate_cases()[base].case.scheme
+    rng = random.Random(f"shared|{label or base}|{seed}|{i}")
+    V = rng.choice((3, 4))
+
+    def weights() -> dict:
+        rows = {}
+        for k in [(), *((t,) for t in range(V))]:
+            w = [rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 8, 9)) for _ in range(V)]
+            w[rng.randrange(V)] += 1
+            rows[k] = w
+        return rows
+
+    dw, tw = weights(), weights()
+    power = rng.choice((1, 2))
+    draft = TableModel.from_weights(dw, context_length=1, name="draft")
+    sample = TableModel.from_weights(dw, context_length=1, name="draft_sample", power=power)
+    target = TableModel.from_weights(tw, context_length=1, name="target")
+    case = Case(draft, target, sch, (0,), 3, sample)
+    return GateCase(f"shared-{base}-{seed}-{i}", case, case, 1.0)
+
+
+def shared_floor(gc, mutants: list[str]) -> dict[str, float]:
+    """Per mutant, its largest exact TV over the gate's checks on `gc` (the spec's laws computed once)."""
+    from rheo_ref.exact import tv as total_variation
+
+    from .gate import CHECKS, check_law_of
+
+    laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
+    out = {}
+    for m in mutants:
+        try:
+            out[m] = max(float(total_variation(check_law_of(gc, ch, m), laws[ch])) for ch in CHECKS)
+        except (CaseError, AssertionError):  # a case the mutant's exact counterpart refuses (e.g. a
+            out[m] = 0.0  #                     residual with no mass left): no shared case
+    return out
+
+
+def shared_cell(cell: tuple[str, int, int]) -> dict:
+    """One hunted shared case of gate case `base`: each of its mutants' largest exact TV, and the floor."""
+    base, seed, i = cell
+    gc = shared_case(base, seed, i)
+    try:
+        tvs = shared_floor(gc, shared_mutants(base))
+    except (CaseError, AssertionError) as e:
+        return {"base": base, "seed": seed, "i": i, "floor": 0.0, "error": str(e)}
+    return {"base": base, "seed": seed, "i": i, "floor": min(tvs.values()), "tvs": tvs, "case": gc.case.to_json()}
