@@ -173,29 +173,11 @@ def best(cells: list[dict]) -> dict:
 def variant_case(mutant: str, seed: int, i: int):
     """The i-th hunted case of an algorithmic mutant: its gate case's scheme on new tables (V = 3
     or 4, context length 1, integer weights 0–9, q_samp at temperature 1 or 1/2 as a table)."""
-    from rheo_ref.models import Case
-
-    from .gate import GateCase, gate_cases, mutant_case
+    from .gate import gate_cases, mutant_case
 
     base = gate_cases()[mutant_case(mutant)].case
     rng = random.Random(f"hunt|{mutant}|{seed}|{i}")
-    V = rng.choice((3, 4))
-
-    def weights() -> dict:
-        rows = {}
-        for k in [(), *((t,) for t in range(V))]:
-            w = [rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 8, 9)) for _ in range(V)]
-            w[rng.randrange(V)] += 1
-            rows[k] = w
-        return rows
-
-    dw, tw = weights(), weights()
-    power = rng.choice((1, 2))
-    draft = TableModel.from_weights(dw, context_length=1, name="draft")
-    sample = TableModel.from_weights(dw, context_length=1, name="draft_sample", power=power)
-    target = TableModel.from_weights(tw, context_length=1, name="target")
-    case = Case(draft, target, base.scheme, (0,), 3, sample)
-    return GateCase(f"hunt-{mutant}-{seed}-{i}", case, case, 1.0)
+    return _random_gate_case(rng, base.scheme, f"hunt-{mutant}-{seed}-{i}")
 
 
 def variant_cell(cell: tuple[str, int, int, float, float]) -> dict:
@@ -303,29 +285,11 @@ def shared_case(base: str, seed: int, i: int, *, label: str | None = None):
     """The i-th hunted shared case of gate case `base`: its scheme on new tables, drawn as in
     `variant_case` (V = 3 or 4, context length 1, weights 0–9, q_samp at T = 1 or 1/2) from
     `label` (default `base`; a library case hunted under a row's former name records it)."""
-    from rheo_ref.models import Case
-
-    from .gate import GateCase, gate_cases
+    from .gate import gate_cases
 
     sch = gate_cases()[base].case.scheme
     rng = random.Random(f"shared|{label or base}|{seed}|{i}")
-    V = rng.choice((3, 4))
-
-    def weights() -> dict:
-        rows = {}
-        for k in [(), *((t,) for t in range(V))]:
-            w = [rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 8, 9)) for _ in range(V)]
-            w[rng.randrange(V)] += 1
-            rows[k] = w
-        return rows
-
-    dw, tw = weights(), weights()
-    power = rng.choice((1, 2))
-    draft = TableModel.from_weights(dw, context_length=1, name="draft")
-    sample = TableModel.from_weights(dw, context_length=1, name="draft_sample", power=power)
-    target = TableModel.from_weights(tw, context_length=1, name="target")
-    case = Case(draft, target, sch, (0,), 3, sample)
-    return GateCase(f"shared-{base}-{seed}-{i}", case, case, 1.0)
+    return _random_gate_case(rng, sch, f"shared-{base}-{seed}-{i}")
 
 
 def shared_floor(gc, mutants: list[str]) -> dict[str, float]:
@@ -353,3 +317,29 @@ def shared_cell(cell: tuple[str, int, int]) -> dict:
     except (CaseError, AssertionError) as e:
         return {"base": base, "seed": seed, "i": i, "floor": 0.0, "error": str(e)}
     return {"base": base, "seed": seed, "i": i, "floor": min(tvs.values()), "tvs": tvs, "case": gc.case.to_json()}
+
+
+def _random_gate_case(rng: random.Random, scheme, name: str):
+    """One hunted gate case drawn from `rng`: V = 3 or 4, context length 1, integer weights 0–9
+    (one entry of each row raised by 1), q_samp = q_rank at power 1 or 2, 3 tokens from context (0,)."""
+    from rheo_ref.models import Case
+
+    from .gate import GateCase
+
+    V = rng.choice((3, 4))
+
+    def weights() -> dict:
+        rows = {}
+        for k in [(), *((t,) for t in range(V))]:
+            w = [rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 8, 9)) for _ in range(V)]
+            w[rng.randrange(V)] += 1
+            rows[k] = w
+        return rows
+
+    dw, tw = weights(), weights()
+    power = rng.choice((1, 2))
+    draft = TableModel.from_weights(dw, context_length=1, name="draft")
+    sample = TableModel.from_weights(dw, context_length=1, name="draft_sample", power=power)
+    target = TableModel.from_weights(tw, context_length=1, name="target")
+    case = Case(draft, target, scheme, (0,), 3, sample)
+    return GateCase(name, case, case, 1.0)
