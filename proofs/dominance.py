@@ -74,11 +74,12 @@ from fractions import Fraction
 import z3
 
 from rheo_ref.exact import Exact
-from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import ranked
+from rheo_ref.family import family_of
 from rheo_ref.grid import Cell, run_cells
 from rheo_ref.models import Case, Proxy
+from rheo_ref.variants import SPEC
 
 from ._claim import PROVED, REFUTED, Claim, Outcome, require
 from .gen import one_row_case, random_pair, random_row
@@ -341,7 +342,7 @@ def generated_tree_cases(n: int, seed: int, *, prune: bool, max_trees: int = 400
         else:
             W, R = full_width(K, D)
         case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse("rheo"), "rheo"), (rng.randrange(V),), 1)
-        if estimate_trees_per_round(case, "classes") <= max_trees:
+        if family_of(case.scheme).estimate(case, "classes", SPEC) <= max_trees:
             out.append(case)
     return out
 

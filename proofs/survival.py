@@ -51,11 +51,13 @@ from fractions import Fraction
 from itertools import tee
 
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.families.rheo.enumerate import enumerate_trees, estimate_trees_per_round
+from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import path_tokens, rerank_key
+from rheo_ref.family import family_of
 from rheo_ref.grid import Cell, run_cells
 from rheo_ref.models import Case, Proxy
+from rheo_ref.variants import SPEC
 
 from ._claim import REFUTED, Claim, Outcome, proved_up_to, require
 from .gen import contexts, one_row_case, random_pair, random_row, table
@@ -130,7 +132,7 @@ def generated_cases(n: int = N_CASES, seed: int = 3) -> list[Case]:
         case = Case(
             q, p, Scheme(K, m, W, D, R, Proxy.parse("rheo"), rng.choice(["rheo", "rrsw"])), (rng.randrange(V),), 2, qs
         )
-        if estimate_trees_per_round(case, "brute") <= MAX_TREES:
+        if family_of(case.scheme).estimate(case, "brute", SPEC) <= MAX_TREES:
             out.append(case)
     return out
 
@@ -270,7 +272,7 @@ def check_ot_large_proxy() -> Outcome:
             R = rng.randint(1, K * (1 + W * (D - 1)))
             proxy = rng.choice(["const:1", "scaled:2"])
             case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), "rheo"), (rng.randrange(V),), 2)
-            if estimate_trees_per_round(case, "classes") <= MAX_TREES:
+            if family_of(case.scheme).estimate(case, "classes", SPEC) <= MAX_TREES:
                 yield Cell(case, method="classes")
 
     n = skipped = 0

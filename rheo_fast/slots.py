@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from rheo_ref.models import Proxy
-from rheo_ref.variants import SPEC, Variant
+from rheo_ref.slot_steps import SLOT_SPEC, SlotSteps
 
 from .models import DraftRows
 
@@ -134,7 +134,7 @@ def slot_kinds(K: int, m: int, device: torch.device, batch: tuple[int, ...] = ()
     return kinds.expand(*batch, K).contiguous()  # [*batch, K]
 
 
-def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Variant = SPEC) -> Expansion:
+def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, steps: SlotSteps = SLOT_SPEC) -> Expansion:
     """Slots of F nodes per trial; u [B, F] are their sampling coins.
 
     With a sampled slot (0 < m < K) the ranking stops after x_1..x_m: y is drawn from the tail,
@@ -151,10 +151,10 @@ def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Va
         kind = torch.full_like(top, DET)  # [B, F, K]
         return Expansion(top, kind, torch.log(factor), none, None, None, none)
     if m == 0:
-        return expand_by_masks(q_rank, q_samp, u, K, m, proxy, variant)
+        return expand_by_masks(q_rank, q_samp, u, K, m, proxy, steps)
     B, F, V = q_rank.shape
     dev = q_rank.device
-    pr = variant.proxy or proxy
+    pr = steps.proxy or proxy
     key = q_rank.clone()  # [B, F, V] the ranking key (probabilities: no -inf to lift)
     tokens = torch.empty((B, F, K), dtype=torch.int64, device=dev)  # [B, F, K] x_1..x_m, y, fills
     for j in range(m):
@@ -168,7 +168,7 @@ def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Va
     z_r = z_s if rows.shared else key.clamp_min(0.0).sum(-1, keepdim=True)  # [B, F, 1] of q_rank
     sampling = z_s.squeeze(-1) > 0  # [B, F]
     every = dev.type == "cpu" and bool(sampling.all())  # every node has a sampled slot (CPU: no sync cost)
-    if variant.sample_from == "whole":
+    if steps.sample_from == "whole":
         y = inverse_cdf(q_samp, u)  # [B, F]
     else:  # y = V where the tail has no mass: never read
         y = first_past(cum, z_s, u)  # [B, F]
@@ -192,13 +192,13 @@ def expand(rows: DraftRows, u: Tensor, K: int, m: int, proxy: Proxy, variant: Va
         kind = slot_kinds(K, m, dev, (B, F)).clone()  # [B, F, K]
     else:
         kind = torch.where(sampling.unsqueeze(-1), slot_kinds(K, m, dev), DET)  # [B, F, K]
-    if variant.verify_row != "tail":
-        q_tail, z_s = other_verify_row(variant, q_tail, z_s, q_rank, q_samp, tokens[..., :m])  # [B, F, V], [B, F, 1]
+    if steps.verify_row != "tail":
+        q_tail, z_s = other_verify_row(steps, q_tail, z_s, q_rank, q_samp, tokens[..., :m])  # [B, F, V], [B, F, 1]
     return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
 def expand_by_masks(
-    q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy, variant: Variant = SPEC
+    q_rank: Tensor, q_samp: Tensor, u: Tensor, K: int, m: int, proxy: Proxy, steps: SlotSteps = SLOT_SPEC
 ) -> Expansion:
     """`expand` from the full ranking x_1..x_K, fills by skipping y (any m < K; used for m = 0)."""
     top = top_k(q_rank, K)  # [B, F, K] ranked x_1..x_K
@@ -206,11 +206,11 @@ def expand_by_masks(
     q_tail = q_samp.scatter(-1, top[..., :m], 0.0)  # [B, F, V] q_samp on the tail
     z_s = q_tail.sum(-1, keepdim=True)  # [B, F, 1]
     sampling = z_s[..., 0] > 0  # [B, F]
-    y = inverse_cdf(q_samp if variant.sample_from == "whole" else q_tail, u)  # [B, F]
+    y = inverse_cdf(q_samp if steps.sample_from == "whole" else q_tail, u)  # [B, F]
     with_y = torch.cat([top[..., :m], y[..., None], fills_after(top[..., m:], y)], -1)  # [B, F, K]
     tokens = torch.where(sampling[..., None], with_y, top)  # [B, F, K]
     z_r = q_rank.scatter(-1, top[..., :m], 0.0).sum(-1)  # [B, F]
-    pr = variant.proxy or proxy
+    pr = steps.proxy or proxy
     f = proxy_factor(pr, factor, z_r, q_rank.gather(-1, y[..., None].clamp(min=0))[..., 0], m)  # [B, F]
     bad = sampling & (f > 1) if pr.kind == "scaled" else torch.zeros_like(sampling)  # [B, F]
     factor = torch.cat(
@@ -218,20 +218,20 @@ def expand_by_masks(
         -1,
     )  # [B, F, K]
     kind = torch.where(sampling[..., None], slot_kinds(K, m, q_rank.device), DET)  # [B, F, K]
-    if variant.verify_row != "tail":
-        q_tail, z_s = other_verify_row(variant, q_tail, z_s, q_rank, q_samp, top[..., :m])  # [B, F, V], [B, F, 1]
+    if steps.verify_row != "tail":
+        q_tail, z_s = other_verify_row(steps, q_tail, z_s, q_rank, q_samp, top[..., :m])  # [B, F, V], [B, F, 1]
     return Expansion(tokens, kind, torch.log(factor), sampling, q_tail, z_s, bad)
 
 
 def other_verify_row(
-    variant: Variant, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor, top_m: Tensor
+    steps: SlotSteps, q_tail: Tensor, z_s: Tensor, q_rank: Tensor, q_samp: Tensor, top_m: Tensor
 ) -> tuple[Tensor, Tensor]:
-    """The row (unnormalised, mass) the sampled child is checked against when the variant's
+    """The row (unnormalised, mass) the sampled child is checked against when the settings'
     `verify_row` is not the tail q̃: the whole q_samp, or the tail of q_rank."""
     has = z_s > 0  # [B, F, 1]
-    if variant.verify_row == "q_samp":
+    if steps.verify_row == "q_samp":
         return torch.where(has, q_samp, 0.0), has.to(z_s.dtype)  # [B, F, V], [B, F, 1]
-    if variant.verify_row == "q_rank_tail":
+    if steps.verify_row == "q_rank_tail":
         q = q_rank.scatter(-1, top_m, 0.0) * has  # [B, F, V] q_rank's tail
         return q, q.sum(-1, keepdim=True)  # [B, F, V], [B, F, 1]
     return q_tail, z_s

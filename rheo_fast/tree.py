@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rheo_ref.variants import SPEC, Variant
+from rheo_ref.slot_steps import SLOT_SPEC, SlotSteps
 
 from .slots import expand, qtilde_of, top_k
 
@@ -203,7 +203,7 @@ def rerank(tree: Tree, R: int) -> Tensor:
     return kept
 
 
-def build_tree(model, state, scheme: Any, layout: Layout, sample_coins: Tensor, variant: Variant = SPEC) -> Tree:
+def build_tree(model, state, scheme: Any, layout: Layout, sample_coins: Tensor, steps: SlotSteps = SLOT_SPEC) -> Tree:
     """Expand depth by depth, then rerank. sample_coins [B, 1+N]: coin of the node being expanded."""
     B = sample_coins.shape[0]
     prefix = model.prefix(state) if model.prefix_len else None  # [B, P]
@@ -216,7 +216,7 @@ def build_tree(model, state, scheme: Any, layout: Layout, sample_coins: Tensor, 
         if not rows.shared:
             nan |= rows.q_samp[..., 0].isnan()  # [B, W_d]
         tree.missing |= nan.any(-1)  # [B]
-        ex = expand(rows, u, scheme.K, scheme.m, scheme.proxy, variant)  # K children per node
+        ex = expand(rows, u, scheme.K, scheme.m, scheme.proxy, steps)  # K children per node
         add_children(tree, layout, d, nodes, ex)
     tree.kept = rerank(tree, scheme.R)  # [B, 1+N]
     return tree

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rheo_ref.variants import SPEC, Variant
+from rheo_ref.slot_steps import SLOT_SPEC, SlotSteps
 
 from .slots import inverse_cdf, qtilde_of
 from .tree import Tree
@@ -35,41 +35,41 @@ def normalise(x: Tensor, fallback: Tensor) -> Tensor:
     return torch.where(z > 0, x / torch.where(z > 0, z, 1.0), fallback)  # [B, V]
 
 
-def residual_sampled(r: Tensor, qt: Tensor, variant: Variant = SPEC) -> Tensor:
+def residual_sampled(r: Tensor, qt: Tensor, steps: SlotSteps = SLOT_SPEC) -> Tensor:
     """norm(max(0, r - q̃)) with rounding noise cleared; r, qt [B, V]."""
     d = r - qt  # [B, V]
     d = torch.where(d > RTOL * torch.maximum(r, qt), d, 0.0)  # [B, V]
-    return normalise(d, r) if variant.normalise_residual else d  # [B, V]
+    return normalise(d, r) if steps.normalise_residual else d  # [B, V]
 
 
-def residual_point(r: Tensor, t: Tensor, variant: Variant = SPEC) -> Tensor:
+def residual_point(r: Tensor, t: Tensor, steps: SlotSteps = SLOT_SPEC) -> Tensor:
     """norm(r with t zeroed); r [B, V], t [B]. The sequential rule, one try at a time; the round
     uses its closed form over a whole run (`try_points`), tests check that they agree."""
     d = r.scatter(1, t[:, None], 0.0)  # [B, V]
-    return normalise(d, r) if variant.normalise_residual else d  # [B, V]
+    return normalise(d, r) if steps.normalise_residual else d  # [B, V]
 
 
-def try_orders(K: int, m: int, verify: str, variant: Variant = SPEC) -> tuple[list[int], int]:
+def try_orders(K: int, m: int, verify: str, steps: SlotSteps = SLOT_SPEC) -> tuple[list[int], int]:
     """Slot order of the tries at an expansion with a sampled slot, and the sampled child's
     position in it. Expansions without one are tried in slot order (all point masses)."""
     if m >= K:
         return list(range(K)), K
     rest = list(range(m)) + list(range(m + 1, K))
-    if variant.try_order == "fills_first":
+    if steps.try_order == "fills_first":
         return rest + [m], K - 1
     if verify == "rheo":
         return [m] + rest, 0
     return list(range(K)), m
 
 
-def rounded(x: Tensor, variant: Variant) -> Tensor:
+def rounded(x: Tensor, steps: SlotSteps) -> Tensor:
     """x as verification sees it: float64, or rounded through float16 by the `rounding` setting."""
-    return x.half().double() if variant.rounding == "float16" else x
+    return x.half().double() if steps.rounding == "float16" else x
 
 
-def accepts(lhs: Tensor, rhs: Tensor, variant: Variant) -> Tensor:
+def accepts(lhs: Tensor, rhs: Tensor, steps: SlotSteps) -> Tensor:
     """The coin comparison: u-scaled lhs < rhs (strict: a coin of 0 never accepts probability 0)."""
-    return lhs <= rhs if variant.accept_on_equal else lhs < rhs
+    return lhs <= rhs if steps.accept_on_equal else lhs < rhs
 
 
 @dataclass
@@ -104,7 +104,7 @@ def qtilde_rows(tree: Tree, e: Tensor, level: int | None) -> Tensor:
 
 
 def try_points(
-    r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, variant: Variant = SPEC
+    r: Tensor, toks: Tensor, tried: Tensor, u: Tensor, steps: SlotSteps = SLOT_SPEC
 ) -> tuple[Tensor, Tensor, Tensor]:
     """A run of point-mass children toks [B, J] (tried [B, J]) against r [B, V], in order.
 
@@ -115,25 +115,25 @@ def try_points(
     """
     rt = torch.where(tried, r.gather(1, toks), 0.0)  # [B, J]
     before = rt.cumsum(-1) - rt  # [B, J] mass of the earlier rejections
-    denom = r.sum(-1, keepdim=True) - before if variant.normalise_residual else 1.0  # [B, J]
-    acc = tried & accepts(u * denom, rt, variant)  # [B, J]
+    denom = r.sum(-1, keepdim=True) - before if steps.normalise_residual else 1.0  # [B, J]
+    acc = tried & accepts(u * denom, rt, steps)  # [B, J]
     rejected = tried & (acc.cumsum(-1) == 0)  # [B, J] tried before the first accept
     zeroed = torch.zeros_like(r).scatter_add_(1, toks, rejected.to(r.dtype)) > 0  # [B, V] (duplicates safe)
     after = torch.where(zeroed, 0.0, r)  # [B, V]
-    if variant.normalise_residual:
+    if steps.normalise_residual:
         after = normalise(after, r)  # [B, V]
     return acc.any(-1), acc.int().argmax(-1), after
 
 
 def try_sampled(
-    r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor, variant: Variant = SPEC
+    r: Tensor, qt: Tensor, y: Tensor, tried: Tensor, u: Tensor, steps: SlotSteps = SLOT_SPEC
 ) -> tuple[Tensor, Tensor]:
     """The sampled child y [B] (tried [B]): accept iff u q̃(y) < r(y); else r <- norm((r - q̃)+)."""
-    if variant.sampled_as_point:
-        acc, _, after = try_points(r, y[:, None], tried[:, None], u[:, None], variant)  # [B], _, [B, V]
+    if steps.sampled_as_point:
+        acc, _, after = try_points(r, y[:, None], tried[:, None], u[:, None], steps)  # [B], _, [B, V]
         return acc, torch.where((tried & ~acc)[:, None], after, r)  # [B], [B, V]
-    acc = tried & accepts(u * gather1(qt, y), gather1(r, y), variant)  # [B]
-    return acc, torch.where((tried & ~acc)[:, None], residual_sampled(r, qt, variant), r)  # [B], [B, V]
+    acc = tried & accepts(u * gather1(qt, y), gather1(r, y), steps)  # [B]
+    return acc, torch.where((tried & ~acc)[:, None], residual_sampled(r, qt, steps), r)  # [B], [B, V]
 
 
 def verify_level(
@@ -146,7 +146,7 @@ def verify_level(
     K: int,
     m: int,
     verify: str,
-    variant: Variant = SPEC,
+    steps: SlotSteps = SLOT_SPEC,
     level: int | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Try the kept children of node cur [B] in the verification order, as three runs: point masses
@@ -158,24 +158,24 @@ def verify_level(
     has = active & (e >= 0)  # [B]
     e = e.clamp(min=0)  # [B]
     samp = gather1(tree.sampling, e) & has  # [B]
-    order, sp = try_orders(K, m, verify, variant)
+    order, sp = try_orders(K, m, verify, steps)
     slots = torch.where(samp[:, None], torch.tensor(order, device=dev), torch.arange(K, device=dev))  # [B, K]
     child = 1 + K * e[:, None] + slots  # [B, K] node ids in try order
     tok = tree.tokens.gather(1, child)  # [B, K]
     tried = has[:, None] & tree.kept.gather(1, child)  # [B, K]
-    u, r = rounded(acc_coins.gather(1, child), variant), rounded(r, variant)  # [B, K], [B, V]
+    u, r = rounded(acc_coins.gather(1, child), steps), rounded(r, steps)  # [B, K], [B, V]
     pos = torch.arange(K, device=dev)  # [K]
     s_at = torch.where(samp, sp, K)  # [B] position of the sampled child (K: none)
-    acc_a, first_a, r = try_points(r, tok, tried & (pos < s_at[:, None]), u, variant)  # [B], [B], [B, V]
+    acc_a, first_a, r = try_points(r, tok, tried & (pos < s_at[:, None]), u, steps)  # [B], [B], [B, V]
     accepted, at = acc_a, first_a  # [B] each
     if m < K:
-        qt, r = rounded(qtilde_rows(tree, e, level), variant), rounded(r, variant)  # [B, V] each
-        acc_b, r_b = try_sampled(r, qt, tok[:, sp], samp & tried[:, sp] & ~accepted, u[:, sp], variant)  # [B], [B, V]
+        qt, r = rounded(qtilde_rows(tree, e, level), steps), rounded(r, steps)  # [B, V] each
+        acc_b, r_b = try_sampled(r, qt, tok[:, sp], samp & tried[:, sp] & ~accepted, u[:, sp], steps)  # [B], [B, V]
         r = torch.where(accepted[:, None], r, r_b)  # [B, V]
         at = torch.where(acc_b, sp, at)  # [B]
         accepted = accepted | acc_b  # [B]
         acc_c, first_c, r_c = try_points(
-            r, tok, tried & (pos > s_at[:, None]) & ~accepted[:, None], u, variant
+            r, tok, tried & (pos > s_at[:, None]) & ~accepted[:, None], u, steps
         )  # [B], [B], [B, V]
         r = torch.where(accepted[:, None], r, r_c)  # [B, V]
         at = torch.where(acc_c, first_c, at)  # [B]
@@ -185,7 +185,15 @@ def verify_level(
 
 
 def verify(
-    tree: Tree, p, acc_coins: Tensor, bonus_coin: Tensor, K: int, m: int, D: int, verify: str, variant: Variant = SPEC
+    tree: Tree,
+    p,
+    acc_coins: Tensor,
+    bonus_coin: Tensor,
+    K: int,
+    m: int,
+    D: int,
+    verify: str,
+    steps: SlotSteps = SLOT_SPEC,
 ) -> Verdict:
     """Walk the kept tree from the root; p: target rows (`.at(nodes [B]) -> [B, V]`),
     acc_coins [B, 1+N], bonus_coin [B]."""
@@ -207,12 +215,12 @@ def verify(
     for level in range(D + 1):
         visited[:, level] = torch.where(active, cur, -1)  # [B]
         accepted, nxt, r_after, tried = verify_level(
-            tree, r, cur, active, exp_of, acc_coins, K, m, verify, variant, level
+            tree, r, cur, active, exp_of, acc_coins, K, m, verify, steps, level
         )  # [B] x2, [B, V], [B]
         ending = active & ~accepted  # [B]
-        if variant.bonus_row == "target":
+        if steps.bonus_row == "target":
             end_row = p.at(cur)  # [B, V]
-        elif variant.bonus_row == "stale" and level > 0:
+        elif steps.bonus_row == "stale" and level > 0:
             end_row = torch.where(tried[:, None], r_after, stale)  # [B, V]
         else:
             end_row = r_after  # [B, V]
@@ -225,6 +233,6 @@ def verify(
         missing |= accepted & p_cur[:, 0].isnan()  # [B]
         r = torch.where(accepted[:, None], p_cur, r_after)  # [B, V]
         active = accepted  # [B]
-    bonus = inverse_cdf(final, rounded(bonus_coin, variant))  # [B]
+    bonus = inverse_cdf(final, rounded(bonus_coin, steps))  # [B]
     emitted.scatter_(1, n_acc[:, None], bonus[:, None])  # [B, D+2]
     return Verdict(emitted[:, : D + 1], n_acc + 1, visited, missing)

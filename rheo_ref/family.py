@@ -72,8 +72,9 @@ class Family:
     - `estimate(case, method, variant)`: the outcomes per round that `rounds` visits at most
       (a `rheo_ref.sizes.Size` or an int), and `estimate_what(case, method)` what is counted;
     - `replay(case, context, coins, variant)`: the tokens one round emits, driven by coins;
-    - `settings`: the `rheo_ref.variants.Variant` fields that are steps of this family
-      (its mutants are the variants that change one of them);
+    - `steps`: its typed step settings, a frozen dataclass whose defaults are the spec (None: it
+      has no settings), and `mutants`: its deliberately broken variants (`rheo_ref.variants.Variant`s
+      of this family, each with a `steps` object of that type that changes one step);
     - `cases(max_trees=, max_tokens=)`: a hypothesis strategy of its small cases (the fuzz
       harness's, `rheo_ref.strategies.family_cases`); None: it has none;
     - `kept_depth(scheme)`: (levels of the deepest kept tree, what the scheme is) for a family
@@ -89,7 +90,8 @@ class Family:
     estimate: Callable[[Any, str, Any], Any]
     estimate_what: Callable[[Any, str], str]
     replay: Callable[[Any, tuple[int, ...], Sequence[float], Any], tuple[int, ...]]
-    settings: tuple[str, ...] = ()
+    steps: type | None = None
+    mutants: tuple[Any, ...] = ()
     builds_on: tuple[str, ...] = ()
     cases: Callable[..., Any] | None = None
     mutant_exact: Callable[..., Any] | None = None
@@ -106,7 +108,20 @@ class Family:
         return scheme
 
 
-_REGISTRY: Registry[Family] = Registry(Family, "rheo_ref.families", "FAMILY", DEFAULT_FAMILIES)
+def _check(family: Family) -> None:
+    """A family's mutants are of its own settings type and their names new to the registry."""
+    others = {v.name for fam in _REGISTRY.entries().values() if fam.name != family.name for v in fam.mutants}
+    for v in family.mutants:
+        if v.family != family.name or family.steps is None or type(v.steps) is not family.steps:
+            raise CaseError(
+                f"mutant {v.name!r} of family {family.name!r} must carry family={family.name!r} and its "
+                f"settings type ({getattr(family.steps, '__name__', None)}); it has {v.family!r}, {type(v.steps).__name__}"
+            )
+        if v.name in others or v.name == "spec":
+            raise CaseError(f"mutant {v.name!r} of family {family.name!r} is already a name; allowed: a new name")
+
+
+_REGISTRY: Registry[Family] = Registry(Family, "rheo_ref.families", "FAMILY", DEFAULT_FAMILIES, check=_check)
 register, unregister = _REGISTRY.register, _REGISTRY.unregister
 
 
@@ -132,11 +147,3 @@ def scheme_from_json(obj: Any) -> SchemeLike:
     """The scheme object of a case: its `family` (default rheo) says which fields it has."""
     name = obj.get("family", DEFAULT_FAMILY) if isinstance(obj, dict) else DEFAULT_FAMILY
     return family_named(name).parse(obj)
-
-
-def setting_family(setting: str) -> str:
-    """The family whose step a `Variant` setting is."""
-    for fam in families().values():
-        if setting in fam.settings:
-            return fam.name
-    raise CaseError(f"setting {setting!r} belongs to no registered family")

@@ -6,7 +6,6 @@ an absurd input (D = 10^18, tokens = 10^6) is measured in microseconds instead o
 3^(10^18). Nothing here enumerates anything.
 
 - `expansions(K, W, D)`, `nodes(K, W, D)`: expansions and nodes of one round (closed form);
-- `trees_per_round(case, method)`: what `rheo_ref.families.rheo.enumerate.estimate_trees_per_round` returns;
 - `law_outcomes(case, n)`: an upper bound on the sequences of an n-token law;
 - `batch_bytes(B, nodes, V)`: float64 bytes of a batch's [B, nodes, V] tensors;
 - `available_memory()`: bytes of memory available to this process (None: unknown).
@@ -53,6 +52,9 @@ class Size:
             return self.exact > limit
         return limit <= 0 or self.log10 > math.log10(limit)
 
+    def __le__(self, limit: float) -> bool:
+        return not self > limit
+
     def __int__(self) -> int:
         if self.exact is None:
             raise OverflowError(f"{self} does not fit an exact integer")
@@ -82,20 +84,6 @@ def expansions(K: int, W: int, D: int) -> int:
 def nodes(K: int, W: int, D: int) -> int:
     """Nodes of one round's tree: the root and K children per expansion."""
     return 1 + K * expansions(K, W, D)
-
-
-def trees_per_round(case: Any, method: str) -> Size:
-    """`rheo_ref.families.rheo.enumerate.estimate_trees_per_round(case, method)` as a `Size` (same formula,
-    never computed when large): brute (V-m)^E; classes (V-m)^(E-last) x min(V-m, K-m)^last."""
-    s, V = case.scheme, case.vocab_size
-    if s.m >= s.K:
-        return Size.of(1)
-    branch = V - s.m
-    E = expansions(s.K, s.W, s.D)
-    if method == "brute":
-        return Size.power(branch, E)
-    last = E - expansions(s.K, s.W, s.D - 1) if s.D > 1 else E
-    return Size.power(branch, E - last) * Size.power(min(branch, s.K - s.m), last)
 
 
 def law_outcomes(case: Any, n: int) -> tuple[Size, int]:

@@ -15,10 +15,13 @@ drawn from what is left of the target there. Children are tried in draw order.
   updated (`traversal_reject`).
 Laws are computed in closed form: no coin is enumerated.
 
-Every step reads the settings of a `rheo_ref.variants.Variant` (`variant=`, the spec by default):
+Every step reads a `VerifierSteps` (`steps=`, the spec by default), the verifiers' typed settings:
 the order children are tried in (`sibling_order`), the top-down proposal row after a rejection
 (`proposal_update`), traversal's rate after a removal (`traversal_rate`), next leaf (`leaf_order`),
-Ms update (`ms_update`) and bonus row (`traversal_bonus`); the mutants change one each.
+Ms update (`ms_update`) and bonus row (`traversal_bonus`). They are the static family's settings
+(`rheo_ref.family.Family.steps`): its mutants (`rheo_ref.families.static.settings`) change one
+each, and `READ_BY` says which verifiers read each one. The families that build on these laws
+(tsubame, treespark) verify with the spec's.
 """
 
 from __future__ import annotations
@@ -27,13 +30,45 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Context, Row, TableModel
-from rheo_ref.variants import SPEC, Variant
 
 Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
+
+SiblingOrder = Literal["draw", "token_id"]
+ProposalUpdate = Literal["verifier", "fixed"]
+TraversalRate = Literal["residual", "one_minus_ms"]
+LeafOrder = Literal["post_order", "min_index"]
+MsUpdate = Literal["own", "other"]
+TraversalBonus = Literal["mb", "target"]
+
+
+@dataclass(frozen=True)
+class VerifierSteps:
+    """How the three verifiers run, one field per step (docs/SCHEMES.md §2); the defaults are the spec."""
+
+    sibling_order: SiblingOrder = "draw"  # children tried in draw order, or sorted by token id (ties: draw order)
+    proposal_update: ProposalUpdate = "verifier"  # specinfer/rrsw: each one's own proposal row after a rejection;
+    #                                            fixed: the row never changes (rrsw then verifies as specinfer)
+    traversal_rate: TraversalRate = "residual"  # α[u] after a removal: S/(S + 1 - α[u]), or min(1, S/(1 - Ms[u][x]))
+    leaf_order: LeafOrder = "post_order"  # traversal's next leaf: first in post-order, or the live leaf created first
+    ms_update: MsUpdate = "own"  # traversal's Ms update: the tree's own sampling mode's, or the other's
+    traversal_bonus: TraversalBonus = "mb"  # traversal's bonus row: Mb at the accepted node, or p there
+
+
+VERIFIER_SPEC = VerifierSteps()
+# The verifiers that read each setting (a setting read by none leaves their round unchanged)
+READ_BY = {
+    "sibling_order": ("specinfer", "rrsw", "traversal"),
+    "proposal_update": ("rrsw",),
+    "traversal_rate": ("traversal",),
+    "leaf_order": ("traversal",),
+    "ms_update": ("traversal",),
+    "traversal_bonus": ("traversal",),
+}
 
 
 def normalise(r: Sequence[Fraction]) -> Row:
@@ -82,17 +117,17 @@ def topdown_accept(r: Row, s: Row, x: int, verify: str, weight: Fraction = ONE) 
     return specinfer_accept(r, s, x, weight) if verify == "specinfer" else rrsw_accept(r, s, x)
 
 
-def topdown_reject(r: Row, s: Row, x: int, verify: str, variant: Variant = SPEC) -> tuple[Row, Row]:
+def topdown_reject(r: Row, s: Row, x: int, verify: str, steps: VerifierSteps = VERIFIER_SPEC) -> tuple[Row, Row]:
     """(r, s) once child x is rejected: specinfer's rule, or rrsw's; `proposal_update` "fixed"
     keeps s (rrsw's residual is then specinfer's)."""
-    if verify == "specinfer" or variant.proposal_update == "fixed":
+    if verify == "specinfer" or steps.proposal_update == "fixed":
         return specinfer_reject(r, s), s
     return rrsw_reject(r, s, x)
 
 
-def try_order(kids: Sequence[int], token_of, variant: Variant = SPEC) -> list[int]:
+def try_order(kids: Sequence[int], token_of, steps: VerifierSteps = VERIFIER_SPEC) -> list[int]:
     """The order a node's children are tried in: draw (= index) order, or by token id (`sibling_order`)."""
-    if variant.sibling_order == "token_id":
+    if steps.sibling_order == "token_id":
         return sorted(kids, key=lambda c: (token_of(c), c))
     return list(kids)
 
@@ -109,7 +144,14 @@ OTHER_SAMPLING = {"iid": "wor", "wor": "iid"}
 
 
 def traversal_reject(
-    alpha: Fraction, Mb: Row, Ms: Row, x: int, sampling: str, *, root: bool = False, variant: Variant = SPEC
+    alpha: Fraction,
+    Mb: Row,
+    Ms: Row,
+    x: int,
+    sampling: str,
+    *,
+    root: bool = False,
+    steps: VerifierSteps = VERIFIER_SPEC,
 ) -> tuple[Fraction, Row, Row]:
     """A node's (α, Mb, Ms) once its child with token x is removed (rejected with its subtree).
 
@@ -122,12 +164,12 @@ def traversal_reject(
     S = sum(R, ZERO)
     if root:
         new_alpha = ONE
-    elif variant.traversal_rate == "one_minus_ms":
+    elif steps.traversal_rate == "one_minus_ms":
         new_alpha = ZERO if not S else ONE if Ms[x] == 1 else min(ONE, S / (1 - Ms[x]))
     else:
         new_alpha = S / (S + 1 - alpha) if S else ZERO
     new_Mb = tuple(t / S for t in R) if S else Mb
-    mode = sampling if variant.ms_update == "own" else OTHER_SAMPLING[sampling]
+    mode = sampling if steps.ms_update == "own" else OTHER_SAMPLING[sampling]
     new_Ms = normalise([ZERO if t == x else m for t, m in enumerate(Ms)]) if mode == "wor" else Ms
     return new_alpha, new_Mb, new_Ms
 
@@ -200,7 +242,7 @@ def topdown_law(
     q: TableModel,
     context: Context,
     verify: str,
-    variant: Variant = SPEC,
+    steps: VerifierSteps = VERIFIER_SPEC,
     weight: Fraction = ONE,
 ) -> Law:
     """Law of the emitted sequence under `specinfer` (ensemble weight `weight`) or `rrsw` (top-down, token level)."""
@@ -210,7 +252,7 @@ def topdown_law(
         r, s = p.row(ctx), q.row(ctx)  # s: specinfer's fixed q, rrsw's shrinking s
         out: Law = defaultdict(Fraction)
         stay = ONE  # probability that every child tried so far was rejected
-        for c in try_order(kids[v], tree.token, variant):
+        for c in try_order(kids[v], tree.token, steps):
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped
@@ -221,7 +263,7 @@ def topdown_law(
             stay *= 1 - a
             if not stay:
                 return dict(out)
-            r, s = topdown_reject(r, s, x, verify, variant)
+            r, s = topdown_reject(r, s, x, verify, steps)
         for y, ry in enumerate(r):
             if ry:
                 out[(y,)] += stay * ry
@@ -243,9 +285,9 @@ class TraversalState:
         *,
         sampling: str,
         context: Context = (),
-        variant: Variant = SPEC,
+        steps: VerifierSteps = VERIFIER_SPEC,
     ) -> None:
-        self.tree, self.sampling, self.variant = tree, sampling, variant
+        self.tree, self.sampling, self.steps = tree, sampling, steps
         self.kids = tree.children()
         self.live = set(range(1, len(tree.parents) + 1))  # the non-root nodes not removed yet
         ctxs = [tuple(context) + tree.path(v) for v in range(len(tree.parents) + 1)]
@@ -265,17 +307,17 @@ class TraversalState:
         """The first leaf in post-order: from the root, always the first remaining child (in the
         `sibling_order`). `leaf_order` "min_index": the live leaf created first. The root when
         nothing is left."""
-        if self.variant.leaf_order == "min_index":
+        if self.steps.leaf_order == "min_index":
             return min((v for v in self.live if not self.kids[v]), default=0)
         v = 0
         while self.kids[v]:
-            v = try_order(self.kids[v], self.tree.token, self.variant)[0]
+            v = try_order(self.kids[v], self.tree.token, self.steps)[0]
         return v
 
     def bonus_row(self, v: int) -> Row:
         """The row of the bonus once node v is accepted (v = 0: nothing was): Mb[v], or the
         original p at v (`traversal_bonus` "target")."""
-        return self.p[v] if self.variant.traversal_bonus == "target" else self.Mb[v]
+        return self.p[v] if self.steps.traversal_bonus == "target" else self.Mb[v]
 
     def reject(self, v: int) -> None:
         """Remove leaf v and update its parent (and the rates below the parent)."""
@@ -284,17 +326,17 @@ class TraversalState:
         self.kids[u].remove(v)
         self.live.remove(v)
         self.alpha[u], self.Mb[u], self.Ms[u] = traversal_reject(
-            self.alpha[u], self.Mb[u], self.Ms[u], self.tree.token(v), self.sampling, root=u == 0, variant=self.variant
+            self.alpha[u], self.Mb[u], self.Ms[u], self.tree.token(v), self.sampling, root=u == 0, steps=self.steps
         )
         self._rates_below(u)
 
 
 def traversal_law(
-    tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str, variant: Variant = SPEC
+    tree: DraftTree, p: TableModel, q: TableModel, context: Context, sampling: str, steps: VerifierSteps = VERIFIER_SPEC
 ) -> Law:
     """Law of the emitted sequence under `traversal`: one pass over the leaves it visits, since
     an accept ends the round (the state after each rejection is deterministic)."""
-    st = TraversalState(tree, p, q, sampling=sampling, context=context, variant=variant)
+    st = TraversalState(tree, p, q, sampling=sampling, context=context, steps=steps)
     out: Law = defaultdict(Fraction)
     stay = ONE
     while True:
@@ -319,15 +361,14 @@ def verify_tree_law(
     verify: str,
     sampling: str,
     context: Context = (),
-    variant: Variant = SPEC,
+    steps: VerifierSteps = VERIFIER_SPEC,
     weight: Fraction = ONE,
 ) -> Law:
     """Exact law of what `verify` emits on the given tree (p: target, q: q_samp; `sampling`
     only matters to traversal's Ms update and to the check that the tree could be drawn)."""
     check_drawable(tree, q, context, sampling)
-    variant.check_family("static")
     if verify == "traversal":
-        return traversal_law(tree, p, q, tuple(context), sampling, variant)
+        return traversal_law(tree, p, q, tuple(context), sampling, steps)
     if verify in ("specinfer", "rrsw"):
-        return topdown_law(tree, p, q, tuple(context), verify, variant, weight)
+        return topdown_law(tree, p, q, tuple(context), verify, steps, weight)
     raise CaseError(f"unknown static verifier {verify!r}; allowed: specinfer, rrsw, traversal")

@@ -1,10 +1,12 @@
 """The mutants (rheo_ref.variants.MUTANTS) on the fast path: each must change what the fast path emits (coupled, same
 coins) on a case of its family built to exercise its step, the spec must not (it is the reference coin for
-coin, tests/test_replay.py and tests/test_static_fast.py), and unknown names are refused. Every setting
-belongs to one family, and a mutant changes exactly one setting."""
+coin, tests/test_replay.py and tests/test_static_fast.py), and unknown names are refused. Each family
+declares its settings type and its mutants (rheo_ref.family.Family); a mutant changes exactly one
+setting of its own family's."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -17,24 +19,13 @@ from rheo_fast.models import TableTreeModel
 from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.scheme import Scheme
-from rheo_ref.families.static.replay import static_layout as static_coins
 from rheo_ref.families.static.scheme import VERIFIERS, StaticScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import distinct_weights
-from rheo_ref.variants import (
-    FAMILY_OF,
-    MUTANTS,
-    READ_BY,
-    RHEO_SETTINGS,
-    SETTINGS,
-    SPEC,
-    STATIC_SETTINGS,
-    TREESPARK_SETTINGS,
-    TSUBAME_SETTINGS,
-    Variant,
-    variant_named,
-)
+from rheo_ref.family import families, register
+from rheo_ref.variants import MUTANTS, SPEC, Variant, variant_named
+from rheo_ref.verifier_laws import READ_BY, VerifierSteps
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -86,7 +77,7 @@ def case_for(variant: Variant) -> Case:
 
 def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    n_coins = static_coins(case.scheme)[1] if isinstance(case.scheme, StaticScheme) else layout_for(case.scheme).n_coins
+    n_coins = layout_for(case.scheme).n_coins  # the block of one round, whatever the family
     blocks: list[torch.Tensor] = []
 
     def coins(i: int) -> torch.Tensor:
@@ -157,22 +148,31 @@ def test_required_mutants_are_registered_with_descriptions():
     assert all(v.name == k and v.description and "\n" not in v.description for k, v in MUTANTS.items())
 
 
-def test_every_mutant_changes_exactly_one_setting_and_the_spec_none():
-    assert SPEC.changed() == {} and SPEC.family is None
+def test_every_mutant_changes_exactly_one_setting_of_its_own_family_and_the_spec_none():
+    assert SPEC.changed() == {} and SPEC.family is None and SPEC.steps is None
+    fams = families()
     for name, v in MUTANTS.items():
+        assert v.family in fams and v in fams[v.family].mutants and type(v.steps) is fams[v.family].steps, name
         assert len(v.changed()) == 1, (name, v.changed())
-    assert {s for v in MUTANTS.values() for s in v.changed()} == set(SETTINGS)  # every setting is exercised
-    assert len({tuple(v.changed().items()) for v in MUTANTS.values()}) == len(MUTANTS)  # no two alike
-    # every setting belongs to one family, and the static ones name the verifiers that read them
-    families = (RHEO_SETTINGS, STATIC_SETTINGS, TSUBAME_SETTINGS, TREESPARK_SETTINGS)
-    assert set(FAMILY_OF) == set(SETTINGS) == set().union(*families)
-    assert len(SETTINGS) == sum(map(len, families))  # disjoint
-    assert set(READ_BY) == set(STATIC_SETTINGS) | set(TREESPARK_SETTINGS)  # settings read by some verifiers only
+    for fam in fams.values():  # every setting of a family is exercised by one of its mutants
+        names = {f.name for f in dataclasses.fields(fam.steps)} if fam.steps else set()
+        assert {s for v in fam.mutants for s in v.changed()} == names, fam.name
+        assert SPEC.steps_of(fam.name) == (fam.steps() if fam.steps else None)  # the spec: the defaults
+    assert len({(v.family, tuple(v.changed().items())) for v in MUTANTS.values()}) == len(MUTANTS)  # no two alike
+    # the verifiers' settings name the verifiers that read them
+    assert set(READ_BY) == {f.name for f in dataclasses.fields(VerifierSteps)}
     assert all(set(vs) <= set(VERIFIERS) for vs in READ_BY.values())
-    for v in MUTANTS.values():
-        assert v.family == FAMILY_OF[next(iter(v.changed()))]
-    with pytest.raises(CaseError, match="one family"):
-        _ = Variant("both", "", try_order="fills_first", leaf_order="min_index").family
+    # a round reads its own family's settings; a mutant of another family is refused by name
+    leq = MUTANTS["leq-coin"]
+    assert leq.steps_of("rheo") is leq.steps
+    with pytest.raises(CaseError, match="belongs to the rheo family.*sorted-siblings"):
+        leq.steps_of("static")
+    # a family's mutants carry its own settings type and names new to the registry
+    static = fams["static"]
+    for mutant, match in [(dataclasses.replace(leq, family="static2"), "settings type"), (MUTANTS["sorted-siblings"], "already a name")]:
+        with pytest.raises(CaseError, match=match):
+            register(dataclasses.replace(static, name="static2", mutants=(dataclasses.replace(mutant, family="static2"),)))
+    assert "static2" not in families()
 
 
 def test_unknown_mutant_is_refused_by_name():

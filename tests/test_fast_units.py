@@ -97,7 +97,7 @@ def test_a_zero_coin_never_accepts_probability_zero():
     yes = torch.ones(1, dtype=torch.bool)
     acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0)
     assert not acc.item()
-    acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0, MUTANTS["leq-coin"])
+    acc, _ = try_sampled(r, qt, torch.tensor([0]), yes, u0, MUTANTS["leq-coin"].steps)
     assert acc.item()  # the mutant does, so the check can fail
     both = torch.ones(1, 2, dtype=torch.bool)
     acc, first, _ = try_points(r, torch.tensor([[0, 1]]), both, torch.zeros(1, 2, dtype=torch.float64))

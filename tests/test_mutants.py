@@ -48,7 +48,9 @@ from rheo_ref.families.rheo.mutants import (
 from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.slot_steps import SlotSteps
 from rheo_ref.variants import MUTANTS, SPEC, Variant
+from rheo_ref.verifier_laws import READ_BY, VerifierSteps
 
 BELOW_DELTA = {"leq-coin", "float16"}  # float-level effects: exact TV far below any δ
 LOSSLESS = {"one-hot-sampled"}  # a point-mass check of a drawn token is lossless: caught by the round checks only
@@ -67,7 +69,7 @@ def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
     with pytest.raises(CaseError, match="exactly one setting"):
         counterpart(SPEC)
     with pytest.raises(CaseError, match="exactly one setting"):
-        counterpart(Variant("two", "", normalise_residual=False, try_order="fills_first"))
+        counterpart(Variant("two", "", "rheo", SlotSteps(normalise_residual=False, try_order="fills_first")))
 
 
 def test_mutants_are_never_the_default():
@@ -79,25 +81,33 @@ def test_mutants_are_never_the_default():
     from rheo_ref.families.static import exact as static_exact
     from rheo_ref.families.static import replay as static_replay
 
+    from rheo_fast import slots, tree, verify
+
     for fn in (
         decode,
         run_round,
         fast_static.static_round,
+        exact.Exact,
+        static_exact.StaticRounds,
+        static_replay.replay_static_round,
+        static_replay.replay_static_decode,
+    ):
+        assert inspect.signature(fn).parameters["variant"].default is SPEC, fn
+    # the steps below take their family's settings: the spec's by default
+    for fn in (
         fast_static.verify_topdown,
         fast_static.verify_traversal,
         fast_static.traversal_reject,
-        exact.Exact,
-        static_exact.StaticRounds,
         static_exact.brute_round_law,
-        static_replay.replay_static_round,
-        static_replay.replay_static_decode,
         verifiers.verify_tree_law,
         verifiers.traversal_reject,
         verifiers.TraversalState,
         verifiers.topdown_law,
         verifiers.traversal_law,
     ):
-        assert inspect.signature(fn).parameters["variant"].default is SPEC, fn
+        assert inspect.signature(fn).parameters["steps"].default == VerifierSteps(), fn
+    for fn in (slots.expand, tree.build_tree, verify.verify, verify.try_sampled, verify.residual_sampled):
+        assert inspect.signature(fn).parameters["steps"].default == SlotSteps(), fn
     with pytest.raises(CaseError, match="unknown mutant"):
         MutantExact(GC.case, "no-such-mutant")
 
@@ -178,8 +188,6 @@ def fit_cases(name: str) -> tuple[str, ...]:
         return FIT_CASES["rheo"]
     if v.family in ("treespark", "tsubame"):  # its gate cases (tsubame: its sampler is the reference replay)
         return mutant_cases(name)
-    from rheo_ref.variants import READ_BY
-
     (setting,) = v.changed()
     extra = [c for c in FIT_CASES["static"] if gate_cases()[c].case.scheme_as(StaticScheme).verify in READ_BY[setting]]
     return (*mutant_cases(name), *extra)

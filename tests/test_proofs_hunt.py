@@ -14,12 +14,13 @@ from proofs.dominance import depth1_case, full_width, rejection_closed_form
 from proofs.ranking import sibling_rank_of_sampled
 from proofs.survival import biased_classes
 from rheo_ref.exact import Exact
-from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import ranked
 from rheo_ref.families.rheo.strategies import cases
+from rheo_ref.family import family_of
 from rheo_ref.models import Case, Proxy, TableModel
 from rheo_ref.strategies import one_hot, prob_vectors, tables
+from rheo_ref.variants import SPEC
 
 pytestmark = pytest.mark.proof
 ZERO = Fraction(0)
@@ -74,7 +75,7 @@ def no_fill_trees(draw, *, prune: bool):
     q = draw(tables(V, name="draft"))
     p = draw(tables(V, name="target"))
     case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse("rheo"), "rheo"), (draw(st.integers(0, V - 1)),), 1)
-    assume(estimate_trees_per_round(case, "classes") <= 300)
+    assume(family_of(case.scheme).estimate(case, "classes", SPEC) <= 300)
     return case
 
 

@@ -33,11 +33,13 @@ from rheo.cli import main
 from rheo_ref.atomic import check_writable, open_atomic, savefig_atomic, write_text_atomic
 from rheo_ref.errors import OutputError
 from rheo_ref.exact import Exact, exact_report, target_law
-from rheo_ref.families.rheo.enumerate import estimate_trees_per_round, expansions_per_round
+from rheo_ref.families.rheo.enumerate import expansions_per_round
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.strategies import cases as rheo_cases
+from rheo_ref.family import family_of
 from rheo_ref.models import Case
-from rheo_ref.sizes import Size, expansions, law_outcomes, trees_per_round
+from rheo_ref.sizes import Size, expansions, law_outcomes
+from rheo_ref.variants import SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = load_json("small.json")
@@ -233,8 +235,10 @@ def test_closed_form_expansions_match_the_enumerator_and_the_fast_layout(K, W, D
 
 @settings(max_examples=60)
 @given(case=rheo_cases(max_trees=10**9, max_depth=4, max_vocab=6), method=st.sampled_from(["brute", "classes"]))
-def test_trees_per_round_is_the_enumerator_s_estimate(case, method):
-    assert int(trees_per_round(case, method)) == estimate_trees_per_round(case, method)
+def test_the_family_s_estimate_bounds_the_trees_enumerated(case, method):
+    ex = Exact(case, method)
+    ex.round_law()
+    assert 0 < ex.counter.enumerated <= int(family_of(case.scheme).estimate(case, method, SPEC))
 
 
 @settings(max_examples=40)
@@ -249,7 +253,7 @@ def test_law_outcomes_bound_the_laws(case, n):
 def test_absurd_sizes_are_estimated_without_the_work():
     case = Case.from_json({**SMALL, "scheme": {**SMALL["scheme"], "D": 10**18}})
     t0 = time.perf_counter()
-    trees = trees_per_round(case, "classes")
+    trees = family_of(case.scheme).estimate(case, "classes", SPEC)
     law, b = law_outcomes(case, 10**6)
     assert time.perf_counter() - t0 < 0.5
     assert trees > 10**100 and law > 10**100 and b == 3 and str(law).startswith("~")

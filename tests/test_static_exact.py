@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.verify import Rules
-from rheo_ref.families.static.exact import estimate_static
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
 from rheo_ref.families.static.strategies import static_cases, static_schemes
+from rheo_ref.family import family_of
 from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import one_hot, tables
+from rheo_ref.variants import SPEC
 from rheo_ref.verifier_laws import DraftTree, TraversalState, rrsw_accept, rrsw_reject, verify_tree_law
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -189,8 +190,8 @@ def check_brute_and_classes_agree(case):
     bru, cls = Exact(case, "brute"), Exact(case, "classes")
     assert bru.round_law() == cls.round_law()
     assert bru.token_law() == cls.token_law()
-    assert bru.counter.enumerated <= bru.counter.rounds * estimate_static(case, "brute")
-    assert cls.counter.enumerated <= cls.counter.rounds * estimate_static(case, "classes")
+    assert bru.counter.enumerated <= bru.counter.rounds * family_of(case.scheme).estimate(case, "brute", SPEC)
+    assert cls.counter.enumerated <= cls.counter.rounds * family_of(case.scheme).estimate(case, "classes", SPEC)
 
 
 def _random_tables_case(V: int, scheme: StaticScheme) -> Case:

@@ -43,7 +43,8 @@ from rheo_ref.families.static.replay import replay_static_decode
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
 from rheo_ref.families.static.strategies import static_cases
 from rheo_ref.models import Case, TableModel
-from rheo_ref.variants import MUTANTS, READ_BY, SPEC, Variant
+from rheo_ref.variants import MUTANTS, SPEC, Variant
+from rheo_ref.verifier_laws import READ_BY
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -231,14 +232,14 @@ def test_traversal_reject_is_one_rule_on_both_sides(name):
     from rheo_fast.families.static.round import traversal_reject as fast_reject
     from rheo_ref.verifier_laws import traversal_reject as ref_reject
 
-    variant = SPEC if name == "spec" else MUTANTS[name]
+    steps = (SPEC if name == "spec" else MUTANTS[name]).steps_of("static")
     seen = set()
     for alpha, Mb, Ms, x in ROWS:
         b, m = tuple(map(Fraction, Mb)), tuple(map(Fraction, Ms))
         for sampling in SAMPLINGS:
             for root in (False, True):
                 a = Fraction(1) if root else Fraction(alpha)  # the root's α is 1
-                ra, rb, rm = ref_reject(a, b, m, x, sampling, root=root, variant=variant)
+                ra, rb, rm = ref_reject(a, b, m, x, sampling, root=root, steps=steps)
                 fa, fb, fm = fast_reject(
                     torch.tensor([float(a)], dtype=torch.float64),
                     torch.tensor([[float(t) for t in b]], dtype=torch.float64),
@@ -246,7 +247,7 @@ def test_traversal_reject_is_one_rule_on_both_sides(name):
                     torch.tensor([x]),
                     sampling,
                     root,
-                    variant,
+                    steps,
                 )
                 assert abs(fa.item() - float(ra)) < 1e-12
                 assert torch.allclose(fb[0], torch.tensor([float(t) for t in rb], dtype=torch.float64), atol=1e-12)
@@ -267,7 +268,8 @@ def traversal_both_ways(
     tree, q_rows, _ = draw_tree(model, state, layout, draw_c)
     walk = Walk(as_rows(model.target(state, tree)), coins.shape[0], layout.N, coins.device)
     args = (tree, walk, q_rows, layout, accept_c, case.scheme_as(StaticScheme).sampling)
-    return (*verify_traversal(*args, variant), *verify_traversal_by_leaves(*args, by_leaves or variant))
+    steps, by_leaf_steps = (v.steps_of("static") for v in (variant, by_leaves or variant))
+    return (*verify_traversal(*args, steps), *verify_traversal_by_leaves(*args, by_leaf_steps))
 
 
 @pytest.mark.parametrize("name", ["spec", "traversal-bad-rate", "traversal-stale-bonus", "traversal-wrong-update"])

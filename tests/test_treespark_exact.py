@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from rheo.gate import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
-from rheo_ref.families.treespark.exact import Builder, draws_of_round, estimate_treespark
+from rheo_ref.families.treespark.exact import Builder, draws_of_round
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.families.treespark.strategies import treespark_cases
+from rheo_ref.family import family_of
 from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel
-from rheo_ref.variants import MUTANTS
+from rheo_ref.variants import MUTANTS, SPEC
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 OWN = MUTANTS["treespark-own-survival"]
@@ -166,7 +167,7 @@ def test_mutant_of_another_family_is_refused():
 
 def test_estimate_bounds_the_enumeration_and_refuses_up_front():
     case = gate_like(scheme(N=4, k=2, D=3))
-    assert len(all_trees(case)) <= estimate_treespark(case)
+    assert len(all_trees(case)) <= family_of(case.scheme).estimate(case, "classes", SPEC)
     with pytest.raises(TooLargeError, match=r"trees per round \(treespark N=4"):
         Exact(case, "brute", max_trees=10)
 

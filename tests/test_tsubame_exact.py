@@ -14,11 +14,13 @@ from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, SAMPLINGS, VERIFIERS, StaticScheme
-from rheo_ref.families.tsubame.exact import Planner, estimate_tsubame, plan_parents
+from rheo_ref.families.tsubame.exact import Planner, plan_parents
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.families.tsubame.strategies import tsubame_cases
+from rheo_ref.family import family_of
 from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import one_hot, tables
+from rheo_ref.variants import SPEC
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
@@ -111,7 +113,7 @@ def test_brute_and_classes_agree_exactly(case):
     bru, cls = Exact(case, "brute"), Exact(case, "classes")
     assert bru.round_law() == cls.round_law()
     assert bru.token_law() == cls.token_law()
-    assert bru.counter.enumerated <= bru.counter.rounds * estimate_tsubame(case, "brute")
+    assert bru.counter.enumerated <= bru.counter.rounds * family_of(case.scheme).estimate(case, "brute", SPEC)
 
 
 def test_dp_is_the_subtree_recursion():

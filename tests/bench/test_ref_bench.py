@@ -22,10 +22,11 @@ from fractions import Fraction
 import pytest
 
 from rheo_ref.exact import Exact, Law, target_law, tv
-from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
 from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.family import family_of
 from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
+from rheo_ref.variants import SPEC
 
 pytestmark = pytest.mark.bench
 
@@ -101,7 +102,8 @@ def test_dp_side_by_side(benchmark, name):
     for other in (classes, brute):
         if other.done:
             assert other.law == dp.law, f"{other.method} and dp disagree on {name}"
-    brute_trees = estimate_trees_per_round(case, "brute")  # exact here: every row is positive
+    est = family_of(case.scheme).estimate(case, "brute", SPEC)  # exact here: every row is positive
+    brute_trees = int(est) if est.exact is not None else int(10**est.log10)
     ratio = {r.method: r.seconds / t_dp for r in (classes, brute)}
     row = (
         f"{name}: dp {dp.outcomes:,} in {t_dp:.3f} s | {fmt(classes)} | {fmt(brute, brute_trees)} | "

@@ -16,10 +16,11 @@ import time
 import pytest
 
 from rheo_ref.exact import Exact
-from rheo_ref.families.static.exact import estimate_static
 from rheo_ref.families.static.scheme import StaticScheme
+from rheo_ref.family import family_of
 from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
+from rheo_ref.variants import SPEC
 
 pytestmark = pytest.mark.bench
 TOP_DOWN = [("iid", "specinfer"), ("wor", "rrsw"), ("iid", "rrsw")]
@@ -68,7 +69,7 @@ def test_top_down_goal_V8_branching_3_2_2(benchmark, sampling, verify):
     case = bench_case(8, "branching", (3, 2, 2), sampling, verify)
     ex, law = benchmark.pedantic(lambda: timed_round(case, "classes")[:2], rounds=1, iterations=1)
     secs = benchmark.stats.stats.mean
-    brute_trees = estimate_static(case, "brute")
+    brute_trees = family_of(case.scheme).estimate(case, "brute", SPEC)
     benchmark.extra_info.update(class_outcomes=ex.counter.enumerated, class_seconds=secs, brute_trees=brute_trees)
     print(
         f"\n{sampling}+{verify} V=8 [3,2,2]: classes {ex.counter.enumerated} sibling draws {secs:.2f}s, "

@@ -10,7 +10,8 @@ from rheo.family import SuiteFamily
 from rheo.gate import GateCase, gate_case, gate_cases
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, StaticScheme
 from rheo_ref.models import Case
-from rheo_ref.variants import MUTANTS, READ_BY
+from rheo_ref.variants import MUTANTS
+from rheo_ref.verifier_laws import READ_BY
 
 # Every lossless pairing on a branching shape (two root children, one child each) and a delayed
 # one (a trunk of 1, then two rollouts of 2), and a `parents` shape where the leaf 2 is created

@@ -19,6 +19,7 @@ from rheo_fast.tree import Layout, Tree, build_tree
 from rheo_fast.verify import Verdict, verify
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.slot_steps import SlotSteps
 from rheo_ref.variants import SPEC, Variant
 
 
@@ -49,11 +50,12 @@ def run_round(
     layout = layout or Layout(scheme.K, scheme.W, scheme.D)
     sample_c, accept_c, bonus_c = split_coins(coins, layout)
     t0 = time.perf_counter()
-    tree = build_tree(model, state, scheme, layout, sample_c, variant)
+    steps: SlotSteps = variant.steps_of("rheo")  # the family's settings: a mutant's, or the spec
+    tree = build_tree(model, state, scheme, layout, sample_c, steps)
     t1 = time.perf_counter()
     p = as_rows(model.target(state, tree))  # rows [B, V] at any nodes [B]
     t2 = time.perf_counter()
-    v = verify(tree, p, accept_c, bonus_c, scheme.K, scheme.m, scheme.D, scheme.verify, variant)
+    v = verify(tree, p, accept_c, bonus_c, scheme.K, scheme.m, scheme.D, scheme.verify, steps)
     return RoundResult(tree, v, v.missing, (t1 - t0, t2 - t1, time.perf_counter() - t2))
 
 

@@ -18,8 +18,9 @@ Python, every tensor op over the B trials.
 Float hygiene as in `rheo_fast.verify`: entries of a difference below RTOL * max(operands) are
 rounding noise of an exact 0 and are cleared, so a coin of 0 agrees with exact arithmetic.
 
-The steps read a `rheo_ref.variants.Variant`'s static settings (`variant=`, the spec by default),
-as the reference's do: `sibling_order` and `proposal_update` in `verify_topdown`, the traversal's
+The steps read the static family's settings, a `rheo_ref.verifier_laws.VerifierSteps` (`steps=`,
+the spec by default; `static_round` takes a `Variant` and reads its `steps_of("static")`), as the
+reference's do: `sibling_order` and `proposal_update` in `verify_topdown`, the traversal's
 `traversal_rate`, `ms_update` and `traversal_bonus` in `traversal_reject` and the walks. An order
 that depends on the trial (`leaf_order` "min_index", `sibling_order` "token_id") has no Euler
 tour: `verify_traversal_by_leaves` then runs the reference's loop, one leaf per step.
@@ -42,6 +43,7 @@ from rheo_fast.verify import RTOL, Verdict, gather1, normalise, residual_sampled
 from rheo_ref.errors import CaseError
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.variants import SPEC, Variant
+from rheo_ref.verifier_laws import VERIFIER_SPEC, VerifierSteps
 
 __all__ = [
     "StaticLayout",
@@ -93,7 +95,7 @@ def at(x: Tensor, c: int | Tensor) -> Tensor:
 
 
 def tries(
-    tree: StaticTree, q_rows: list, layout: StaticLayout, variant: Variant
+    tree: StaticTree, q_rows: list, layout: StaticLayout, steps: VerifierSteps
 ) -> Iterator[tuple[int, int | Tensor, Tensor | None]]:
     """(u, c, q_samp row at c or None) for every child c of every node u with children, nodes u in
     creation order, u's children in the order they are tried: draw order (c a node id), or by token
@@ -101,7 +103,7 @@ def tries(
     for u, ks in enumerate(layout.kids):
         if not ks:
             continue
-        if variant.sibling_order == "draw":
+        if steps.sibling_order == "draw":
             yield from ((u, c, q_rows[c]) for c in ks)
             continue
         ids = index(tuple(ks), tree.tokens.device)  # [k]
@@ -129,15 +131,15 @@ def verify_topdown(
     layout: StaticLayout,
     accept_c: Tensor,
     verify: str,
-    variant: Variant = SPEC,
+    steps: VerifierSteps = VERIFIER_SPEC,
 ) -> tuple[Tensor, Tensor]:
     """`specinfer` / `rrsw` from the root. Returns (the node each trial ends at [B], the final
     residual r there [B, V]: the bonus row)."""
     B = accept_c.shape[0]
     cur = torch.zeros(B, dtype=torch.int64, device=accept_c.device)  # [B] the root
     r, s = walk.row(0, cur == 0), q_rows[0]  # [B, V] each (s: specinfer's fixed q, rrsw's shrinking s)
-    shrink = verify == "rrsw" and variant.proposal_update == "verifier"
-    for u, c, q_c in tries(tree, q_rows, layout, variant):
+    shrink = verify == "rrsw" and steps.proposal_update == "verifier"
+    for u, c, q_c in tries(tree, q_rows, layout, steps):
         x = at(tree.tokens, c).clamp(min=0)  # [B]
         sx, rx = gather1(s, x), gather1(r, x)  # [B] each
         tried = at(tree.drafted, c) & (cur == u)  # [B]
@@ -165,7 +167,7 @@ OTHER_SAMPLING = {"iid": "wor", "wor": "iid"}
 
 
 def traversal_reject(
-    alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor, sampling: str, root: bool, variant: Variant = SPEC
+    alpha: Tensor, Mb: Tensor, Ms: Tensor, x: Tensor, sampling: str, root: bool, steps: VerifierSteps = VERIFIER_SPEC
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(α, Mb, Ms) of a node once its child with token x [B] is removed: R = (α·Mb - Ms)+,
     S = ΣR; α <- S/(S + 1 - α) (0 when S = 0; the root's stays 1); Mb <- R/S when S > 0;
@@ -179,14 +181,14 @@ def traversal_reject(
     pos = S > 0  # [B]
     if root:
         new_alpha = alpha  # [B] (1)
-    elif variant.traversal_rate == "one_minus_ms":
+    elif steps.traversal_rate == "one_minus_ms":
         rest = 1 - gather1(Ms, x)  # [B]
         rate = torch.where(rest > 0, torch.clamp(S / torch.where(rest > 0, rest, 1.0), max=1.0), 1.0)  # [B]
         new_alpha = torch.where(pos, rate, 0.0)  # [B]
     else:
         new_alpha = torch.where(pos, S / torch.where(pos, S + 1 - alpha, 1.0), 0.0)  # [B]
     new_Mb = torch.where(pos.unsqueeze(1), R / torch.where(pos, S, 1.0).unsqueeze(1), Mb)  # [B, V]
-    mode = sampling if variant.ms_update == "own" else OTHER_SAMPLING[sampling]
+    mode = sampling if steps.ms_update == "own" else OTHER_SAMPLING[sampling]
     new_Ms = rrsw_s(Ms, x) if mode == "wor" else Ms  # [B, V]
     return new_alpha, new_Mb, new_Ms
 
@@ -198,13 +200,13 @@ def verify_traversal(
     layout: StaticLayout,
     accept_c: Tensor,
     sampling: str,
-    variant: Variant = SPEC,
+    steps: VerifierSteps = VERIFIER_SPEC,
 ) -> tuple[Tensor, Tensor]:
     """Traversal Verification; `sampling` chooses the Ms update (the tree's own: lossless).
     Returns (the accepted node [B], 0: none, and the bonus row Mb there [B, V]; p there under
     `traversal_bonus` "target")."""
-    if variant.leaf_order != "post_order" or variant.sibling_order != "draw":
-        return verify_traversal_by_leaves(tree, walk, q_rows, layout, accept_c, sampling, variant)
+    if steps.leaf_order != "post_order" or steps.sibling_order != "draw":
+        return verify_traversal_by_leaves(tree, walk, q_rows, layout, accept_c, sampling, steps)
     B, dev = accept_c.shape[0], accept_c.device
     every = torch.ones(B, dtype=torch.bool, device=dev)  # [B]
     alpha: list = [every.to(accept_c.dtype)] + [None] * layout.N  # [B] per node
@@ -213,7 +215,7 @@ def verify_traversal(
     Ms: list = list(q_rows)  # [B, V] per node with children
     running = every  # [B] no accept yet
     end = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
-    bonus = P if variant.traversal_bonus == "target" else Mb
+    bonus = P if steps.traversal_bonus == "target" else Mb
     end_row = bonus[0]  # [B, V]
     for entering, v in layout.euler:
         u = layout.parents[v - 1]
@@ -228,19 +230,19 @@ def verify_traversal(
         end_row = torch.where(acc.unsqueeze(1), bonus[v], end_row)  # [B, V]
         running = running & ~acc  # [B]
         rej = (live & ~acc).unsqueeze(1)  # [B, 1]
-        a2, Mb2, Ms2 = traversal_reject(alpha[u], Mb[u], Ms[u], x, sampling, u == 0, variant)  # [B], [B, V], [B, V]
+        a2, Mb2, Ms2 = traversal_reject(alpha[u], Mb[u], Ms[u], x, sampling, u == 0, steps)  # [B], [B, V], [B, V]
         alpha[u] = torch.where(rej[:, 0], a2, alpha[u])  # [B]
         Mb[u] = torch.where(rej, Mb2, Mb[u])  # [B, V]
         Ms[u] = torch.where(rej, Ms2, Ms[u])  # [B, V]
     return end, torch.where(running.unsqueeze(1), bonus[0], end_row)  # [B], [B, V]
 
 
-def next_leaf(live: Tensor, x: Tensor, layout: StaticLayout, variant: Variant) -> Tensor:
+def next_leaf(live: Tensor, x: Tensor, layout: StaticLayout, steps: VerifierSteps) -> Tensor:
     """The next leaf of each trial [B] (0: none left) among the live non-root nodes live [B, 1+N]:
     the first in post-order with siblings in the `sibling_order` (descend from the root through
     the first live child), or the live leaf created first (`leaf_order` "min_index")."""
     B, dev = live.shape[0], live.device
-    if variant.leaf_order == "min_index":
+    if steps.leaf_order == "min_index":
         parents = index(layout.parents, dev)  # [N]
         kids = torch.zeros(live.shape, dtype=torch.int64, device=dev)  # [B, 1+N] live children per node
         kids.index_add_(1, parents, live[:, 1:].long())  # [B, 1+N]
@@ -253,7 +255,7 @@ def next_leaf(live: Tensor, x: Tensor, layout: StaticLayout, variant: Variant) -
     for _ in range(layout.D):
         cand = table.index_select(0, v)  # [B, k] children of v (-1: none)
         ok = (cand >= 0) & live.gather(1, cand.clamp(min=0))  # [B, k]
-        key = rank + (x.gather(1, cand.clamp(min=0)) * k if variant.sibling_order == "token_id" else 0)  # [B, k]
+        key = rank + (x.gather(1, cand.clamp(min=0)) * k if steps.sibling_order == "token_id" else 0)  # [B, k]
         j = torch.where(ok, key, torch.iinfo(torch.int64).max).argmin(1)  # [B]
         v = torch.where(ok.any(1), gather1(cand, j), v)  # [B]
     return v
@@ -266,7 +268,7 @@ def verify_traversal_by_leaves(
     layout: StaticLayout,
     accept_c: Tensor,
     sampling: str,
-    variant: Variant = SPEC,
+    steps: VerifierSteps = VERIFIER_SPEC,
 ) -> tuple[Tensor, Tensor]:
     """Traversal one leaf per step, as `rheo_ref.verifier_laws.TraversalState` runs it: the next leaf
     by `next_leaf`, accepted iff its coin is below α, else removed, its parent updated and α of
@@ -288,7 +290,7 @@ def verify_traversal_by_leaves(
     running = torch.ones(B, dtype=torch.bool, device=dev)  # [B] no accept yet
     end = torch.zeros(B, dtype=torch.int64, device=dev)  # [B]
     for _ in range(layout.N):
-        v = next_leaf(live, x, layout, variant)  # [B]
+        v = next_leaf(live, x, layout, steps)  # [B]
         act = running & (v > 0)  # [B]
         acc = act & (gather1(accept_c, v) < gather1(alpha, v))  # [B]
         end = torch.where(acc, v, end)  # [B]
@@ -296,7 +298,7 @@ def verify_traversal_by_leaves(
         rej = act & ~acc  # [B]
         u = parent.index_select(0, v)  # [B]
         au, Mbu, Msu = gather1(alpha, u), row_at(Mb, u), row_at(Ms, u)  # [B], [B, V], [B, V]
-        a2, Mb2, Ms2 = traversal_reject(au, Mbu, Msu, gather1(x, v), sampling, False, variant)  # [B], [B, V], [B, V]
+        a2, Mb2, Ms2 = traversal_reject(au, Mbu, Msu, gather1(x, v), sampling, False, steps)  # [B], [B, V], [B, V]
         a2 = torch.where(u == 0, au, a2)  # [B] the root's stays 1
         alpha.scatter_(1, u[:, None], torch.where(rej, a2, au)[:, None])  # [B, 1+N]
         at_u = u[:, None, None].expand(B, 1, Mb.shape[2])  # [B, 1, V]
@@ -304,7 +306,7 @@ def verify_traversal_by_leaves(
         Ms.scatter_(1, at_u, torch.where(rej[:, None], Ms2, Msu)[:, None])  # [B, 1+N, V]
         live = live & ~(rej[:, None] & (torch.arange(n, device=dev) == v[:, None]))  # [B, 1+N]
         rates_below(alpha, Mb, Ms, x, layout, rej[:, None] & live & below.index_select(0, u))
-    rows = P if variant.traversal_bonus == "target" else Mb  # [B, 1+N, V]
+    rows = P if steps.traversal_bonus == "target" else Mb  # [B, 1+N, V]
     return end, row_at(rows, end)  # [B], [B, V] (end 0: the root's row)
 
 
@@ -348,14 +350,15 @@ def static_round(
             f"ensemble_weight {scheme.ensemble_weight}: the fast path runs plain specinfer only; "
             f"`rheo exact` computes the ensemble's exact law, `rheo gate-hf --decoder ensemble:W` gates it"
         )
+    steps: VerifierSteps = variant.steps_of("static")  # the family's settings: a mutant's, or the spec
     layout = layout or static_layout(scheme)
     draw_c, accept_c, bonus_c = layout.split(coins)  # [B, 1+N], [B, 1+N], [B]
     tree, q_rows, missing_q = draw_tree(model, state, layout, draw_c)  # q_rows: [B, V] per node with children
     walk = Walk(as_rows(model.target(state, tree)), coins.shape[0], layout.N, coins.device)
     if scheme.verify == "traversal":
-        end, row = verify_traversal(tree, walk, q_rows, layout, accept_c, scheme.sampling, variant)  # [B], [B, V]
+        end, row = verify_traversal(tree, walk, q_rows, layout, accept_c, scheme.sampling, steps)  # [B], [B, V]
     else:
-        end, row = verify_topdown(tree, walk, q_rows, layout, accept_c, scheme.verify, variant)  # [B], [B, V]
+        end, row = verify_topdown(tree, walk, q_rows, layout, accept_c, scheme.verify, steps)  # [B], [B, V]
     emitted = emit(tree, layout, end, row, bonus_c)  # [B, D+1]
     n = tree.depth.index_select(0, end) + 1  # [B]
     return StaticResult(tree, Verdict(emitted, n, end.unsqueeze(1), walk.missing >= 0), missing_q, walk.missing)

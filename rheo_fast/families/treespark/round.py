@@ -37,6 +37,7 @@ from rheo_fast.tree import rows_at
 from rheo_fast.verify import Verdict, gather1, residual_sampled, row_at
 from rheo_ref.errors import CaseError
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
+from rheo_ref.families.treespark.settings import TreeSparkSteps
 from rheo_ref.variants import SPEC, Variant
 
 __all__ = ["SparkTree", "TreeSparkLayout", "TreeSparkResult", "check_treespark_round", "treespark_round"]
@@ -168,6 +169,7 @@ def treespark_round(
     variant: Variant = SPEC,
 ) -> TreeSparkResult:
     """Build and verify one tree per trial; coins [B, n_coins] (layout in the module docstring)."""
+    steps: TreeSparkSteps = variant.steps_of("treespark")  # the family's settings: a mutant's, or the spec
     layout = layout or treespark_layout(scheme)
     N, D, k, cal = scheme.N, scheme.D, scheme.k, scheme.calibration
     theta = float(scheme.theta)
@@ -218,14 +220,14 @@ def treespark_round(
     for i in range(1, N + 1):
         v, top, any_open = heap.best()  # [B] each
         active = active & any_open
-        if variant.admission == "slot" and theta > 0:
+        if steps.admission == "slot" and theta > 0:
             active = active & ~(top < theta)
         heap.close(v, active)
         row = torch.where(row_at(drawn, v), 0.0, row_at(q_samp, v))  # [B, V]
         x = inverse_cdf(row, draw_c[:, i])  # [B]
         xc = x.clamp(min=0)  # [B]
         own = gather1(surv, v) * calibrate(gather1(row_at(q_rank, v), xc), cal)  # [B]
-        if variant.admission == "own_survival" and theta > 0:
+        if steps.admission == "own_survival" and theta > 0:
             active = active & ~(own < theta)
         act = active & (x >= 0)  # [B]
         tree.tokens[:, i] = torch.where(act, x, -1)

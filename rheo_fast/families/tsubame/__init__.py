@@ -22,7 +22,9 @@ def _play(model: Any, state: Any, scheme: TsubameScheme, coins: Any, todo: Any, 
     from rheo_fast.families.tsubame.mutant import sampled_plan_round
     from rheo_fast.families.tsubame.round import tsubame_round
 
-    if variant.plan_tokens == "sampled":  # the mutant: reference sampler per trial (rheo_fast.families.tsubame.mutant)
+    if (
+        variant.steps_of("tsubame").plan_tokens == "sampled"
+    ):  # the mutant: reference sampler per trial (rheo_fast.families.tsubame.mutant)
         return sampled_plan_round(model, state, scheme, coins, todo)
     return tsubame_round(model, state, scheme, coins, todo, layout=layout, variant=variant).verdict
 

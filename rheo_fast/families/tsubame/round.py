@@ -149,8 +149,7 @@ def tsubame_round(
 ) -> TsubameResult:
     """Plan, then draw and verify one tree per trial on its plan; coins [B, 2(R+1)+1]. Missing rows
     are refused for the trials in `todo` [B] (default: all)."""
-    variant.check_family("tsubame")
-    if variant.plan_tokens != "top_k":
+    if variant.steps_of("tsubame").plan_tokens != "top_k":
         raise CaseError(
             f"variant {variant.name!r}: the fast path runs the spec's plan only; its exact law is "
             f"rheo_ref.families.tsubame.mutant's (rheo mutants rejects it through that law's sampler)"

@@ -2,8 +2,8 @@
 
 `scheme` (K, m, W, D, R, proxy, verify), `slots` (§3), `tree` (§4), `verify` (§5), `enumerate`
 (brute and class enumerators, §7), `bestfirst` (the `dp` method, docs/EXACT_AT_SCALE.md), `exact`
-(its round laws), `replay` (the coupled replay, docs/FAST_PATH.md), `mutants` (the exact
-counterparts of its broken variants). `FAMILY` is its entry in `rheo_ref.family`.
+(its round laws and size `estimate`), `replay` (the coupled replay, docs/FAST_PATH.md), `settings`
+(its mutants, as `rheo_ref.slot_steps.SlotSteps`), `mutants` (their exact counterparts). `FAMILY` is its entry in `rheo_ref.family`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Any
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo import exact
 from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.settings import MUTANTS
 from rheo_ref.family import Family
-from rheo_ref.variants import RHEO_SETTINGS, SPEC
+from rheo_ref.slot_steps import SlotSteps
+from rheo_ref.variants import SPEC
 
 
 def _replay(case: Any, context: tuple[int, ...], coins: Sequence[float], variant: Any = SPEC) -> tuple[int, ...]:
@@ -46,7 +48,8 @@ FAMILY = Family(
     estimate=exact.estimate,
     estimate_what=exact.estimate_what,
     replay=_replay,
-    settings=RHEO_SETTINGS,
+    steps=SlotSteps,
+    mutants=MUTANTS,
     cases=_cases,
     mutant_exact=_mutant_exact,
 )

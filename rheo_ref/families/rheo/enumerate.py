@@ -11,7 +11,6 @@ enumerated; their round laws must agree exactly.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
@@ -78,18 +77,3 @@ def expansions_per_round(scheme: Scheme) -> int:
         width = min(scheme.W, width * scheme.K)
         total += width
     return total
-
-
-def estimate_trees_per_round(case: Case, method: str) -> int:
-    """An upper-bound estimate of trees per round, used to refuse hopeless enumerations."""
-    s, V = case.scheme_as(Scheme), case.vocab_size
-    if s.m >= s.K:
-        return 1
-    branch = V - s.m  # possible sampled identities per expansion
-    E = expansions_per_round(s)
-    if method == "brute":
-        return branch**E
-    # classes: the sampled nodes created by the last level of expansions are never expanded
-    last = E - expansions_per_round(replace(s, D=s.D - 1)) if s.D > 1 else E
-    cls = min(branch, s.K - s.m)  # distinct fills (+1 for the deep tail) bound the classes
-    return branch ** (E - last) * cls**last

@@ -19,7 +19,7 @@ from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
 from rheo_ref.models import Case, Context
-from rheo_ref.sizes import Size, trees_per_round
+from rheo_ref.sizes import Size, expansions
 from rheo_ref.validate import show
 from rheo_ref.variants import SPEC, Variant
 
@@ -90,8 +90,21 @@ def rounds(
 
 
 def estimate(case: Case, method: str, variant: Variant = SPEC) -> Size:
-    """Trees per round of `brute`/`classes` (dp: 0, its limit is enforced while it runs)."""
-    return Size.of(0) if method == "dp" else trees_per_round(case, method)
+    """An upper bound of the trees per round that `brute`/`classes` enumerate (dp: 0, its limit is
+    enforced while it runs), never computed when large: brute (V-m)^E, with E the expansions of a
+    round; classes (V-m)^(E-last) x min(V-m, K-m)^last (the sampled nodes created by the last
+    level of expansions are never expanded, and distinct fills bound their classes)."""
+    if method == "dp":
+        return Size.of(0)
+    s = case.scheme_as(Scheme)
+    if s.m >= s.K:
+        return Size.of(1)
+    branch = case.vocab_size - s.m  # possible sampled identities per expansion
+    E = expansions(s.K, s.W, s.D)
+    if method == "brute":
+        return Size.power(branch, E)
+    last = E - expansions(s.K, s.W, s.D - 1) if s.D > 1 else E
+    return Size.power(branch, E - last) * Size.power(min(branch, s.K - s.m), last)
 
 
 def estimate_what(case: Case, method: str) -> str:

@@ -1,7 +1,7 @@
 """Exact counterparts of the mutants (`rheo_ref.variants.MUTANTS`): the exact law of a
 deliberately broken variant, the negative controls of the lossless gate.
 
-Each mutant changes one setting of a `Variant`. Its exact law is computed by the same enumeration
+Each mutant changes one setting of the rheo family's `SlotSteps` (`rheo_ref.slot_steps`). Its exact law is computed by the same enumeration
 as the reference (`rheo_ref.exact.Exact`), altered only through public seams, chosen by the
 setting that differs from the spec (`counterpart`):
 - `case`: a modified case (the scheme's proxy);
@@ -35,6 +35,7 @@ from rheo_ref.families.rheo.tree import Chooser, Node, Nodes, build_tree, path_t
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, normalise
 from rheo_ref.family import RoundLaws
 from rheo_ref.models import Case, Context, Row, TableModel
+from rheo_ref.slot_steps import SlotSteps
 from rheo_ref.variants import MUTANTS, Variant, variant_named
 
 ZERO, ONE = Fraction(0), Fraction(1)
@@ -328,33 +329,34 @@ def counterpart(v: Variant) -> ExactMutant:
         )
     if v.family != "rheo":  # read by static_exact's / tsubame_exact's / treespark_exact's methods themselves
         return ExactMutant(v)
-    if v.proxy is not None:
-        proxy = str(v.proxy)
+    st: SlotSteps = v.steps
+    if st.proxy is not None:
+        proxy = str(st.proxy)
         return ExactMutant(v, case=lambda c: c.with_scheme(proxy=proxy))
-    if v.sample_from == "whole":
+    if st.sample_from == "whole":
         return ExactMutant(
             v,
             chooser=lambda rec, c: WholeQChooser(rec, c.scheme_as(Scheme).m),
             nodes=_rewrite_sampled(_outside_tail),
             rules=WholeQRules(),
         )
-    if v.verify_row == "q_samp":
+    if st.verify_row == "q_samp":
         return ExactMutant(v, nodes=_rewrite_sampled(_q_instead_of_qtilde))
-    if v.verify_row == "q_rank_tail":
+    if st.verify_row == "q_rank_tail":
         return ExactMutant(v, nodes=_rewrite_sampled(_qrank_tilde))
-    if v.sampled_as_point:
+    if st.sampled_as_point:
         return ExactMutant(v, nodes=_rewrite_sampled(_sampled_as_point), rules=OrderByTreeKind())
-    if not v.normalise_residual:
+    if not st.normalise_residual:
         return ExactMutant(v, rules=Unnormalised())
-    if v.accept_on_equal:
+    if st.accept_on_equal:
         return ExactMutant(v, nodes=_all_as_sampled, rules=LeqCoin())
-    if v.rounding == "float16":
+    if st.rounding == "float16":
         return ExactMutant(v, nodes=_all_as_sampled, rules=Float16())
-    if v.try_order == "fills_first":
+    if st.try_order == "fills_first":
         return ExactMutant(v, rules=FillsFirst())
-    if v.bonus_row == "target":
+    if st.bonus_row == "target":
         return ExactMutant(v, rules=BonusFromP())
-    if v.bonus_row == "stale":
+    if st.bonus_row == "stale":
         return ExactMutant(v, rules=StaleBonus())
     raise CaseError(f"variant {v.name!r}: no exact counterpart for the setting {changed}")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from rheo_ref.families.rheo.enumerate import estimate_trees_per_round
+from rheo_ref.families.rheo.exact import estimate
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case, Proxy
 from rheo_ref.strategies import tables
@@ -49,5 +49,5 @@ def cases(
     ctx = (draw(st.integers(0, V - 1)),)
     n = draw(st.integers(1, max_tokens))
     case = Case(draft, target, scheme, ctx, n, sample)
-    assume(estimate_trees_per_round(case, method) <= max_trees)
+    assume(estimate(case, "brute" if method == "brute" else "classes") <= max_trees)
     return case

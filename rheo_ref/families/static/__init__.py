@@ -1,6 +1,6 @@
 """The static family: a draft tree of fixed shape, verified by SpecInfer, RRSw or Traversal
 Verification (docs/SCHEMES.md). `scheme` (shapes, sibling sampling), `exact` (brute and the
-subtree recursion), `replay` (one round driven by coins, coupled to `rheo_fast.families.static`).
+subtree recursion, its size `estimate`), `settings` (its mutants), `replay` (one round driven by coins, coupled to `rheo_fast.families.static`).
 The verifiers themselves are shared: `rheo_ref.verifier_laws`. `FAMILY` is its registry entry.
 """
 
@@ -9,20 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rheo_ref.families.static.exact import StaticRounds, estimate_static
+from rheo_ref.families.static import exact
+from rheo_ref.families.static.exact import StaticRounds
 from rheo_ref.families.static.scheme import StaticScheme, depths
+from rheo_ref.families.static.settings import MUTANTS
 from rheo_ref.family import Family
 from rheo_ref.validate import show
-from rheo_ref.variants import SPEC, STATIC_SETTINGS
+from rheo_ref.variants import SPEC
+from rheo_ref.verifier_laws import VerifierSteps
 
 
 def _rounds(case: Any, method: str, *, variant: Any = SPEC, **_: Any) -> StaticRounds:
     # dp is the family's subtree recursion (`classes`), already a memoised dynamic program
     return StaticRounds(case, "classes" if method == "dp" else method, variant)
-
-
-def _estimate(case: Any, method: str, variant: Any = SPEC) -> int:
-    return estimate_static(case, "classes" if method == "dp" else method)
 
 
 def _what(case: Any, method: str) -> str:
@@ -47,10 +46,11 @@ FAMILY = Family(
     scheme=StaticScheme,
     summary="a fixed shape (branching, delayed, parents), iid or wor siblings, specinfer/rrsw/traversal",
     rounds=_rounds,
-    estimate=_estimate,
+    estimate=exact.estimate,
     estimate_what=_what,
     replay=_replay,
-    settings=STATIC_SETTINGS,
+    steps=VerifierSteps,
+    mutants=MUTANTS,
     cases=_cases,
     kept_depth=lambda s: (max(depths(s.parents)), f"static shape {s.kind} {list(s.sizes)}"),
 )

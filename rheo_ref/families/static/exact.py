@@ -18,8 +18,8 @@ averaged over the subtree's draws, computed once per context the models can tell
   rejected), memoised by (context, shape, α), and the recursion over siblings carries the
   parent's (α, Mb, Ms, tokens drawn so far).
 
-Both read a `rheo_ref.variants.Variant`'s settings (the spec by default), so a mutant of the
-static family gets its exact law from the same code: `brute` every setting; `classes` the ones
+Both read the family's settings, a `rheo_ref.verifier_laws.VerifierSteps` (the spec's, or a
+mutant's: `rheo_ref.variants.Variant.steps_of`), so a mutant of the static family gets its exact law from the same code: `brute` every setting; `classes` the ones
 that change a step inside a node (`proposal_update`, `traversal_rate`, `ms_update`,
 `traversal_bonus`) and refuses those that make the order of the tries depend on more than one
 subtree (`sibling_order`, `leaf_order`: `ORDER_SETTINGS`).
@@ -43,7 +43,9 @@ from rheo_ref.families.static.scheme import (
 from rheo_ref.models import Case, Context, Row
 from rheo_ref.variants import SPEC, Variant
 from rheo_ref.verifier_laws import (
+    VERIFIER_SPEC,
     DraftTree,
+    VerifierSteps,
     child_rate,
     topdown_accept,
     topdown_law,
@@ -68,8 +70,10 @@ def q_support(case: Case) -> int:
     return max(sum(1 for x in row if x) for row in case.q_samp_model.probs.values())
 
 
-def estimate_static(case: Case, method: str, variant: Variant = SPEC) -> int:
-    """An upper bound of the outcomes one round visits: joint draws (brute) or sibling steps (classes)."""
+def estimate(case: Case, method: str, variant: Variant = SPEC) -> int:
+    """An upper bound of the outcomes one round visits: joint draws (brute) or sibling steps
+    (classes; dp is the subtree recursion too), whatever the variant."""
+    method = "classes" if method == "dp" else method
     s = q_support(case)
     if method == "brute":
         return estimate_brute(case.scheme_as(StaticScheme), s)
@@ -143,7 +147,7 @@ def _present(parents: Sequence[int], tokens: Sequence[int | None]) -> DraftTree:
     return DraftTree(tuple(ps), tuple(ts))
 
 
-def brute_round_law(case: Case, context: Context, variant: Variant = SPEC) -> tuple[Law, int]:
+def brute_round_law(case: Case, context: Context, steps: VerifierSteps = VERIFIER_SPEC) -> tuple[Law, int]:
     """(round law, trees enumerated)."""
     sch = case.scheme_as(StaticScheme)
     law: Law = defaultdict(Fraction)
@@ -151,9 +155,9 @@ def brute_round_law(case: Case, context: Context, variant: Variant = SPEC) -> tu
     for prob, tree in draws_of_tree(case, context):
         trees += 1
         if sch.verify == "traversal":
-            sub = traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling, variant)
+            sub = traversal_law(tree, case.target, case.q_samp_model, context, sch.sampling, steps)
         else:
-            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify, variant, sch.weight)
+            sub = topdown_law(tree, case.target, case.q_samp_model, context, sch.verify, steps, sch.weight)
         _add(law, prob, (), sub)
     return dict(law), trees
 
@@ -166,13 +170,13 @@ class SubtreeLaws:
 
     def __init__(self, case: Case, variant: Variant = SPEC) -> None:
         self.p, self.q, self.scheme = case.target, case.q_samp_model, case.scheme_as(StaticScheme)
-        order = [name for name in ORDER_SETTINGS if name in variant.changed()]
+        self.settings: VerifierSteps = variant.steps_of("static")
+        order = [name for name in ORDER_SETTINGS if getattr(self.settings, name) != getattr(VERIFIER_SPEC, name)]
         if order:
             raise CaseError(
                 f"variant {variant.name!r} changes {order[0]}: the subtree recursion (method 'classes') "
                 f"cannot order tries across subtrees; use method 'brute'"
             )
-        self.variant = variant
         self.L = context_length(case)
         self.steps = 0  # sibling draws visited (memo misses only)
         self._nodes: dict = {}
@@ -228,7 +232,7 @@ class SubtreeLaws:
             if a:
                 _add(out, px * a, (x,), self.node_law(self.key(ctx + (x,)), shape[i]))
             if a < 1:
-                r2, s2 = topdown_reject(r, s, x, verify, self.variant)
+                r2, s2 = topdown_reject(r, s, x, verify, self.settings)
                 _add(out, px * (1 - a), (), self.sibling_law(ctx, shape, i + 1, r2, s2, nxt))
         self._siblings[key] = dict(out)
         return self._siblings[key]
@@ -254,7 +258,7 @@ class SubtreeLaws:
             return self._siblings[key]
         draws = self._draw(ctx, drawn) if i < len(shape) else []
         if not draws:  # the node is now a leaf: accept its path w.p. α, bonus from Mb (or p: `traversal_bonus`)
-            bonus = self.p.row(ctx) if self.variant.traversal_bonus == "target" else Mb
+            bonus = self.p.row(ctx) if self.settings.traversal_bonus == "target" else Mb
             self._siblings[key] = ({(y,): alpha * b for y, b in enumerate(bonus) if alpha * b}, 1 - alpha)
             return self._siblings[key]
         out: Law = defaultdict(Fraction)
@@ -264,7 +268,7 @@ class SubtreeLaws:
             accepted_below, rej = self.traversal_node(self.key(ctx + (x,)), shape[i], child_rate(alpha, Mb, Ms, x))
             _add(out, px, (x,), accepted_below)
             if rej:
-                a2, Mb2, Ms2 = traversal_reject(alpha, Mb, Ms, x, self.scheme.sampling, root=root, variant=self.variant)
+                a2, Mb2, Ms2 = traversal_reject(alpha, Mb, Ms, x, self.scheme.sampling, root=root, steps=self.settings)
                 law, rej2 = self.traversal_siblings(ctx, shape, i + 1, a2, Mb2, Ms2, self._drawn_after(drawn, x), root)
                 _add(out, px * rej, (), law)
                 rejected += px * rej * rej2
@@ -280,14 +284,14 @@ class StaticRounds:
     def __init__(self, case: Case, method: str, variant: Variant = SPEC) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-        variant.check_family("static")
+        self.settings: VerifierSteps = variant.steps_of("static")
         self.case, self.method, self.variant = case, method, variant
         self.enumerated = 0
         self._subtrees = SubtreeLaws(case, variant) if method == "classes" else None
 
     def round_law(self, context: Context) -> Law:
         if self._subtrees is None:
-            law, trees = brute_round_law(self.case, tuple(context), self.variant)
+            law, trees = brute_round_law(self.case, tuple(context), self.settings)
             self.enumerated += trees
             return law
         before = self._subtrees.steps

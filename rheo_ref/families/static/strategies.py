@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from rheo_ref.families.static.exact import estimate_static
+from rheo_ref.families.static.exact import estimate
 from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from rheo_ref.strategies import case_around
 
@@ -61,5 +61,5 @@ def static_cases(
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(static_schemes(max_nodes=max_nodes, sampling=sampling, verify=verify))
     case = draw(case_around(scheme, V, context_length, separate_sample, zeros, max_tokens))
-    assume(estimate_static(case, method) <= max_trees)
+    assume(estimate(case, method) <= max_trees)
     return case

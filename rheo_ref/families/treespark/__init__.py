@@ -1,6 +1,6 @@
 """The treespark family: best-first trees of N nodes grown by a calibrated survival score and
 stopped at θ (docs/SCHEMES.md §13), verified by RRSw or Traversal Verification. `scheme`,
-`exact` (the builder and the round laws), `replay` (coupled to `rheo_fast.families.treespark`).
+`exact` (the builder, the round laws and its size `estimate`), `settings` (`TreeSparkSteps`, its mutant), `replay` (coupled to `rheo_fast.families.treespark`).
 Builds on the static family (its coin reader and top-down verification). `FAMILY` is its entry.
 """
 
@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rheo_ref.families.treespark.exact import TreeSparkRounds, estimate_treespark
+from rheo_ref.families.treespark import exact
+from rheo_ref.families.treespark.exact import TreeSparkRounds
 from rheo_ref.families.treespark.scheme import TreeSparkScheme
+from rheo_ref.families.treespark.settings import MUTANTS, TreeSparkSteps
 from rheo_ref.family import Family
 from rheo_ref.validate import show
-from rheo_ref.variants import SPEC, TREESPARK_SETTINGS
+from rheo_ref.variants import SPEC
 
 
 def _rounds(case: Any, method: str, *, variant: Any = SPEC, **_: Any) -> TreeSparkRounds:
@@ -43,10 +45,11 @@ FAMILY = Family(
     scheme=TreeSparkScheme,
     summary="best-first trees by calibrated survival, stopped at θ, rrsw or traversal",
     rounds=_rounds,
-    estimate=estimate_treespark,
+    estimate=exact.estimate,
     estimate_what=_what,
     replay=_replay,
-    settings=TREESPARK_SETTINGS,
+    steps=TreeSparkSteps,
+    mutants=MUTANTS,
     builds_on=("static",),
     cases=_cases,
     kept_depth=lambda s: (min(s.D, s.N), f"treespark scheme D={s.D}, N={s.N}"),

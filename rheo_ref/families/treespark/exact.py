@@ -40,6 +40,7 @@ from math import prod
 from rheo_ref.errors import CaseError
 from rheo_ref.families.static.scheme import next_draw
 from rheo_ref.families.treespark.scheme import Score, TreeSparkScheme
+from rheo_ref.families.treespark.settings import TreeSparkSteps
 from rheo_ref.models import Case, Context, Row, TableModel
 from rheo_ref.variants import SPEC, Variant
 from rheo_ref.verifier_laws import (
@@ -72,7 +73,7 @@ class Builder:
 
     case: Case
     context: Context
-    variant: Variant = SPEC
+    steps: TreeSparkSteps = field(default_factory=TreeSparkSteps)  # the family's settings (a mutant's or the spec)
     parents: list[int] = field(default_factory=list)  # node i+1's parent
     tokens: list[int] = field(default_factory=list)  # node i+1's token
     depth: list[int] = field(default_factory=lambda: [0])
@@ -89,7 +90,7 @@ class Builder:
     @classmethod
     def start(cls, case: Case, context: Context, variant: Variant = SPEC) -> Builder:
         """A round's start: the root alone, its slot in the heap."""
-        b = cls(case, tuple(context), variant)
+        b = cls(case, tuple(context), variant.steps_of("treespark"))
         b._push(0)
         return b
 
@@ -97,7 +98,7 @@ class Builder:
         b = Builder(
             self.case,
             self.context,
-            self.variant,
+            self.steps,
             list(self.parents),
             list(self.tokens),
             list(self.depth),
@@ -145,7 +146,7 @@ class Builder:
             return None
         bound, _, v = top
         theta = self.scheme.theta
-        if self.variant.admission == "slot" and theta > 0 and bound < theta:
+        if self.steps.admission == "slot" and theta > 0 and bound < theta:
             self.stopped = True
             return None
         self.heap.remove(top)
@@ -165,7 +166,7 @@ class Builder:
         """Under the own-survival variant: whether the drawn x fails surv(v)·g(q_rank(x|v)) >= θ
         (then the draw is discarded and the round stops)."""
         theta = self.scheme.theta
-        if self.variant.admission == "own_survival" and theta > 0 and self.own_survival(v, x) < theta:
+        if self.steps.admission == "own_survival" and theta > 0 and self.own_survival(v, x) < theta:
             self.stopped = True
             return True
         return False
@@ -207,7 +208,7 @@ def draws_of_round(case: Case, context: Context, variant: Variant = SPEC) -> Ite
             pending.append((prob * px, nb))
 
 
-def estimate_treespark(case: Case, method: str = "classes", variant: Variant = SPEC) -> int:
+def estimate(case: Case, method: str = "classes", variant: Variant = SPEC) -> int:
     """An upper bound of the trees of one round: each of the N draws has at most s outcomes (s:
     the largest q_samp support), so s^N (summed over the rounds that stop early: at most that),
     whatever the method and variant."""
@@ -298,7 +299,7 @@ class TreeSparkRounds:
     def __init__(self, case: Case, method: str, variant: Variant = SPEC) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown treespark method {method!r}; allowed: {', '.join(METHODS)}")
-        variant.check_family("treespark")
+        variant.check_family("treespark")  # (its rounds read the settings through the builder)
         self.case, self.method, self.variant = case, method, variant
         self.scheme = case.scheme_as(TreeSparkScheme)
         self.enumerated = 0

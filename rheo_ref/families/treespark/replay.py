@@ -50,7 +50,7 @@ def build_by_coins(case: Case, context: Context, reader: CoinReader, variant: Va
         if v is None:
             return b.tree()
         x = reader.draw(b.n + 1, b.draw_row(v))
-        if variant.admission == "own_survival" and theta > 0:
+        if b.steps.admission == "own_survival" and theta > 0:
             reader._near(float(b.own_survival(v, x)) + 1.0, float(theta) + 1.0)
         if b.own_survival_stops(v, x):
             return b.tree()

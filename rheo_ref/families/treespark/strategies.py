@@ -8,7 +8,7 @@ from fractions import Fraction
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from rheo_ref.families.treespark.exact import estimate_treespark
+from rheo_ref.families.treespark.exact import estimate
 from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.families.treespark.scheme import VERIFIERS as TREESPARK_VERIFIERS
 from rheo_ref.strategies import case_around
@@ -49,5 +49,5 @@ def treespark_cases(
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(treespark_schemes(max_nodes=max_nodes, verify=verify, calibration=calibration))
     case = draw(case_around(scheme, V, 1, separate_sample, zeros, max_tokens))
-    assume(estimate_treespark(case) <= max_trees)
+    assume(estimate(case) <= max_trees)
     return case

@@ -1,6 +1,6 @@
 """The tsubame family: a static round on the shape planned per context by the rheo family's
-Top-K tree (docs/SCHEMES.md, "Family tsubame"). `scheme`, `exact` (the planner and the round
-laws), `replay` (coupled to `rheo_fast.families.tsubame`), `mutant` (plan-after-sampling).
+Top-K tree (docs/SCHEMES.md, "Family tsubame"). `scheme`, `exact` (the planner, the round
+laws and its size `estimate`), `settings` (`TsubameSteps`, its mutant), `replay` (coupled to `rheo_fast.families.tsubame`), `mutant` (plan-after-sampling).
 Builds on the rheo family (its tree) and the static family (its rounds). `FAMILY` is its entry.
 """
 
@@ -10,20 +10,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from rheo_ref.errors import CaseError
-from rheo_ref.families.tsubame.exact import TsubameRounds, estimate_tsubame
+from rheo_ref.families.tsubame import exact
+from rheo_ref.families.tsubame.exact import TsubameRounds
 from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.families.tsubame.settings import MUTANTS, TsubameSteps
 from rheo_ref.family import Family
 from rheo_ref.validate import show
-from rheo_ref.variants import SPEC, TSUBAME_SETTINGS
+from rheo_ref.variants import SPEC
 
 
 def _rounds(case: Any, method: str, *, variant: Any = SPEC, **_: Any) -> TsubameRounds:
     # a static round on the shape planned per context; dp is the subtree recursion (`classes`)
     return TsubameRounds(case, "classes" if method == "dp" else method, variant)
-
-
-def _estimate(case: Any, method: str, variant: Any = SPEC) -> int:
-    return estimate_tsubame(case, "classes" if method == "dp" else method, variant)
 
 
 def _what(case: Any, method: str) -> str:
@@ -54,10 +52,11 @@ FAMILY = Family(
     scheme=TsubameScheme,
     summary="the rheo family's Top-K tree as a plan, then a static round on it",
     rounds=_rounds,
-    estimate=_estimate,
+    estimate=exact.estimate,
     estimate_what=_what,
     replay=_replay,
-    settings=TSUBAME_SETTINGS,
+    steps=TsubameSteps,
+    mutants=MUTANTS,
     builds_on=("rheo", "static"),
     cases=_cases,
     kept_depth=lambda s: (min(s.D, s.R), f"tsubame scheme D={s.D}, R={s.R}"),

@@ -28,6 +28,7 @@ from rheo_ref.families.rheo.tree import Nodes, build_tree, rerank
 from rheo_ref.families.static.exact import METHODS, Law, SubtreeLaws, brute_round_law, context_length, q_support
 from rheo_ref.families.static.scheme import StaticScheme, estimate_subtrees, shape_of
 from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.families.tsubame.settings import TsubameSteps
 from rheo_ref.models import Case, Context
 from rheo_ref.variants import SPEC, Variant
 
@@ -94,15 +95,17 @@ class Planner:
         return Case(c.draft, c.target, self.static_scheme(context), c.context, c.tokens, c.draft_sample)
 
 
-def estimate_tsubame(case: Case, method: str, variant: Variant = SPEC) -> int:
+def estimate(case: Case, method: str, variant: Variant = SPEC) -> int:
     """An upper bound of the outcomes one round visits. Every plan keeps the same number n of
     nodes (min(R, K·expansions): the Top-K tree's size does not depend on the context), so
     `brute` visits at most s^n joint draws (s: the largest q_samp support) whatever the shape;
     `classes` is estimated on the shape planned at the case's start context. The mutant
-    `tsubame-plan-after-sampling` draws K children at every expansion: s^(K·expansions)."""
+    `tsubame-plan-after-sampling` draws K children at every expansion: s^(K·expansions). dp is
+    the subtree recursion (`classes`)."""
+    method = "classes" if method == "dp" else method
     sch = case.scheme_as(TsubameScheme)
     s = q_support(case)
-    if variant.plan_tokens == "sampled":
+    if variant.steps_of("tsubame").plan_tokens == "sampled":
         from rheo_ref.families.rheo.enumerate import expansions_per_round
 
         return s ** (sch.K * expansions_per_round(topk_scheme(sch)))
@@ -133,12 +136,12 @@ class TsubameRounds:
     def __init__(self, case: Case, method: str, variant: Variant = SPEC) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-        variant.check_family("tsubame")
+        self.settings: TsubameSteps = variant.steps_of("tsubame")
         self.case, self.method, self.variant = case, method, variant
         self.planner = Planner(case)
         self.enumerated = 0
         self._subtrees: _PlannedSubtrees | None = None
-        if variant.plan_tokens == "sampled":
+        if self.settings.plan_tokens == "sampled":
             if method != "brute":
                 raise CaseError(
                     f"variant {variant.name!r} plans on the drawn tokens: its law is enumerated by "
@@ -149,7 +152,7 @@ class TsubameRounds:
 
     def round_law(self, context: Context) -> Law:
         ctx = tuple(context)
-        if self.variant.plan_tokens == "sampled":
+        if self.settings.plan_tokens == "sampled":
             from rheo_ref.families.tsubame.mutant import sampled_plan_round_law
 
             law, trees = sampled_plan_round_law(self.case, ctx)

@@ -85,8 +85,7 @@ def replay_tsubame_decode(
     case: Case, coins: Callable[[int], Sequence[float]], n: int | None = None, variant: Variant = SPEC
 ) -> list[StaticReplayRound]:
     """Rounds until n tokens (default case.tokens); round i reads the block `coins(i)`."""
-    variant.check_family("tsubame")
-    if variant.plan_tokens != "top_k":
+    if variant.steps_of("tsubame").plan_tokens != "top_k":
         from rheo_ref.errors import CaseError
 
         raise CaseError(f"variant {variant.name!r}: the coupled replay runs the spec's plan only")

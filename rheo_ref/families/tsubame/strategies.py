@@ -7,7 +7,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
-from rheo_ref.families.tsubame.exact import estimate_tsubame
+from rheo_ref.families.tsubame.exact import estimate
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.strategies import case_around
 
@@ -53,5 +53,5 @@ def tsubame_cases(
     V = draw(st.integers(min_vocab, max_vocab))
     scheme = draw(tsubame_schemes(V, max_depth=max_depth, max_nodes=max_nodes, sampling=sampling, verify=verify))
     case = draw(case_around(scheme, V, context_length, separate_sample, zeros, max_tokens))
-    assume(estimate_tsubame(case, method) <= max_trees)
+    assume(estimate(case, method) <= max_trees)
     return case
