@@ -21,9 +21,9 @@ from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import VERIFIERS, StaticScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
+from rheo_ref.family import families, register
 from rheo_ref.models import Case, TableModel
 from rheo_ref.strategies import distinct_weights
-from rheo_ref.family import families, register
 from rheo_ref.variants import MUTANTS, SPEC, Variant, variant_named
 from rheo_ref.verifier_laws import READ_BY, VerifierSteps
 
@@ -165,13 +165,18 @@ def test_every_mutant_changes_exactly_one_setting_of_its_own_family_and_the_spec
     # a round reads its own family's settings; a mutant of another family is refused by name
     leq = MUTANTS["leq-coin"]
     assert leq.steps_of("rheo") is leq.steps
-    with pytest.raises(CaseError, match="belongs to the rheo family.*sorted-siblings"):
+    with pytest.raises(CaseError, match=r"belongs to the rheo family.*sorted-siblings"):
         leq.steps_of("static")
     # a family's mutants carry its own settings type and names new to the registry
     static = fams["static"]
-    for mutant, match in [(dataclasses.replace(leq, family="static2"), "settings type"), (MUTANTS["sorted-siblings"], "already a name")]:
+    for mutant, match in [
+        (dataclasses.replace(leq, family="static2"), "settings type"),
+        (MUTANTS["sorted-siblings"], "already a name"),
+    ]:
         with pytest.raises(CaseError, match=match):
-            register(dataclasses.replace(static, name="static2", mutants=(dataclasses.replace(mutant, family="static2"),)))
+            register(
+                dataclasses.replace(static, name="static2", mutants=(dataclasses.replace(mutant, family="static2"),))
+            )
     assert "static2" not in families()
 
 

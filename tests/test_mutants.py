@@ -73,6 +73,7 @@ def test_every_mutant_has_an_exact_counterpart_built_from_its_settings():
 
 
 def test_mutants_are_never_the_default():
+    from rheo_fast import slots, tree, verify
     from rheo_fast.decode import decode
     from rheo_fast.families.rheo.round import run_round
     from rheo_fast.families.static import round as fast_static
@@ -80,8 +81,6 @@ def test_mutants_are_never_the_default():
     from rheo_ref import verifier_laws as verifiers
     from rheo_ref.families.static import exact as static_exact
     from rheo_ref.families.static import replay as static_replay
-
-    from rheo_fast import slots, tree, verify
 
     for fn in (
         decode,

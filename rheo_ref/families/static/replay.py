@@ -20,7 +20,8 @@ N being the shape's draft nodes, indexed by node id (the root is 0, nodes in cre
 Unused coins are skipped, never shifted. `CoinReader` also records how close each decision came
 to flipping (`margin`): a float64 implementation must agree with this one whenever the margin
 exceeds its rounding error (`comparable`). A variant of the static family (`variant=`, the spec
-by default) is read by the verifiers' steps (`rheo_ref.verifier_laws`); a mutant reads the same coins.
+by default) gives the verifiers' steps their settings (`Variant.steps_of`, a
+`rheo_ref.verifier_laws.VerifierSteps`); a mutant reads the same coins.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ from rheo_ref.errors import CaseError
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, Context, Row
 from rheo_ref.variants import SPEC, Variant
-from rheo_ref.verifier_laws import DraftTree, TraversalState, children_lists, topdown_accept, topdown_reject, try_order
+from rheo_ref.verifier_laws import (
+    VERIFIER_SPEC,
+    DraftTree,
+    TraversalState,
+    VerifierSteps,
+    children_lists,
+    topdown_accept,
+    topdown_reject,
+    try_order,
+)
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
@@ -135,18 +145,18 @@ def verify_topdown(
     context: Context,
     reader: CoinReader,
     verify: str,
-    variant: Variant = SPEC,
+    steps: VerifierSteps = VERIFIER_SPEC,
     weight: Fraction = ONE,
 ) -> tuple[int, ...]:
     """`specinfer` / `rrsw` on the drawn tree: from the root, children in draw order (the
-    variant's `sibling_order`), each with its accept coin; the bonus from the final residual.
+    settings' `sibling_order`), each with its accept coin; the bonus from the final residual.
     `weight`: specinfer's ensemble weight (a static scheme's `weight`; 1 for plain specinfer)."""
     tree, p, q = st.tree, case.target, case.q_samp_model
     kids = tree.children()
     v, ctx, out = 0, tuple(context), []
     while True:
         r, s = p.row(ctx), q.row(ctx)  # s: specinfer's fixed q, rrsw's shrinking s
-        for c in try_order(kids[v], tree.token, variant):
+        for c in try_order(kids[v], tree.token, steps):
             x = tree.token(c)
             if verify == "rrsw" and s[x] == 0:
                 continue  # a duplicate of a rejected sibling: skipped, no coin read
@@ -154,18 +164,23 @@ def verify_topdown(
                 out.append(x)
                 v, ctx = c, ctx + (x,)
                 break
-            r, s = topdown_reject(r, s, x, verify, variant)
+            r, s = topdown_reject(r, s, x, verify, steps)
         else:
             out.append(reader.bonus(r))
             return tuple(out)
 
 
 def verify_traversal(
-    st: SampledTree, case: Case, context: Context, reader: CoinReader, sampling: str, variant: Variant = SPEC
+    st: SampledTree,
+    case: Case,
+    context: Context,
+    reader: CoinReader,
+    sampling: str,
+    steps: VerifierSteps = VERIFIER_SPEC,
 ) -> tuple[int, ...]:
     """Traversal Verification on the drawn tree: the first leaf in post-order is accepted iff its
     accept coin is below α; `sampling` chooses the Ms update (the tree's own sampling: lossless)."""
-    state = TraversalState(st.tree, case.target, case.q_samp_model, sampling=sampling, context=context, variant=variant)
+    state = TraversalState(st.tree, case.target, case.q_samp_model, sampling=sampling, context=context, steps=steps)
     while True:
         v = state.first_leaf()
         if v == 0:
@@ -191,13 +206,13 @@ def replay_static_round(
 ) -> StaticReplayRound:
     """One round of a static case from `context`, every random decision read from `coins`."""
     sch = case.scheme_as(StaticScheme)
-    variant.check_family("static")
+    steps: VerifierSteps = variant.steps_of("static")  # the family's settings: a mutant's, or the spec
     reader = CoinReader(coins, sch.nodes)
     drawn = draw_tree(case, context, reader)
     if sch.verify == "traversal":
-        emitted = verify_traversal(drawn, case, context, reader, sch.sampling, variant)
+        emitted = verify_traversal(drawn, case, context, reader, sch.sampling, steps)
     else:
-        emitted = verify_topdown(drawn, case, context, reader, sch.verify, variant, sch.weight)
+        emitted = verify_topdown(drawn, case, context, reader, sch.verify, steps, sch.weight)
     return StaticReplayRound(emitted, drawn, reader.margin)
 
 
