@@ -6,8 +6,9 @@ q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `
 (`verify_level`), `decode` (coins and the one multi-round loop of every family), `lm` (real
 language models). Each family's round and coin layout live in `families/<name>/` and are found
 through `family` (the registry: `layout_for`, `fast_family_of`); docs/FAMILIES.md says where a
-new family goes. The deliberately broken variants that steps can run are declared once, for both
-implementations, in `rheo_ref.variants`.
+new family goes. The steps take their family's settings (`steps=`): the spec's, or a
+deliberately broken variant's, declared once per family for both implementations in `rheo_ref`
+(`rheo_ref.variants`, docs/FAMILIES.md).
 
 The names below are loaded on first use (PEP 562), so importing the package does not import torch.
 """

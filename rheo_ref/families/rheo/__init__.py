@@ -3,7 +3,8 @@
 `scheme` (K, m, W, D, R, proxy, verify), `slots` (§3), `tree` (§4), `verify` (§5), `enumerate`
 (brute and class enumerators, §7), `bestfirst` (the `dp` method, docs/EXACT_AT_SCALE.md), `exact`
 (its round laws and size `estimate`), `replay` (the coupled replay, docs/FAST_PATH.md), `settings`
-(its mutants, as `rheo_ref.slot_steps.SlotSteps`), `mutants` (their exact counterparts). `FAMILY` is its entry in `rheo_ref.family`.
+(its mutants, as `rheo_ref.slot_steps.SlotSteps`), `mutants` (their exact counterparts). `FAMILY`
+is its entry in `rheo_ref.family`.
 """
 
 from __future__ import annotations

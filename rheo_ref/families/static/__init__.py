@@ -1,7 +1,8 @@
 """The static family: a draft tree of fixed shape, verified by SpecInfer, RRSw or Traversal
 Verification (docs/SCHEMES.md). `scheme` (shapes, sibling sampling), `exact` (brute and the
-subtree recursion, its size `estimate`), `settings` (its mutants), `replay` (one round driven by coins, coupled to `rheo_fast.families.static`).
-The verifiers themselves are shared: `rheo_ref.verifier_laws`. `FAMILY` is its registry entry.
+subtree recursion, its size `estimate`), `settings` (its mutants), `replay` (one round driven by
+coins, coupled to `rheo_fast.families.static`). The verifiers themselves and their settings
+(`VerifierSteps`, the family's) are shared: `rheo_ref.verifier_laws`. `FAMILY` is its entry.
 """
 
 from __future__ import annotations

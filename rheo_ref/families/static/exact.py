@@ -19,7 +19,8 @@ averaged over the subtree's draws, computed once per context the models can tell
   parent's (α, Mb, Ms, tokens drawn so far).
 
 Both read the family's settings, a `rheo_ref.verifier_laws.VerifierSteps` (the spec's, or a
-mutant's: `rheo_ref.variants.Variant.steps_of`), so a mutant of the static family gets its exact law from the same code: `brute` every setting; `classes` the ones
+mutant's: `rheo_ref.variants.Variant.steps_of`), so a mutant of the static family gets its exact
+law from the same code: `brute` every setting; `classes` the ones
 that change a step inside a node (`proposal_update`, `traversal_rate`, `ms_update`,
 `traversal_bonus`) and refuses those that make the order of the tries depend on more than one
 subtree (`sibling_order`, `leaf_order`: `ORDER_SETTINGS`).

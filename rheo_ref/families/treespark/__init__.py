@@ -1,7 +1,7 @@
 """The treespark family: best-first trees of N nodes grown by a calibrated survival score and
 stopped at θ (docs/SCHEMES.md §13), verified by RRSw or Traversal Verification. `scheme`,
-`exact` (the builder, the round laws and its size `estimate`), `settings` (`TreeSparkSteps`, its mutant), `replay` (coupled to `rheo_fast.families.treespark`).
-Builds on the static family (its coin reader and top-down verification). `FAMILY` is its entry.
+`exact` (the builder, the round laws and its size `estimate`), `settings` (`TreeSparkSteps` and
+its mutant), `replay` (coupled to `rheo_fast.families.treespark`). Builds on the static family (its coin reader and top-down verification). `FAMILY` is its entry.
 """
 
 from __future__ import annotations

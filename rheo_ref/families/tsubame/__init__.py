@@ -1,7 +1,7 @@
 """The tsubame family: a static round on the shape planned per context by the rheo family's
 Top-K tree (docs/SCHEMES.md, "Family tsubame"). `scheme`, `exact` (the planner, the round
-laws and its size `estimate`), `settings` (`TsubameSteps`, its mutant), `replay` (coupled to `rheo_fast.families.tsubame`), `mutant` (plan-after-sampling).
-Builds on the rheo family (its tree) and the static family (its rounds). `FAMILY` is its entry.
+laws and its size `estimate`), `settings` (`TsubameSteps` and its mutant), `replay` (coupled to
+`rheo_fast.families.tsubame`), `mutant` (the exact law of plan-after-sampling). Builds on the rheo family (its tree) and the static family (its rounds). `FAMILY` is its entry.
 """
 
 from __future__ import annotations
