@@ -22,9 +22,8 @@ def _play(model: Any, state: Any, scheme: TsubameScheme, coins: Any, todo: Any, 
     from rheo_fast.families.tsubame.mutant import sampled_plan_round
     from rheo_fast.families.tsubame.round import tsubame_round
 
-    if (
-        variant.steps_of("tsubame").plan_tokens == "sampled"
-    ):  # the mutant: reference sampler per trial (rheo_fast.families.tsubame.mutant)
+    # the mutant: the reference sampler per trial (rheo_fast.families.tsubame.mutant)
+    if variant.steps_of("tsubame").plan_tokens == "sampled":
         return sampled_plan_round(model, state, scheme, coins, todo)
     return tsubame_round(model, state, scheme, coins, todo, layout=layout, variant=variant).verdict
 
