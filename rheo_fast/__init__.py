@@ -7,8 +7,8 @@ q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `
 language models). Each family's round lives in `families/<name>/` (rheo, static, tsubame,
 treespark) and is found through `family` (the registry: `layout_for`, `fast_family_of`); its coin
 layout is the reference's (`rheo_ref.families.<name>.layout`), the same object on both sides.
-docs/FAMILIES.md says where a new family goes. The deliberately broken variants that steps can run are declared once, for both
-implementations, in `rheo_ref.variants`.
+docs/FAMILIES.md says where a new family goes. The deliberately broken variants that steps can
+run are declared once, for both implementations, in `rheo_ref.variants`.
 
 The names below are loaded on first use (PEP 562), so importing the package does not import torch.
 """

@@ -291,7 +291,7 @@ def test_the_by_leaf_loop_is_the_euler_walk(name, sampling):
     assert not torch.equal(end, end2)
 
 
-# --- refusals: one family's mutant on the other family's case -------------------------------------
+# --- refusals: one family's mutant on another family's case ---------------------------------------
 
 
 def test_a_static_mutant_on_a_rheo_case_is_refused_with_one_line():

@@ -24,6 +24,7 @@ from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
 from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
 from rheo_ref.exact import Exact
+from rheo_ref.families.rheo.layout import RheoLayout
 from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
 from rheo_ref.families.tsubame.exact import Planner
 from rheo_ref.families.tsubame.layout import tsubame_layout
@@ -196,7 +197,7 @@ def test_the_coupled_comparison_catches_a_wrong_plan():
     stream = Stream(case.scheme_as(TsubameScheme), 5, 0.0, trials=200)
     fast = run_fast(case, stream, 1.0)
     smaller = case.with_scheme(R=5)  # its 13-coin block: the R = 6 block mapped as the fast path maps it
-    lay = TsubameLayout(3, 2, 3, 6)
+    lay = TsubameLayout(RheoLayout(3, 2, 3), 6)
     diff = 0
     for b in range(200):
         block = lay.coins_for(stream(0)[b : b + 1], 5)[0].tolist()

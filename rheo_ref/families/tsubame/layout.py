@@ -11,7 +11,6 @@ skips the rest (`shape_positions`), so the block's size is the scheme's whatever
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from rheo_ref.coins import CoinLayout
@@ -21,16 +20,10 @@ from rheo_ref.families.tsubame.scheme import TsubameScheme
 
 @dataclass(frozen=True)
 class TsubameLayout(CoinLayout):
-    """Sizes of one round: the Top-K tree of pass 1, and the coin block (N = R slots per kind)."""
+    """Sizes of one round: `plan`, the Top-K tree of pass 1, and the coin block (N = R slots per kind)."""
 
-    K: int
-    W: int
-    D: int
+    plan: RheoLayout
     R: int
-
-    @cached_property
-    def plan(self) -> RheoLayout:
-        return RheoLayout(self.K, self.W, self.D)
 
     @property
     def N(self) -> int:
@@ -52,4 +45,4 @@ class TsubameLayout(CoinLayout):
 
 
 def tsubame_layout(scheme: TsubameScheme) -> TsubameLayout:
-    return TsubameLayout(scheme.K, scheme.W, scheme.D, scheme.R)
+    return TsubameLayout(RheoLayout(scheme.K, scheme.W, scheme.D), scheme.R)
