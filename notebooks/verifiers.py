@@ -237,11 +237,12 @@ print(
 # the static chain's (checked). The rheo family's Rheo m = 1 (R = 4) is built with q_rank at T = 1.
 
 # %%
+width = max(len(f"{series} {pr}") for fam in FAMILIES for series, prs in SERIES[fam].items() for pr in prs)
 for style in TABLES:
     for fam in FAMILIES:
         for series, prs in SERIES[fam].items():
             for pr in prs:
-                line = f"{style}: {series} {pr:14} " + " ".join(
+                line = f"{style}: {series + ' ' + pr:{width}} " + " ".join(
                     f"{float(other(style, fam, series, pr, T)):.3f}" for T in TEMPS
                 )
                 if pr in PAIRS:
