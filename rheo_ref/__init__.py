@@ -2,9 +2,10 @@
 
 Shared modules, one idea each (the § are sections of docs/ALGORITHM.md): `models` (tables,
 cases, §10), `family` (the registry of scheme families), `exact` (laws, TV, tau, §6-§7, for every
-family), `coins` (the replay's coins), `verifier_laws` (SpecInfer, RRSw and Traversal Verification
-on a given tree, and their step settings `VerifierSteps`), `generate` (seeded tables, temperature), `grid` (sweep grids, the pure part of
-`rheo sweep`), `variants` (the spec and every family's mutants: `Variant`, `MUTANTS`),
+family), `coins` (the replay's coins; `CoinLayout`, the block that each family's `layout` module
+sizes), `verifier_laws` (SpecInfer, RRSw and Traversal Verification on a given tree, and their step
+settings `VerifierSteps`), `generate` (seeded tables, temperature), `grid` (sweep grids, the pure
+part of `rheo sweep`), `variants` (the spec and every family's mutants: `Variant`, `MUTANTS`),
 `slot_steps` (the rheo family's step settings, read by the fast path's shared slot and verify
 steps), `strategies` (hypothesis
 strategies), `validate` (checks of user-given values and JSON fields), `sizes` (size estimates),
