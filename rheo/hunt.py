@@ -34,7 +34,7 @@ from rheo_ref.models import TableModel
 from .bugclasses import bug_row
 
 # Mutants whose effect no case of a verification mode can show (their step is not read there),
-# and the float-level one (TV ≤ ~2^-9 on any case): left out of that mode's floor
+# and the float-level one (TV ≤ `float_level_bound()` ≈ 0.0078 on any hunted case): left out of the floor
 NOT_READ = {"token": {"block-token-residual"}, "block": {"uniform-reused-for-residual", "stream-positions-shared"}}
 FLOAT_LEVEL = {"draft-bfloat16"}
 

@@ -36,7 +36,9 @@ def rebuilt(name: str) -> dict:
     h = BEST_CASES[name]["hunt"]
     case = random_case(h["seed"], h["i"])
     if h["refine_steps"]:
-        case, _ = refine(case, seed=h["refine_seed"], steps=h["refine_steps"], alpha=ALPHA_FOUND, beta=BETA, mutant=name)
+        case, _ = refine(
+            case, seed=h["refine_seed"], steps=h["refine_steps"], alpha=ALPHA_FOUND, beta=BETA, mutant=name
+        )
     return case.to_json()
 
 
