@@ -45,8 +45,8 @@ def register(subparsers) -> None:
         help="also run the baseline decoder on each bug-class case (or the --fa-case ones) under SEEDS seeds (seed i: "
         "check i mod checks, at δ = the floor) and report the rejections at α and at 0.05 with binomial p-values "
         "(default 0: skip; at most 100,000). Cost: each seed draws the case's N (the N column) from a pure-Python "
-        "decoder, ~0.1-0.2 ms a draw on one core: ~0.15 s a seed at N ~ 1,000 (bugclasses-token: 1,000 seeds in a "
-        "few minutes), but hours for 1,000 seeds at N ~ 190,000 (a floor near 0.01, bugclasses-block); a progress "
+        "decoder on one core: ~0.4 s a seed at N ~ 900 (bugclasses-token: 200 seeds in 90 s), ~20 s a seed at "
+        "N ~ 190,000 (bugclasses-block, floor 0.011: 1,000 seeds take ~5 h; pick cases with --fa-case); a progress "
         "bar shows on a terminal",
     )
     sp.add_argument(
