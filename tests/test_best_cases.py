@@ -3,7 +3,8 @@ before/after table (`rheo mutants --fewest`).
 
 - Every best case is the hunt cell it names, refined as recorded: rebuilt from its seed, index and
   refine steps (at the level the search ran at) it is the stored case (the refined ones `slow`);
-  `rheo.hunt.refine` aimed at a mutant never raises its samples_to_convict.
+  `rheo.hunt.refine` aimed at a mutant never raises its samples_to_convict, and `rheo mutants --hunt
+  --refine` refines only the mutants named in --only.
 - `rheo mutants` runs each bug class on its best case: samples_to_convict there is ≤ the one on its
   library case, and ≤ 600 for every detectable class but `block-token-residual`.
 - The float-level class: its exact TV on every hunted case stays below its proved bound
@@ -115,3 +116,15 @@ def test_a_case_past_the_rounding_midpoints_nearly_attains_the_bound():
     assert isinstance(case, BugCase)
     tv, bound = mutant_tvs(case, "draft-bfloat16")["joint2"], case_bounds(case)["joint2"]
     assert 0.99 * bound <= tv <= bound
+
+
+def test_cli_hunt_refines_only_the_named_mutants(capsys, tmp_path):
+    argv = ["mutants", "--hunt", "2", "--hunt-seed", "1", "--hunt-out", str(tmp_path), "--refine", "4", "--json"]
+    assert main([*argv, "--only", "stream-positions-shared"]) == 0
+    per = json.loads(capsys.readouterr().out)["per_mutant"]
+    assert "stream-positions-shared" in per
+    assert all("refine" not in r for n, r in per.items() if n != "stream-positions-shared")
+    r = per["stream-positions-shared"]
+    if "refine" in r:  # kept only where it lowered samples_to_convict
+        assert r["samples_to_convict"] < r["refine"]["from"] and r["refine"]["steps"] == 4
+    assert main([*argv[:7], "--refine=-1"]) == 2
