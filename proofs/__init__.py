@@ -14,6 +14,8 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
 - `tsubame`     claim 8: Tsubame (Top-K plan, sampled tokens) against deterministic Top-K and a chain
 - `treespark`   claim 9: TreeSpark lossless for every θ (slot before token), where own-survival
                 admission breaks it, TreeSpark against a chain
+- `bfloat16`    claim 10: the bfloat16 draft (bug class 9) moves any check's law by at most a proved,
+                nearly attained float-level bound
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MODULES = (
     "delayed",
     "tsubame",
     "treespark",
+    "bfloat16",
 )
 
 
