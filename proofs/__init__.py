@@ -14,6 +14,8 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
 - `tsubame`     claim 8: Tsubame (Top-K plan, sampled tokens) against deterministic Top-K and a chain
 - `treespark`   claim 9: TreeSpark lossless for every θ (slot before token), where own-survival
                 admission breaks it, TreeSpark against a chain
+- `blockres`    claim 10: bug class 12 (block verification with the token-level residual) moves
+                the law by at most (5√5 − 11)/2 with γ <= 2
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MODULES = (
     "delayed",
     "tsubame",
     "treespark",
+    "blockres",
 )
 
 

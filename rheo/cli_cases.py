@@ -236,6 +236,7 @@ def run_hunt(args: argparse.Namespace) -> int:
         workers=args.workers,
         variants=variants,
         shared=[base for base in shared_bases() if set(shared_mutants(base)) & set(variants)],
+        draw=args.hunt_draw,
     )
     b = best(cells)
     summary = {
@@ -244,18 +245,25 @@ def run_hunt(args: argparse.Namespace) -> int:
         "alpha": args.alpha,
         "beta": args.beta,
         "per_mutant": {
-            n: {k: r.get(k) for k in ("samples_to_convict", "convicting_check", "exact_tv_float", "seed", "i", "case")}
+            n: {
+                k: r.get(k)
+                for k in ("samples_to_convict", "convicting_check", "exact_tv_float", "seed", "i", "draw", "case")
+            }
             for n, r in b["per_mutant"].items()
         },
         "shared": {
-            m: {"floor": c["floor"], "seed": c["seed"], "i": c["i"], "case": c["case"]} for m, c in b["shared"].items()
+            m: {"floor": c["floor"], "seed": c["seed"], "i": c["i"], "draw": c.get("draw", "random"), "case": c["case"]}
+            for m, c in b["shared"].items()
         },
     }
     if args.json:
         print(json.dumps(summary))
         return 0
     w = sys.stdout.write
-    w(f"hunt: {args.hunt} cases from seed {args.hunt_seed} (α={args.alpha:g}, power {1 - args.beta:g})\n")
+    w(
+        f"hunt: {args.hunt} cases from seed {args.hunt_seed}, draw {args.hunt_draw} "
+        f"(α={args.alpha:g}, power {1 - args.beta:g})\n"
+    )
     for n, r in summary["per_mutant"].items():
         w(
             f"{n:30} samples_to_convict {r['samples_to_convict']:>10}  ({r['convicting_check']}, case {r['seed']}/{r['i']})\n"

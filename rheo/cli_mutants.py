@@ -83,6 +83,13 @@ def register(subparsers) -> None:
         "family's pairing (docs/GATE.md)",
     )
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
+    sp.add_argument(
+        "--hunt-draw",
+        choices=("random", "block"),
+        default="random",
+        help="how the hunt draws bug-class cases: random (default) or block (block verification with the skeleton "
+        "where block-token-residual is largest planted, rheo.hunt_block)",
+    )
     sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
     sp.add_argument("--workers", type=int, default=1, help="local processes of the hunt (default 1)")
     sp.set_defaults(func=run_mutants)
