@@ -19,7 +19,8 @@ everything else at random:
   y_2 = 4, y_3 = 0; at T = 1 (w, r) = (5, 3) and (a, b) = (c, d) = (5, 8) (w_1 = 5/8,
   a = c = 5/13: D = 75/832 ≈ 0.0901); at T = 1/2, squared by the temperature, (4, 3) and (4, 5)
   (w_1 = 16/25, a = c = 16/41: D = 2304/25625 ≈ 0.0899);
-- the rows of 0, 3 and 4 (the draft's of 0 too) and the context-free rows: integer weights 0–9;
+- both models' rows of 3 and 4, the draft's row of 0 (the target's is the prompt row above) and
+  the context-free rows: integer weights 0–9, one entry raised by 1;
 - the request: T ∈ {1, 1/2} with its skeleton, top-k ∈ {0, 3}, top-p ∈ {1, 9/10}, penalty
   ρ ∈ {1, 1/2}: none of them touches the skeleton's rows (the prefill tokens and x_1 are not in
   their support, so the penalty leaves them alone; their entries stay above top-p's tail).
@@ -73,5 +74,10 @@ def block_case(seed: int, i: int) -> BugCase:
         gamma=2,
         verify="block",
     )
-    models = (TableModel.from_weights(m, context_length=1, name=n) for m, n in ((draft, "draft"), (target, "target")))
-    return BugCase(*models, (0,), 3, req)
+    return BugCase(
+        TableModel.from_weights(draft, context_length=1, name="draft"),
+        TableModel.from_weights(target, context_length=1, name="target"),
+        (0,),
+        3,
+        req,
+    )
