@@ -15,9 +15,10 @@
 # on a chain, root rollouts, a depth-1 fan and delayed trees, and how does the sampling
 # temperature T move the differences? q_samp and p are raised to 1/T and renormalised
 # (`proofs.gen.tempered`: exact for T = 1/k, else rounded to denominators <= 1000; T = 0: the
-# argmax); q_rank stays at T = 1 (it only shapes the rheo family's Rheo m = 1, kept as a
-# reference). Every number is exact: the sweep is `rheo.compare.compare`, the function behind
-# `rheo compare`.
+# argmax); q_rank stays at T = 1 (it only shapes the other families' trees, drawn as references).
+# Every number is exact: the sweep is `rheo.compare.compare`, the function behind `rheo compare`,
+# over the cells of every registered family at this budget (`rheo.family`): the static family's
+# shapes are the subject, every other family's cells are swept, printed and drawn beside them.
 
 # %%
 import json
@@ -34,6 +35,7 @@ import matplotlib.pyplot as plt
 from proofs.gen import random_pair, tempered
 from rheo.compare import compare
 from rheo.families.treespark import THETAS
+from rheo.family import suite_families
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS as PAIRINGS
 from rheo_ref.models import Case, Proxy
@@ -47,6 +49,9 @@ rng = random.Random(3)
 TABLES = {style: random_pair(rng, V, 1, style=style) for style in ("zipf", "close")}
 TEMPS = [Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(1), Fraction(3, 2), Fraction(2)]
 PAIRS = [f"{s}+{v}" for s, v in PAIRINGS]
+SUBJECT = "static"  # the family whose shapes and pairings the question compares
+REFERENCE = {"rheo": "Rheo m=1"}  # a family's one series swept here (default: all; the first is drawn)
+DRAWN_PAIRING = "wor+traversal"  # the pairing drawn for a family that has it (default: its first)
 
 
 def case_at(style, T):
@@ -62,29 +67,44 @@ def case_at(style, T):
 
 
 def wanted(cell):
-    return cell.family in ("static", "tsubame", "treespark") or cell.series == "Rheo m=1"
+    return cell.family not in REFERENCE or cell.series == REFERENCE[cell.family]
 
 
 # %% [markdown]
 # ## The sweep: every static shape x pairing with N = 4 nodes, at every T
 
 # %%
-TAU, TV, SHAPES, TSUBAME, SPARK = {}, {}, [], {}, {}
+# TAU: the subject's (style, shape, pairing, T); OTHER: every other family's (style, family, series,
+# pairing, T), its series and pairings in the order `rheo compare` lists them
+TAU, TV, SHAPES, OTHER, SERIES = {}, {}, [], {}, {}
 for style in TABLES:
     for T in TEMPS:
         for r in compare(case_at(style, T), [N], select=wanted):
-            if r.cell.family == "tsubame":  # the plan K = 3, W = 2, D = 2, R = 4 (Top-K on q_rank), tokens sampled
-                TSUBAME[(style, r.cell.pairing, T)], TV[(style, "tsubame", r.cell.pairing, T)] = r.tau, r.tv
-                continue
-            if r.cell.family == "treespark":  # N = 4, k = 3, D = 4, identity on q_rank (T = 1), θ in THETAS
-                sp = r.cell.scheme
-                SPARK[(style, r.cell.pairing, sp.theta, T)] = r.tau
-                TV[(style, f"treespark theta={sp.theta}", r.cell.pairing, T)] = r.tv
-                continue
-            key = (style, r.cell.label if r.cell.family == "static" else "Rheo m=1", r.cell.pairing, T)
-            TAU[key], TV[key] = r.tau, r.tv
-            if r.cell.family == "static" and r.cell.label not in SHAPES:
-                SHAPES.append(r.cell.label)
+            c = r.cell
+            if c.family == SUBJECT:
+                TAU[(style, c.label, c.pairing, T)] = r.tau
+                if c.label not in SHAPES:
+                    SHAPES.append(c.label)
+            else:
+                OTHER[(style, c.family, c.series, c.pairing, T)] = r.tau
+                pairings = SERIES.setdefault(c.family, {}).setdefault(c.series, [])
+                if c.pairing not in pairings:
+                    pairings.append(c.pairing)
+            TV[(style, c.family, c.label, c.pairing, T)] = r.tv
+FAMILIES = [f for f in suite_families() if f in SERIES]  # registry order
+
+
+def drawn(family):
+    """(series, pairing) of the line drawn for another family."""
+    series = next(iter(SERIES[family]))
+    pairings = SERIES[family][series]
+    return series, DRAWN_PAIRING if DRAWN_PAIRING in pairings else pairings[0]
+
+
+def other(style, family, series, pairing, T):
+    return OTHER[(style, family, series, pairing, T)]
+
+
 for style in TABLES:
     for shape in SHAPES:
         print(
@@ -108,21 +128,10 @@ for i, style in enumerate(TABLES):
         ax = axes[i][j]
         for pr, marker in zip(PAIRS, "os^vD"):
             ax.plot(xs, [float(tau(style, shape, pr, T)) for T in TEMPS], marker=marker, ms=4, label=pr)
-        ax.plot(xs, [float(TAU[(style, "Rheo m=1", "OT", T)]) for T in TEMPS], "k--", lw=1, label="Rheo m=1 (R=4)")
-        ax.plot(
-            xs,
-            [float(TSUBAME[(style, "wor+traversal", T)]) for T in TEMPS],
-            "k:",
-            lw=1.2,
-            label="Tsubame wor+traversal",
-        )
-        ax.plot(
-            xs,
-            [float(SPARK[(style, "wor+traversal", Fraction(0), T)]) for T in TEMPS],
-            "k-.",
-            lw=1,
-            label="TreeSpark θ=0 wor+traversal",
-        )
+        for fam, dash in zip(FAMILIES, ["--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))] * len(FAMILIES)):
+            series, pr = drawn(fam)
+            ys = [float(other(style, fam, series, pr, T)) for T in TEMPS]
+            ax.plot(xs, ys, color="k", ls=dash, lw=1.1, label=f"{series} {pr} (N={N})")
         ax.set(title=f"{style}: {shape}", xlabel="temperature T (q_samp and p)", ylabel="exact τ")
         ax.grid(alpha=0.3)
 axes[0][0].legend(fontsize=7)
@@ -143,13 +152,15 @@ fig.savefig(REPORTS / "verifiers_tau.png", dpi=100)
                 for sh in SHAPES
                 for pr in PAIRS
             },
-            "tv": {f"{k[0]}|{k[1]}|{k[2]}|{k[3]}": str(v) for k, v in TV.items()},
-            "tsubame": {f"{s}|{pr}": [str(TSUBAME[(s, pr, T)]) for T in TEMPS] for s in TABLES for pr in PAIRS},
-            "treespark": {
-                f"{s}|{pr}|{th}": [str(SPARK[(s, pr, th, T)]) for T in TEMPS]
-                for s in TABLES
-                for pr in ("wor+rrsw", "wor+traversal")
-                for th in THETAS
+            "tv": {"|".join(map(str, k)): str(v) for k, v in TV.items()},
+            "others": {
+                fam: {
+                    f"{s}|{series}|{pr}": [str(other(s, fam, series, pr, T)) for T in TEMPS]
+                    for s in TABLES
+                    for series, prs in SERIES[fam].items()
+                    for pr in prs
+                }
+                for fam in FAMILIES
             },
         },
         indent=1,
@@ -184,7 +195,6 @@ gain_wor = {
 }
 for style in TABLES:
     print(f"{style}: best scheme per T:", {str(T): f"{best[(style, T)][0]} {best[(style, T)][1]}" for T in hot})
-    print(f"{style}: Rheo m=1 (R=4) per T:", [f"{float(TAU[(style, 'Rheo m=1', 'OT', T)]):.3f}" for T in TEMPS])
     print(
         f"{style}: largest gain of traversal on the chain {float(gain_trav[style]):.3f}, "
         f"of wor over iid siblings {float(gain_wor[style]):.3f}"
@@ -212,51 +222,45 @@ print(
 )
 
 # %% [markdown]
-# ## Tsubame on the same budget
+# ## The other families on the same budget
+#
+# Every other registered family's cells at N = 4, printed per series and pairing: τ per T, then,
+# where the static family has the same pairing, its τ minus the best static shape's per T > 0.
 #
 # The tsubame family (docs/SCHEMES.md §12) plans the topology with Top-K on q_rank (K = 3, W = 2,
-# D = 2, R = 4, the rheo family's tree at this budget) and samples the tokens into it; the dotted
-# line is its wor+traversal pairing. Printed: its τ per pairing and T against the best static shape.
-
-# %%
-for style in TABLES:
-    for pr in PAIRS:
-        print(f"{style}: Tsubame {pr:14}", " ".join(f"{float(TSUBAME[(style, pr, T)]):.3f}" for T in TEMPS))
-    print(
-        f"{style}: Tsubame wor+traversal - best static shape (same pairing) per T > 0:",
-        [
-            f"{float(TSUBAME[(style, 'wor+traversal', T)] - max(tau(style, sh, 'wor+traversal', T) for sh in SHAPES)):+.3f}"
-            for T in hot
-        ],
-    )
-    for T in TEMPS:  # same plan at every T: sampling the tokens without replacement never hurts here either
-        assert TSUBAME[(style, "wor+rrsw", T)] >= TSUBAME[(style, "iid+specinfer", T)]
-    assert len({TSUBAME[(style, pr, Fraction(0))] for pr in PAIRS}) == 1, "T = 0: every pairing is the greedy one"
-
-# %% [markdown]
-# ## TreeSpark on the same budget
-#
-# The treespark family (docs/SCHEMES.md §13) builds its tree best first: N = 4 nodes, at most
-# k = 3 children per node, depth D = 4, bounds from q_rank (T = 1) with the identity calibration,
+# D = 2, R = 4, the rheo family's tree at this budget) and samples the tokens into it. The
+# treespark family (docs/SCHEMES.md §13) builds its tree best first: N = 4 nodes, at most k = 3
+# children per node, depth D = 4, bounds from q_rank (T = 1) with the identity calibration,
 # stopping when the best bound falls below θ (0 or 1/5), verified by rrsw or traversal (siblings
-# drawn without replacement from q_samp at T). Printed: its τ per verifier, θ and T against the
-# best static shape with the same pairing. At T = 0 every draw is the argmax and nothing is left
-# to draw at a node after it, so TreeSpark with θ = 0 drafts the greedy chain: τ equal to the
-# static chain's (checked).
+# drawn without replacement from q_samp at T). At T = 0 every draw is the argmax and nothing is
+# left to draw at a node after it, so TreeSpark with θ = 0 drafts the greedy chain: τ equal to
+# the static chain's (checked). The rheo family's Rheo m = 1 (R = 4) is built with q_rank at T = 1.
 
 # %%
+width = max(len(f"{series} {pr}") for fam in FAMILIES for series, prs in SERIES[fam].items() for pr in prs)
 for style in TABLES:
+    for fam in FAMILIES:
+        for series, prs in SERIES[fam].items():
+            for pr in prs:
+                line = f"{style}: {series + ' ' + pr:{width}} " + " ".join(
+                    f"{float(other(style, fam, series, pr, T)):.3f}" for T in TEMPS
+                )
+                if pr in PAIRS:
+                    gaps = [other(style, fam, series, pr, T) - max(tau(style, sh, pr, T) for sh in SHAPES) for T in hot]
+                    line += "  - best static shape per T > 0: " + " ".join(f"{float(g):+.3f}" for g in gaps)
+                print(line)
+
+# Facts about the tsubame and treespark families the text above states.
+for style in TABLES:
+    ts = lambda pr, T, style=style: other(style, "tsubame", "Tsubame", pr, T)
+    for T in TEMPS:  # same plan at every T: sampling the tokens without replacement never hurts here either
+        assert ts("wor+rrsw", T) >= ts("iid+specinfer", T)
+    assert len({ts(pr, Fraction(0)) for pr in PAIRS}) == 1, "T = 0: every pairing is the greedy one"
+    spark = lambda th, pr, T, style=style: other(style, "treespark", f"TreeSpark theta={th}", pr, T)
     for pr in ("wor+rrsw", "wor+traversal"):
-        for th in THETAS:
-            print(
-                f"{style}: TreeSpark theta={th!s:4} {pr:14}",
-                " ".join(f"{float(SPARK[(style, pr, th, T)]):.3f}" for T in TEMPS),
-                " best static - TreeSpark per T > 0:",
-                [f"{float(max(tau(style, sh, pr, T) for sh in SHAPES) - SPARK[(style, pr, th, T)]):+.3f}" for T in hot],
-            )
-        assert SPARK[(style, pr, Fraction(0), Fraction(0))] == tau(style, CHAIN, pr, Fraction(0)), "T = 0: greedy chain"
+        assert spark(Fraction(0), pr, Fraction(0)) == tau(style, CHAIN, pr, Fraction(0)), "T = 0: greedy chain"
         for T in TEMPS:  # θ only removes nodes the budget would have spent; it never adds any
-            assert SPARK[(style, pr, THETAS[1], T)] <= SPARK[(style, pr, Fraction(0), T)]
+            assert spark(THETAS[1], pr, T) <= spark(Fraction(0), pr, T)
 
 # %% [markdown]
 # ## Answer
@@ -280,5 +284,6 @@ for style in TABLES:
 # - traversal equals the token-level verifier on the depth-1 fan (claim 6.1) and is never below
 #   it on these shapes, but it can be below on other trees (claim 6.5); the best pairing at every
 #   T > 0 uses traversal.
-# Rheo m = 1 with the same budget (R = 4, built with q_rank at T = 1; the dashed line) is printed
-# for reference; the side-by-side of every family is `rheo compare`.
+# The other families' cells at the same budget are printed, and one line of each is drawn (black,
+# one dash pattern per family, in registry order: Rheo m = 1, Tsubame and TreeSpark θ = 0 with
+# wor+traversal), for reference; the side-by-side of every family is `rheo compare`.

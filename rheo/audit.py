@@ -4,8 +4,9 @@ For each scheme: exact TV of the 3-token law to the target, tau, how many trees 
 the class enumeration visit for the same exact answer (they must agree), seconds, and (when the
 fast path and the statistics module are present) the fast path's statistical verdict. The rows
 are each registered family's (`rheo.family.SuiteFamily.audit_rows`, in `rheo/families/<name>/`),
-in registry order; for the families other than rheo `brute trees` counts joint draws and
-`class trees` what their class method visits (sibling draws of the subtree recursion).
+in registry order (`--family NAME` keeps the named families' rows only); for the families other
+than rheo `brute trees` counts joint draws and `class trees` what their class method visits
+(sibling draws of the subtree recursion).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 
 from tqdm import tqdm
@@ -49,10 +51,12 @@ def audit_models() -> tuple[TableModel, TableModel]:
     )
 
 
-def audit_cases() -> list[tuple[str, Case]]:
-    """Every registered family's rows (`rheo.family.SuiteFamily.audit_rows`), in registry order."""
+def audit_cases(families: Sequence[str] | None = None) -> list[tuple[str, Case]]:
+    """Every registered family's rows (`rheo.family.SuiteFamily.audit_rows`), in registry order;
+    with `families`, only theirs (names already checked: `rheo_ref.family.family_named`)."""
     q, p = audit_models()
-    return [row for fam in suite_families().values() for row in fam.audit_rows(q, p)]
+    fams = [f for name, f in suite_families().items() if families is None or name in families]
+    return [row for fam in fams for row in fam.audit_rows(q, p)]
 
 
 def _statistical(case: Case, seed: int) -> dict:
@@ -61,11 +65,13 @@ def _statistical(case: Case, seed: int) -> dict:
     return fast_verdict(case, alpha=ALPHA, tv=DELTA, seed=seed)
 
 
-def run_audit(*, json_path: str | None = None, statistical: bool = True, seed: int = 0) -> int:
+def run_audit(
+    *, json_path: str | None = None, statistical: bool = True, seed: int = 0, families: Sequence[str] | None = None
+) -> int:
     if json_path is not None:
         check_writable(json_path)  # before the work, not after it
     rows = []
-    cases = audit_cases()
+    cases = audit_cases(families)
     for label, case in tqdm(cases, desc="audit", unit="scheme", file=sys.stderr, disable=None):  # hidden off a terminal
         t0 = time.perf_counter()
         cls = Exact(case, "classes")

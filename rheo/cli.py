@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rheo_ref.errors import CaseError, RheoError
+from rheo_ref.family import DEFAULT_FAMILIES
 from rheo_ref.numbers import flag_float, flag_int
-from rheo_ref.validate import integer
+from rheo_ref.validate import integer, show
 
 DEBUG_ENV = "RHEO_DEBUG"  # set: unexpected errors show their traceback
 MAX_ARGS = 1000  # arguments on one command line (argparse's time grows with their square)
@@ -76,7 +77,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from .audit import run_audit
 
     integer("--seed", args.seed, min=0, max=2**64 - 1)
-    return run_audit(json_path=args.json, statistical=not args.no_stats, seed=args.seed)
+    families = None
+    if args.family is not None:
+        from .family import suite_families
+
+        known = suite_families()
+        for name in args.family:
+            if name not in known:
+                raise CaseError(f"--family {show(name)} is not a registered family; allowed: {', '.join(known)}")
+        families = tuple(args.family)
+    return run_audit(json_path=args.json, statistical=not args.no_stats, seed=args.seed, families=families)
 
 
 class Parser(argparse.ArgumentParser):
@@ -144,6 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
     au.add_argument("--no-stats", action="store_true", help="skip the fast path's statistical verdict column")
     au.add_argument("--seed", type=int, default=0, help="seed of the statistical column (default 0)")
+    au.add_argument(
+        "--family",
+        action="append",
+        metavar="NAME",
+        help="audit only this family's rows (repeat for several; default: every registered family: "
+        f"{', '.join(DEFAULT_FAMILIES)} and any added by rheo_ref.family.register)",
+    )
     au.set_defaults(func=_cmd_audit)
 
     for mod in PLUGINS:

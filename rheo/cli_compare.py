@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 
 from rheo_ref.atomic import check_writable
@@ -21,24 +22,30 @@ from rheo_ref.validate import integer
 
 EPILOG = """\
 cells for a budget of N draft nodes (the case's own scheme only gives the default N: its R, or
-its number of draft nodes for a static scheme):
-  rheo family    R = N, K = min(3, V), W = min(2, K), D = ceil(N / W) (the budget could be spent
-                 on W paths of full depth): Top-K (m = K), Rheo m = 1 with the OT order and with
-                 RRSw; the chain K = 1, m = 0, W = 1, D = R = N
-  static family  the sampled chain branching [1]*N; root rollouts branching [K, 1, ..., 1] for
-                 every divisor K >= 2 of N (K = N: the depth-1 fan); balanced branching [k]*d
-                 (k + ... + k^d = N); delayed [K, L1, L2] for every K >= 2, L1 >= 1, L2 >= 1
-                 with L1 + K*L2 = N; each with iid+specinfer, wor+rrsw, iid+rrsw,
-                 iid+traversal and wor+traversal (docs/SCHEMES.md)
+its number of draft nodes for a static scheme), one rule per registered family (rheo.family;
+docs/SCHEMES.md):
+{rules}
 columns: tau = exact expected tokens of the first round from the case's context (float, then
 exact; '*' marks the best lossless tau of a budget), exact TV = of the law of the case's
 `tokens` tokens to the target (0: lossless), seconds = wall time of that cell.
---json prints one object instead: {"case", "context", "tokens", "nodes", "rules", "rows":
-[{"nodes", "family", "scheme", "series", "verifier", "params", "tau", "tau_float", "tv",
-"seconds", "enumerated"}], "seconds"}; exact values are rational strings.
---plot FILE (.png, .svg or .pdf) draws tau against N, one line per scheme, one panel for the
-rheo family and one per static pairing; give several --nodes values for lines.
+--json prints one object instead: {{"case", "context", "tokens", "nodes", "rules", "rows":
+[{{"nodes", "family", "scheme", "series", "verifier", "params", "tau", "tau_float", "tv",
+"seconds", "enumerated"}}], "seconds"}}; exact values are rational strings.
+--plot FILE (.png, .svg or .pdf) draws tau against N, one line per scheme, one panel per family
+or pairing (each cell's panel); give several --nodes values for lines.
 exit status: 0 ok, 2 bad input or a cell refused as too large (see --force)."""
+
+
+def epilog() -> str:
+    """EPILOG with each registered family's `compare_rule`, wrapped under a bullet."""
+    from .family import suite_families
+
+    rules = [
+        textwrap.fill(fam.compare_rule, 96, initial_indent="  - ", subsequent_indent="    ")
+        for fam in suite_families().values()
+        if fam.compare_rule
+    ]
+    return EPILOG.format(rules="\n".join(rules))
 
 
 def register(subparsers) -> None:
@@ -47,7 +54,7 @@ def register(subparsers) -> None:
         help="every family x compatible verifier at the same node budget, exact",
         description="Exact tau and TV of every scheme family and compatible verifier at the "
         "same number of draft nodes, on one case's tables and context.",
-        epilog=EPILOG,
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.add_argument("case", help="case file in the section-10 JSON format (its tables, context and tokens are used)")

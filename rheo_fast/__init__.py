@@ -4,10 +4,11 @@ coin for coin to the exact reference (`rheo_ref.families.rheo.replay`, docs/FAST
 Shared steps, one module each: `models` (the TreeModel interface, table models, logits -> q_rank,
 q_samp, p), `slots` (`expand`), `tree` (`frontier`, `rerank`, attention mask), `verify`
 (`verify_level`), `decode` (coins and the one multi-round loop of every family), `lm` (real
-language models). Each family's round and coin layout live in `families/<name>/` and are found
-through `family` (the registry: `layout_for`, `fast_family_of`); docs/FAMILIES.md says where a
-new family goes. The deliberately broken variants that steps can run are declared once, for both
-implementations, in `rheo_ref.variants`.
+language models). Each family's round lives in `families/<name>/` (rheo, static, tsubame,
+treespark) and is found through `family` (the registry: `layout_for`, `fast_family_of`); its coin
+layout is the reference's (`rheo_ref.families.<name>.layout`), the same object on both sides.
+docs/FAMILIES.md says where a new family goes. The deliberately broken variants that steps can
+run are declared once, for both implementations, in `rheo_ref.variants`.
 
 The names below are loaded on first use (PEP 562), so importing the package does not import torch.
 """
@@ -27,9 +28,9 @@ _EXPORTS = {
     "TreeModel": "models",
     "draft_probs": "models",
     "target_probs": "models",
-    "Layout": "tree",
     "Tree": "tree",
-    "StaticLayout": "families.static.tree",
+    "RheoLayout": "families.rheo.round",
+    "StaticLayout": "families.static.round",
     "static_round": "families.static.round",
 }
 

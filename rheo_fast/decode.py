@@ -1,7 +1,8 @@
 """Multi-round decoding (docs/ALGORITHM.md §6) of any family, coupled to the reference.
 
 Randomness comes only from the caller's torch.Generator, as one fixed-size block of float64
-uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = non-root nodes):
+uniforms in [0, 1) per round and trial (`layout.n_coins` = 2(N+1)+1 coins, N = non-root nodes;
+`rheo_ref.coins.CoinLayout`, the same for every built-in family):
 
     coins[0 .. N]        sample coin of node i: draws the sampled token when node i is expanded
                          (node 0 = root); unused when i is not expanded or has no sampled slot;
@@ -11,9 +12,10 @@ uniforms in [0, 1) per round and trial (`Layout.n_coins` = 2(N+1)+1 coins, N = n
 
 `rheo_ref.families.rheo.replay` consumes the very same block with exact arithmetic, so both emit the same
 tokens (docs/FAST_PATH.md). Unused coins are still drawn: the stream never depends on outcomes.
-That block is the rheo family's (its round: `rheo_fast.families.rheo.round`); every family has its
-own round and block (`rheo_fast.family`: `layout_for(scheme)` gives it, `play_round` runs it), and
-`decode` here is the one multi-round loop of them all.
+A family says what N is and what its coins decide (the above: the rheo family's,
+`rheo_ref.families.rheo.layout.RheoLayout`); every family has its own round and layout
+(`rheo_fast.family`: `layout_for(scheme)` gives it, `play_round` runs it), and `decode` here is the
+one multi-round loop of them all.
 """
 
 from __future__ import annotations

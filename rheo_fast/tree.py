@@ -6,13 +6,13 @@ slot by slot, so node ids are creation indices and the children of expansion e a
 1 + K*e .. K*e + K. Creation order is depth-major, so taking the best float64 log-scores in
 order with the first index winning ties (`top_k`) implements both tie-breaks: frontier (earlier
 creation) and global rerank (smaller depth, then earlier creation). Only *which* nodes are
-expanded, and the tokens, vary per trial.
+expanded, and the tokens, vary per trial. The sizes of that shape (`layout` below) are a
+`rheo_ref.families.rheo.layout.RheoLayout`, which the reference's replay reads too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import torch
@@ -21,54 +21,6 @@ from torch import Tensor
 from rheo_ref.variants import SPEC, Variant
 
 from .slots import expand, qtilde_of, top_k
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Static sizes of one round: frontier widths, expansion offsets, node count, coin count."""
-
-    K: int
-    W: int
-    D: int
-
-    @cached_property
-    def widths(self) -> list[int]:
-        """Nodes expanded at depth d = 0..D-1 (the root, then min(W, K * previous))."""
-        w = [1]
-        for _ in range(1, self.D):
-            w.append(min(self.W, self.K * w[-1]))
-        return w
-
-    @cached_property
-    def exp_offsets(self) -> list[int]:
-        off = [0]
-        for w in self.widths:
-            off.append(off[-1] + w)
-        return off
-
-    @property
-    def E(self) -> int:
-        return self.exp_offsets[-1]
-
-    @property
-    def N(self) -> int:
-        """Non-root nodes of every round's tree."""
-        return self.K * self.E
-
-    @property
-    def n_coins(self) -> int:
-        """Coins per round: sample[0..N], accept[0..N], bonus (see rheo_fast.decode)."""
-        return 2 * (self.N + 1) + 1
-
-    def depth_nodes(self, d: int) -> slice:
-        """Node ids of depth d >= 1: the children of the depth-(d-1) expansions."""
-        return slice(1 + self.K * self.exp_offsets[d - 1], 1 + self.K * self.exp_offsets[d])
-
-    def depths(self) -> list[int]:
-        out = [0]
-        for d in range(1, self.D + 1):
-            out += [d] * (self.K * self.widths[d - 1])
-        return out
 
 
 @dataclass
@@ -138,7 +90,7 @@ def rows_at(x: Tensor, nodes: Tensor) -> Tensor:
     return x.reshape(B * n, *x.shape[2:]).index_select(0, flat).reshape(B, nodes.shape[1], *x.shape[2:])  # [B, F, ...]
 
 
-def empty_tree(B: int, layout: Layout, V: int, device: torch.device, prefix: Tensor | None = None) -> Tree:
+def empty_tree(B: int, layout: Any, V: int, device: torch.device, prefix: Tensor | None = None) -> Tree:
     """Every child field is written by `add_children`; only the root's entries are set here."""
     n, E = layout.N + 1, layout.E
     P = 0 if prefix is None else prefix.shape[1]
@@ -164,7 +116,7 @@ def empty_tree(B: int, layout: Layout, V: int, device: torch.device, prefix: Ten
     return tree
 
 
-def frontier(tree: Tree, layout: Layout, d: int) -> Tensor:
+def frontier(tree: Tree, layout: Any, d: int) -> Tensor:
     """Node ids [B, W_d] of the W_d best depth-d nodes, best first, ties: earlier creation."""
     if d == 0:
         return torch.zeros((tree.tokens.shape[0], 1), dtype=torch.int64, device=tree.tokens.device)  # [B, 1]
@@ -172,7 +124,7 @@ def frontier(tree: Tree, layout: Layout, d: int) -> Tensor:
     return top_k(tree.log_score[:, sl], layout.widths[d]) + sl.start  # [B, W_d]
 
 
-def add_children(tree: Tree, layout: Layout, d: int, nodes: Tensor, ex) -> None:
+def add_children(tree: Tree, layout: Any, d: int, nodes: Tensor, ex) -> None:
     """Write the K children of each frontier node (slot order) as the next node ids."""
     B, F = nodes.shape
     K = layout.K
@@ -203,7 +155,7 @@ def rerank(tree: Tree, R: int) -> Tensor:
     return kept
 
 
-def build_tree(model, state, scheme: Any, layout: Layout, sample_coins: Tensor, variant: Variant = SPEC) -> Tree:
+def build_tree(model, state, scheme: Any, layout: Any, sample_coins: Tensor, variant: Variant = SPEC) -> Tree:
     """Expand depth by depth, then rerank. sample_coins [B, 1+N]: coin of the node being expanded."""
     B = sample_coins.shape[0]
     prefix = model.prefix(state) if model.prefix_len else None  # [B, P]

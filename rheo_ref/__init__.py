@@ -2,8 +2,8 @@
 
 Shared modules, one idea each (the § are sections of docs/ALGORITHM.md): `models` (tables,
 cases, §10), `family` (the registry of scheme families), `exact` (laws, TV, tau, §6-§7, for every
-family), `coins` (the replay's coins), `verifier_laws` (SpecInfer, RRSw and Traversal Verification
-on a given tree), `generate` (seeded tables, temperature), `grid` (sweep grids, the pure part of
+family), `coins` (the replay's coins; `CoinLayout`, the block that each family's `layout` module
+sizes), `verifier_laws` (SpecInfer, RRSw and Traversal Verification on a given tree), `generate` (seeded tables, temperature), `grid` (sweep grids, the pure part of
 `rheo sweep`), `variants` (the spec and the mutants, as settings), `strategies` (hypothesis
 strategies), `validate` (checks of user-given values and JSON fields), `sizes` (size estimates),
 `atomic` (files written whole or not at all). Each family is a folder, `families/<name>/` (rheo,

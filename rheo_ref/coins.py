@@ -2,19 +2,50 @@
 
 A round of any family reads one fixed-size block of uniforms in [0, 1) (floats, read exactly as
 Fractions); `coin` reads one, `inverse_cdf` turns one into a token, `replay_rounds` is the
-multi-round loop (each round continues from what the previous ones emitted).
+multi-round loop (each round continues from what the previous ones emitted). `CoinLayout` is
+where each coin of the block sits, the same in every family: each family's layout (a frozen
+dataclass in `rheo_ref/families/<name>/layout.py`, which `rheo_fast` uses too) says what N is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, Context
 
 ZERO = Fraction(0)
+
+
+class CoinLayout:
+    """The coin block of one round, 2(N+1)+1 coins for N node slots (the root is node 0): node i's
+    draw (sample) coin at i, its accept coin at N+1+i, the bonus coin at 2N+2. The root's draw and
+    accept coins are never read. A family's layout subclasses this and defines `N` (a field or a
+    property)."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def N(self) -> int: ...
+
+    @property
+    def n_coins(self) -> int:
+        return 2 * (self.N + 1) + 1
+
+    def accept(self, i: int) -> int:
+        """The position of node i's accept coin (its draw coin is at i)."""
+        return self.N + 1 + i
+
+    @property
+    def bonus(self) -> int:
+        return 2 * self.N + 2
+
+    def split(self, coins: Any) -> tuple[Any, Any, Any]:
+        """A batch of blocks [B, n_coins] as (draw [B, 1+N], accept [B, 1+N], bonus [B])."""
+        n = self.N + 1
+        return coins[:, :n], coins[:, n : 2 * n], coins[:, 2 * n]
 
 
 def coin(x: float) -> Fraction:

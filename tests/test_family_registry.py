@@ -4,9 +4,10 @@ and one registry entry per layer, nothing else.
 The test defines a toy family here, in the test, and adds it through the three registries
 alone: `toy`, plain autoregressive decoding as a tree scheme with no draft node (a round draws
 its one token from p with its one coin, so it is lossless and τ = 1). It must then work end to
-end, with no edit anywhere else: `rheo exact`, `rheo sample`, `rheo compare`, `rheo audit`, the
-gate matrix (its row joins the matrix and the per-test α shrinks to keep the family-wise total)
-and the fuzz harness's case strategies. A family that needs an edit outside its folders shows
+end, with no edit anywhere else: `rheo exact`, `rheo sample`, `rheo compare`, `rheo audit` (the
+whole command, kept to the toy's rows by `--family toy`: exact TV, τ, brute = classes and the
+fast path's verdict), the gate matrix (its row joins the matrix and the per-test α shrinks to
+keep the family-wise total) and the fuzz harness's case strategies. A family that needs an edit outside its folders shows
 up here as a failure.
 
 The gate check of the toy row is a χ² test at the gate's derived α with power 0.99 at the gate's
@@ -226,11 +227,17 @@ def test_toy_family_compare_and_audit(toy, tmp_path, capsys):
     rows = [r for r in json.loads(out)["rows"] if r["family"] == "toy"]
     assert len(rows) == 1 and rows[0]["tau"] == "1" and rows[0]["tv"] == "0", rows
     assert "toy: no draft node." in json.loads(out)["rules"]
-    from rheo.audit import audit_cases
-
-    (label, case), *_ = [(lab, c) for lab, c in audit_cases() if c.scheme.family == "toy"]
-    ex = Exact(case, "classes")
-    assert tv(ex.token_law(), target_law(case)) == 0 and ex.tau() == 1
+    with pytest.raises(SystemExit) as done:
+        main(["compare", "--help"])
+    assert done.value.code == 0 and "toy: no draft node." in capsys.readouterr().out  # the help's rules too
+    report = tmp_path / "audit.json"
+    rc, out, err = run(capsys, "audit", "--family", "toy", "--json", str(report))  # the whole audit, toy rows only
+    assert rc == 0, err
+    (row,) = json.loads(report.read_text())
+    assert row["scheme"] == "toy AR" and row["params"] == {"family": "toy"}, row
+    assert row["tv"] == "0" and row["tau"] == "1" and row["brute"] == row["classes"] > 0, row
+    assert row["fast"]["verdict"] == "pass" and row["fast"]["N"] > 0, row["fast"]
+    assert "toy AR" in out
 
 
 def test_toy_family_joins_the_gate_matrix_and_alpha_follows(toy):

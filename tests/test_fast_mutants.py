@@ -14,10 +14,9 @@ from rheo_fast.decode import decode
 from rheo_fast.families.rheo.round import run_round
 from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
-from rheo_fast.tree import Layout
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.layout import RheoLayout
 from rheo_ref.families.rheo.scheme import Scheme
-from rheo_ref.families.static.replay import static_layout as static_coins
 from rheo_ref.families.static.scheme import VERIFIERS, StaticScheme
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, TableModel
@@ -86,7 +85,7 @@ def case_for(variant: Variant) -> Case:
 
 def coupled_outputs(case: Case, variant: Variant, B: int, seed: int, zeros: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    n_coins = static_coins(case.scheme)[1] if isinstance(case.scheme, StaticScheme) else layout_for(case.scheme).n_coins
+    n_coins = layout_for(case.scheme).n_coins
     blocks: list[torch.Tensor] = []
 
     def coins(i: int) -> torch.Tensor:
@@ -190,7 +189,7 @@ def test_leq_coin_accepts_a_zero_probability_token_with_a_zero_coin():
     draft = TableModel.from_rows({(): ["1/2", "1/2", "0"]}, context_length=0, name="draft")
     target = TableModel.from_rows({(): ["0", "0", "1"]}, context_length=0, name="target")
     case = Case(draft, target, Scheme(2, 2, 1, 1, 2), (), 1)
-    layout = Layout(2, 1, 1)
+    layout = RheoLayout(2, 1, 1)
     zeros = torch.zeros((1, layout.n_coins), dtype=torch.float64)
     model = TableTreeModel(case)
     spec = run_round(model, model.start([()]), case.scheme, zeros).verdict
@@ -214,7 +213,7 @@ def test_a_massless_bonus_ends_the_trial_with_minus_one():
         3,
     )
     coins = torch.tensor([[0.5, 0.0, 0.0, 0.0, 0.9, 0.9, 0.5]], dtype=torch.float64)  # sample 0..2, accept 3..5, bonus
-    assert coins.shape[1] == Layout(2, 1, 1).n_coins
+    assert coins.shape[1] == RheoLayout(2, 1, 1).n_coins
     spec = decode(TableTreeModel(case), [case.context], case.scheme, 3, coins=lambda i: coins)
     assert spec.tokens.tolist() == [[1, 1, 1]]  # sampled 1 accepted, bonus 1 from p(.|1), twice
     bad = decode(

@@ -17,10 +17,11 @@ from rheo_fast.decode import decode, round_coins
 from rheo_fast.families.rheo.round import run_round
 from rheo_fast.models import DraftRows, ModelDefaults, TableTreeModel, draft_probs, greedy, target_probs, trunc_s
 from rheo_fast.slots import DET, FILL, SAMPLED, expand, inverse_cdf, ranked
-from rheo_fast.tree import Layout, check_closed
+from rheo_fast.tree import check_closed
 from rheo_fast.verify import residual_point, residual_sampled, try_points, try_sampled
 from rheo_ref.errors import CaseError
-from rheo_ref.families.rheo.replay import round_layout
+from rheo_ref.families.rheo.enumerate import expansions_per_round
+from rheo_ref.families.rheo.layout import RheoLayout, rheo_layout
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case, Proxy, TableModel
 from rheo_ref.strategies import distinct_weights, prob_vectors
@@ -170,8 +171,9 @@ def _case(V=4, K=3, m=1, W=2, D=3, R=7, proxy="rheo", verify="rheo", L=1):
 @pytest.mark.parametrize("K,W,D", [(1, 1, 1), (3, 2, 3), (2, 5, 4), (4, 1, 2)])
 def test_layout_agrees_with_the_reference(K, W, D):
     s = Scheme(K, min(1, K), W, D, 1)
-    lay = Layout(K, W, D)
-    assert (lay.N, lay.n_coins) == round_layout(s)
+    lay = rheo_layout(s)
+    N = s.K * expansions_per_round(s)  # the enumerator's count: K children per expansion
+    assert (lay.N, lay.n_coins, lay.bonus, lay.accept(0)) == (N, 2 * (N + 1) + 1, 2 * N + 2, N + 1)
     assert len(lay.depths()) == lay.N + 1
 
 
@@ -180,7 +182,7 @@ def test_tree_is_closed_and_mask_is_the_ancestor_relation():
     model = TableTreeModel(case)
     B = 64
     state = model.start([case.context] * B)
-    lay = Layout(3, 2, 3)
+    lay = RheoLayout(3, 2, 3)
     res = run_round(model, state, case.scheme, round_coins(torch.Generator().manual_seed(0), B, lay))
     tree = res.tree
     assert check_closed(tree)
@@ -291,7 +293,7 @@ def test_a_logit_model_fits_the_interface_and_stays_in_the_top_s_support():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_emits_what_cpu_emits_for_the_same_coins():
     case = _case()
-    lay = Layout(3, 2, 3)
+    lay = RheoLayout(3, 2, 3)
     coins = round_coins(torch.Generator().manual_seed(0), 512, lay)
     cpu = decode(TableTreeModel(case), [case.context] * 512, case.scheme, 3, coins=lambda i: coins)
     gpu = decode(
@@ -320,7 +322,7 @@ class DenseNaNTarget:
 
 def test_rows_of_pruned_nodes_are_never_read():
     case = _case()
-    lay = Layout(3, 2, 3)
+    lay = RheoLayout(3, 2, 3)
     coins = round_coins(torch.Generator().manual_seed(4), 300, lay)
     table = decode(TableTreeModel(case), [case.context] * 300, case.scheme, 6, coins=lambda i: coins)
     dense = decode(DenseNaNTarget(TableTreeModel(case)), [case.context] * 300, case.scheme, 6, coins=lambda i: coins)

@@ -761,14 +761,23 @@ def stub_audit():
     from rheo_ref.models import Case
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(audit, "audit_cases", lambda: [("tiny", Case.from_json({**SMALL, "tokens": 1}))])
+    mp.setattr(audit, "audit_cases", lambda families=None: [("tiny", Case.from_json({**SMALL, "tokens": 1}))])
     mp.setattr(audit, "_statistical", lambda case, seed: {"verdict": "stub"})
     yield
     mp.undo()
 
 
 @fuzz(40)
-@given(argv=flags({"--json": OUT_PATHS, "--no-stats": None, "--seed": INT_TEXT}))
+@given(
+    argv=flags(
+        {
+            "--json": OUT_PATHS,
+            "--no-stats": None,
+            "--seed": INT_TEXT,
+            "--family": st.sampled_from(["rheo", "treespark", "nope", "", "RHEO", "rheo "]),
+        }
+    )
+)
 @example(argv=["--json", "folder"])  # IsADirectoryError after the whole audit had run
 @example(argv=["--json", "readonly"])
 @example(argv=["--json", "nul"])  # (a NUL in the path: once broke this test itself, found by the nightly profile)

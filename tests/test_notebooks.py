@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from rheo.family import suite_families
+
 pytestmark = pytest.mark.proof
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -92,15 +94,19 @@ def test_verifiers(tmp_path):
             by_t = [{taus[f"{table}|{shape}|{pr}"][i] for pr in s["pairings"]} for i in range(len(temps))]
             assert len(by_t[0]) == 1 and any(len(v) > 1 for v in by_t[1:])  # T = 0: every pairing is the greedy one
     assert "best scheme per T" in out and "iid+rrsw - iid+specinfer" in out
-    ts = {k: [Fraction(t) for t in v] for k, v in s["tsubame"].items()}  # the tsubame row: plan D = 2
+    others = {f: {k: [Fraction(t) for t in v] for k, v in rows.items()} for f, rows in s["others"].items()}
+    assert list(others) == [f for f in suite_families() if f != "static"]  # every other family, registry order
+    assert all(1 <= t <= s["nodes"] + 1 for rows in others.values() for v in rows.values() for t in v)
+    assert {k.split("|")[1] for k in others["rheo"]} == {"Rheo m=1"}
+    ts = others["tsubame"]  # the tsubame row: plan D = 2
     assert len(ts) == 2 * len(s["pairings"]) and all(1 <= t <= 3 for v in ts.values() for t in v)
     assert "Tsubame wor+traversal" in out
-    sp = {k: [Fraction(t) for t in v] for k, v in s["treespark"].items()}  # N = 4, k = 3, D = 4, θ 0 and 1/5
-    assert len(sp) == 2 * 2 * 2 and all(1 <= t <= 5 for v in sp.values() for t in v)
+    sp = others["treespark"]  # N = 4, k = 3, D = 4, θ 0 and 1/5
+    assert len(sp) == 2 * 2 * 2
     for key, v in sp.items():
-        table, pr, th = key.split("|")
-        if th == "0":
+        table, series, pr = key.split("|")
+        if series.endswith("=0"):
             assert v[0] == taus[f"{table}|branching [1, 1, 1, 1]|{pr}"][0]  # T = 0: the greedy chain
         else:
-            assert all(a <= b for a, b in zip(v, sp[f"{table}|{pr}|0"]))  # θ only stops rounds earlier
+            assert all(a <= b for a, b in zip(v, sp[f"{table}|TreeSpark theta=0|{pr}"]))  # θ stops rounds earlier
     assert "TreeSpark theta=0" in out

@@ -22,7 +22,8 @@ from rheo_fast.decode import decode
 from rheo_fast.models import TableTreeModel
 from rheo_ref.coins import inverse_cdf
 from rheo_ref.errors import CaseError
-from rheo_ref.families.rheo.replay import comparable, replay_decode, replay_round, round_layout
+from rheo_ref.families.rheo.layout import rheo_layout
+from rheo_ref.families.rheo.replay import comparable, replay_decode, replay_round
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.strategies import schemes
 from rheo_ref.generate import greedy_case
@@ -57,7 +58,7 @@ class Stream:
     """Per trial and round, one block of 2(N+1)+1 float64 coins; a share `zeros` of them is 0."""
 
     def __init__(self, scheme: Scheme, seed: int, zeros: float, trials: int = 1) -> None:
-        self.n = round_layout(scheme)[1]
+        self.n = rheo_layout(scheme).n_coins
         self.gen = torch.Generator().manual_seed(seed)
         self.zeros, self.trials, self.blocks = zeros, trials, []
 
@@ -210,7 +211,7 @@ def test_zero_coins_take_the_first_positive_token():
         (),
         1,
     )
-    N, C = round_layout(case.scheme)
+    C = rheo_layout(case.scheme).n_coins
     zeros = lambda i: [0.0] * C
     rd = replay_round(case, (), zeros(0))
     assert [n.token for n in rd.nodes[1:]] == [1, 2]  # x_1 = 1 (det), y = 2: first tail id with q̃ > 0

@@ -119,7 +119,7 @@ import rheo.audit as audit
 from rheo.cli import main
 from rheo_ref.models import Case
 case = Case.from_json(json.loads(sys.argv[2]))
-audit.audit_cases = lambda: [("tiny %d" % i, case) for i in range(150)]  # 150 rows: a JSON file of ~50 kB
+audit.audit_cases = lambda families=None: [("tiny %d" % i, case) for i in range(150)]  # 150 rows: a JSON file of ~50 kB
 def slow_dump(obj, fh, **kw):  # json.dump, chunk by chunk, slowly, saying when it starts
     for i, chunk in enumerate(json.JSONEncoder(**kw).iterencode(obj)):
         fh.write(chunk)
@@ -215,7 +215,9 @@ def test_a_read_only_output_folder_is_refused_before_the_work(tmp_path, monkeypa
 
     (tmp_path / "ro").mkdir()
     ro = readonly_folder(tmp_path / "ro")
-    monkeypatch.setattr(audit, "audit_cases", lambda: pytest.fail("the audit ran before its output was checked"))
+    monkeypatch.setattr(
+        audit, "audit_cases", lambda families=None: pytest.fail("the audit ran before its output was checked")
+    )
     rc, out, err = run_main(["audit", "--json", str(ro / "audit.json")])
     assert rc == 2 and "cannot write" in one_line(err) and "audit.json" in err and out == ""
 
@@ -226,9 +228,9 @@ def test_a_read_only_output_folder_is_refused_before_the_work(tmp_path, monkeypa
 @settings(max_examples=60)
 @given(K=st.integers(1, 6), W=st.integers(1, 8), D=st.integers(1, 9))
 def test_closed_form_expansions_match_the_enumerator_and_the_fast_layout(K, W, D):
-    from rheo_fast.tree import Layout
+    from rheo_ref.families.rheo.layout import RheoLayout
 
-    assert expansions(K, W, D) == expansions_per_round(Scheme(K, 0, W, D, 1)) == Layout(K, W, D).E
+    assert expansions(K, W, D) == expansions_per_round(Scheme(K, 0, W, D, 1)) == RheoLayout(K, W, D).E
 
 
 @settings(max_examples=60)

@@ -32,7 +32,6 @@ from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.static.exact import draws_of_tree
 from rheo_ref.families.static.replay import CoinReader, replay_static_decode, replay_static_round
 from rheo_ref.families.static.replay import draw_tree as ref_draw_tree
-from rheo_ref.families.static.replay import static_layout as ref_layout
 from rheo_ref.families.static.replay import verify_traversal as ref_traversal
 from rheo_ref.families.static.scheme import SAMPLINGS, SHAPE_KINDS, VERIFIERS, StaticScheme
 from rheo_ref.families.static.strategies import static_cases
@@ -53,7 +52,7 @@ class Stream:
     """Per round, one block [trials, 2(N+1)+1] of float64 coins; a share `zeros` of them is 0."""
 
     def __init__(self, scheme: StaticScheme, seed: int, zeros: float, trials: int) -> None:
-        self.n = ref_layout(scheme)[1]
+        self.n = static_layout(scheme).n_coins
         self.gen = torch.Generator().manual_seed(seed)
         self.zeros, self.trials, self.blocks = zeros, trials, []
 
@@ -229,7 +228,7 @@ STATIC = load_case(str(CASES / "static.json"))
 
 def replay_law_samples(case: Case, seed: int, verify_round=None, n: int = REPLAY_N) -> list[tuple[int, ...]]:
     rng = random.Random(seed)
-    coins = ref_layout(case.scheme_as(StaticScheme))[1]
+    coins = static_layout(case.scheme_as(StaticScheme)).n_coins
     play = verify_round or (lambda c, u: replay_static_round(c, c.context, u).emitted)
     return [play(case, [rng.random() for _ in range(coins)]) for _ in range(n)]
 
@@ -269,7 +268,7 @@ def test_the_replay_law_test_rejects_a_wrong_ms_update():
     assert tv(law, wrong) == Fraction(1, 8)
 
     def wrong_round(c: Case, coins: list[float]) -> tuple[int, ...]:
-        reader = CoinReader(coins, c.scheme_as(StaticScheme).nodes)
+        reader = CoinReader(coins, static_layout(c.scheme_as(StaticScheme)))
         return ref_traversal(ref_draw_tree(c, c.context, reader), c, c.context, reader, "iid")
 
     res = check_law(

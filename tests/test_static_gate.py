@@ -1,6 +1,6 @@
 """The static family under the lossless gate (docs/GATE.md, docs/SCHEMES.md §8).
 
-- The matrix's static rows (rheo.gate.STATIC_SCHEMES): every lossless pairing on a branching and a
+- The matrix's static rows (rheo.families.static.SCHEMES): every lossless pairing on a branching and a
   delayed shape at T = 1, 0.5 (a separate q_samp table, with zeros) and 0 (greedy), two at the fast
   path's own T = 0.5, and a parents shape. They run in tests/test_gate.py's parametrised gate test
   (α = ALPHA, power 0.99 at TV = DELTA); here: their coverage, and that the laws they test against
@@ -291,7 +291,7 @@ def test_the_by_leaf_loop_is_the_euler_walk(name, sampling):
     assert not torch.equal(end, end2)
 
 
-# --- refusals: one family's mutant on the other family's case -------------------------------------
+# --- refusals: one family's mutant on another family's case ---------------------------------------
 
 
 def test_a_static_mutant_on_a_rheo_case_is_refused_with_one_line():

@@ -24,14 +24,15 @@ from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
 from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
 from rheo_ref.exact import Exact
+from rheo_ref.families.rheo.layout import RheoLayout
 from rheo_ref.families.static.scheme import SAMPLINGS, VERIFIERS
 from rheo_ref.families.tsubame.exact import Planner
+from rheo_ref.families.tsubame.layout import tsubame_layout
 from rheo_ref.families.tsubame.mutant import replay_sampled_plan_round
 from rheo_ref.families.tsubame.replay import (
     plan_margin,
     replay_tsubame_decode,
     replay_tsubame_round,
-    tsubame_layout,
 )
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.families.tsubame.strategies import tsubame_cases
@@ -48,7 +49,7 @@ class Stream:
     """Per round, one block [trials, 2(R+1)+1] of float64 coins; a share `zeros` of them is 0."""
 
     def __init__(self, scheme: TsubameScheme, seed: int, zeros: float, trials: int) -> None:
-        self.n = tsubame_layout(scheme)[1]
+        self.n = tsubame_layout(scheme).n_coins
         self.gen = torch.Generator().manual_seed(seed)
         self.zeros, self.trials, self.blocks = zeros, trials, []
 
@@ -196,7 +197,7 @@ def test_the_coupled_comparison_catches_a_wrong_plan():
     stream = Stream(case.scheme_as(TsubameScheme), 5, 0.0, trials=200)
     fast = run_fast(case, stream, 1.0)
     smaller = case.with_scheme(R=5)  # its 13-coin block: the R = 6 block mapped as the fast path maps it
-    lay = TsubameLayout(3, 2, 3, 6)
+    lay = TsubameLayout(RheoLayout(3, 2, 3), 6)
     diff = 0
     for b in range(200):
         block = lay.coins_for(stream(0)[b : b + 1], 5)[0].tolist()
@@ -228,7 +229,7 @@ def test_draft_calls_of_both_passes():
 
 def test_layout_for_sizes_the_coin_block():
     sch = TsubameScheme(3, 2, 3, 6, "iid", "rrsw")
-    assert layout_for(sch).n_coins == 2 * 7 + 1 == tsubame_layout(sch)[1]
+    assert layout_for(sch) == tsubame_layout(sch) and layout_for(sch).n_coins == 2 * 7 + 1
 
 
 # --- the fast decode's law against the exact law (χ²) ------------------------------------------

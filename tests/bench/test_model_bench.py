@@ -11,54 +11,41 @@ the schemes choose (a build includes feeding the last round's accepted tokens to
 and τ differ. The table-model ratio (pure bookkeeping, no draft
 forward) is `test_fast_bench.py::test_tree_building_rheo_over_topk`.
 
-Skipped without the model package or a trained head (`rheo train-draft`). The goal is asserted
-only with RHEO_BENCH_ASSERT=1 (shared cores make timings noisy); always printed and recorded.
+Skipped without the model package or a trained head (`rheo train-draft`; the `real_model`
+fixture of tests/bench/conftest.py). The goal is asserted only with RHEO_BENCH_ASSERT=1 (`strict`).
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
 import pytest
 import torch
 
-from rheo_fast.lm.target import model_available
-from rheo_ref.errors import RheoError
-
-REASON = model_available()
-pytestmark = [pytest.mark.bench, pytest.mark.model, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
-STRICT = os.environ.get("RHEO_BENCH_ASSERT") == "1"
+pytestmark = [pytest.mark.bench, pytest.mark.model]
 
 
-def test_real_draft_tree_building_rheo_over_topk(benchmark):
+def test_real_draft_tree_building_rheo_over_topk(benchmark, real_model, strict):
     import copy
 
     from rheo_fast.decode import round_coins
-    from rheo_fast.families.rheo.round import split_coins
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, scheme_for, tree_round
-    from rheo_fast.lm.draft_head import load_head
     from rheo_fast.lm.prompts import render, sample_prompts
-    from rheo_fast.lm.target import load_target
-    from rheo_fast.tree import Layout, build_tree
+    from rheo_fast.tree import build_tree
+    from rheo_ref.families.rheo.layout import RheoLayout
 
-    try:
-        head, _ = load_head()
-    except RheoError as e:
-        pytest.skip(str(e))
-    torch.set_num_threads(2)
-    tgt = load_target()
+    tgt, head = real_model
     lm = LMTreeModel(tgt.model, head, T=1.0)
     size = TreeSize()
     schemes = {m: scheme_for(m, size) for m in ("topk", "rheo")}
-    layout = Layout(size.K, size.W, size.D)
+    layout = RheoLayout(size.K, size.W, size.D)
     times: dict[str, list[float]] = {m: [] for m in schemes}
     g = torch.Generator().manual_seed(0)
     for pr in sample_prompts(2):
         st = lm.start([render(pr, tgt.tokenizer)])
         for _ in range(6):  # six decoding states per prompt, reached by real Rheo rounds
-            sample_c = split_coins(round_coins(g, 1, layout), layout)[0]
+            sample_c = layout.split(round_coins(g, 1, layout))[0]
             for _ in range(5):
                 for m, scheme in schemes.items():  # the same state (a shallow copy: building only rebinds
                     t0 = time.perf_counter()  # its fields) and the same coins for both
@@ -79,5 +66,5 @@ def test_real_draft_tree_building_rheo_over_topk(benchmark):
         f"\nreal draft, tree building from the same states and coins: rheo {rheo * 1e3:.2f} ms, top-k {topk * 1e3:.2f} ms, "
         f"ratio {ratio:.3f} (medians of {len(times['rheo'])} builds each; {size}, T = 1)"
     )
-    if STRICT:
+    if strict:
         assert ratio <= 1.05

@@ -6,38 +6,24 @@
 - The Rao–Blackwellised round length: the time of `expected_emitted` over the round's time
   (goal ≤ 10%), over every round of two Rheo decodes (T = 1, the documented tree).
 
-Skipped without the model package or a trained head (`rheo train-draft`). Goals are asserted
-only with RHEO_BENCH_ASSERT=1 (shared cores make timings noisy); always printed and recorded.
+Skipped without the model package or a trained head (`rheo train-draft`; the `real_model`
+fixture of tests/bench/conftest.py). Goals are asserted only with RHEO_BENCH_ASSERT=1 (`strict`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
-import torch
 
-from rheo_fast.lm.target import model_available
-from rheo_ref.errors import RheoError
-
-REASON = model_available()
-pytestmark = [pytest.mark.bench, pytest.mark.model, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
-STRICT = os.environ.get("RHEO_BENCH_ASSERT") == "1"
+pytestmark = [pytest.mark.bench, pytest.mark.model]
 
 
-def test_paper_tables_cost_ratios(benchmark):
-    from rheo_fast.lm.draft_head import load_head
+def test_paper_tables_cost_ratios(benchmark, real_model, strict):
     from rheo_fast.lm.paper_tables import PaperConfig, ablation_unit, table_unit
     from rheo_fast.lm.prompts import sample_prompts
-    from rheo_fast.lm.target import load_target
 
-    try:
-        head, _ = load_head()
-    except RheoError as e:
-        pytest.skip(str(e))
-    torch.set_num_threads(2)
-    tgt = load_target()
+    tgt, head = real_model
     cfg = replace(PaperConfig(), table_tokens=128, abl_tokens=32, exact_check=0)
     prompts = sample_prompts(1)
     tab = table_unit(tgt, head, prompts[0], cfg)
@@ -55,5 +41,5 @@ def test_paper_tables_cost_ratios(benchmark):
         f"({sum(r['rounds'] for r in runs)} rounds)"
     )
     assert per_256 <= 1  # a count, not a timing
-    if STRICT:
+    if strict:
         assert rb <= 0.10

@@ -23,7 +23,7 @@ from rheo_fast.decode import round_coins
 from rheo_fast.families.rheo.round import run_round
 from rheo_fast.families.static.round import static_layout, static_round
 from rheo_fast.models import TableTreeModel
-from rheo_fast.tree import Layout
+from rheo_ref.families.rheo.layout import RheoLayout
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case
@@ -52,7 +52,7 @@ def runner(case: Case):
         layout = static_layout(case.scheme)
         coins = round_coins(gen, B, layout)  # [B, n_coins]
         return lambda: static_round(model, state, case.scheme, coins, layout=layout)
-    layout = Layout(case.scheme.K, case.scheme.W, case.scheme.D)
+    layout = RheoLayout(case.scheme.K, case.scheme.W, case.scheme.D)
     coins = round_coins(gen, B, layout)  # [B, n_coins]
     return lambda: run_round(model, state, case.scheme, coins, layout=layout)
 
@@ -63,7 +63,7 @@ def test_static_vs_rheo_rounds_per_second(benchmark):
     configs = {"rheo K=3 m=1 W=2 D=3 R=8": Case(draft, target, rheo, (0,), 3)}
     for kind, sizes, sampling, verify in STATIC:
         sch = StaticScheme(kind, sizes, sampling, verify)
-        assert sch.nodes == Layout(rheo.K, rheo.W, rheo.D).N == 15 and sch.D == rheo.D
+        assert sch.nodes == RheoLayout(rheo.K, rheo.W, rheo.D).N == 15 and sch.D == rheo.D
         configs[f"{kind} {list(sizes)} {sampling}+{verify}"] = Case(draft, target, sch, (0,), 3)
     runs = {name: runner(case) for name, case in configs.items()}
     times: dict[str, list[float]] = {name: [] for name in runs}

@@ -8,14 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from rheo_fast.family import FastFamily
+from rheo_ref.families.rheo.layout import rheo_layout
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.sizes import expansions, nodes
-
-
-def _layout(scheme: Scheme) -> Any:
-    from rheo_fast.tree import Layout
-
-    return Layout(scheme.K, scheme.W, scheme.D)
 
 
 def _play(*args: Any, **kw: Any) -> Any:
@@ -38,4 +33,4 @@ METHODS = {
     "rheo-rrsw": lambda z: Scheme(z.K, 1, z.W, z.D, z.R, verify="rrsw"),
 }
 
-FAST = FastFamily(name="rheo", layout=_layout, play_round=_play, rows=_rows, lm_methods=METHODS)
+FAST = FastFamily(name="rheo", layout=rheo_layout, play_round=_play, rows=_rows, lm_methods=METHODS)

@@ -1,7 +1,7 @@
 """The rheo family's round on the fast path (docs/ALGORITHM.md §4-§5): build, rerank and verify
 one tree per trial, coupled coin for coin to `rheo_ref.families.rheo.replay`.
 
-Coins per round and trial (`Layout.n_coins` = 2(N+1)+1, N = non-root nodes): the sample coin of
+Coins per round and trial (`RheoLayout.n_coins` = 2(N+1)+1, N = non-root nodes): the sample coin of
 node i at i, its accept coin at N+1+i, the bonus coin at 2N+2 (docs/FAST_PATH.md).
 """
 
@@ -15,16 +15,12 @@ import torch
 from torch import Tensor
 
 from rheo_fast.models import TreeModel, as_rows
-from rheo_fast.tree import Layout, Tree, build_tree
+from rheo_fast.tree import Tree, build_tree
 from rheo_fast.verify import Verdict, verify
 from rheo_ref.errors import CaseError
+from rheo_ref.families.rheo.layout import RheoLayout, rheo_layout
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.variants import SPEC, Variant
-
-
-def split_coins(coins: Tensor, layout: Layout) -> tuple[Tensor, Tensor, Tensor]:
-    n = layout.N + 1
-    return coins[:, :n], coins[:, n : 2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
 
 
 @dataclass
@@ -43,11 +39,11 @@ def run_round(
     coins: Tensor,
     *,
     variant: Variant = SPEC,
-    layout: Layout | None = None,
+    layout: RheoLayout | None = None,
 ) -> RoundResult:
     """Build, rerank and verify one tree per trial; coins [B, n_coins]."""
-    layout = layout or Layout(scheme.K, scheme.W, scheme.D)
-    sample_c, accept_c, bonus_c = split_coins(coins, layout)
+    layout = layout or rheo_layout(scheme)
+    sample_c, accept_c, bonus_c = layout.split(coins)  # [B, 1+N], [B, 1+N], [B]
     t0 = time.perf_counter()
     tree = build_tree(model, state, scheme, layout, sample_c, variant)
     t1 = time.perf_counter()
@@ -78,7 +74,7 @@ def check_round(model: TreeModel, state: Any, res: RoundResult, scheme: Scheme, 
 
 
 def rheo_round(
-    model: TreeModel, state: Any, scheme: Scheme, coins: Tensor, todo: Tensor, *, variant: Variant, layout: Layout
+    model: TreeModel, state: Any, scheme: Scheme, coins: Tensor, todo: Tensor, *, variant: Variant, layout: RheoLayout
 ) -> Verdict:
     """`rheo_fast.family.FastFamily.play_round` of the rheo family."""
     res = run_round(model, state, scheme, coins, variant=variant, layout=layout)

@@ -9,13 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rheo_fast.family import FastFamily
+from rheo_ref.families.static.layout import static_layout
 from rheo_ref.families.static.scheme import StaticScheme
-
-
-def _layout(scheme: StaticScheme) -> Any:
-    from rheo_fast.families.static.tree import static_layout
-
-    return static_layout(scheme)
 
 
 def _play(model: Any, state: Any, scheme: StaticScheme, coins: Any, todo: Any, *, variant: Any, layout: Any) -> Any:
@@ -48,7 +43,7 @@ def delayed(size: Any) -> StaticScheme:
 
 FAST = FastFamily(
     name="static",
-    layout=_layout,
+    layout=static_layout,
     play_round=_play,
     rows=_rows,
     lm_methods={"static-traversal": rollouts, "delayed-traversal": delayed},

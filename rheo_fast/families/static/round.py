@@ -34,12 +34,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rheo_fast.families.static.tree import StaticLayout, StaticTree, draw_tree, index, static_layout
+from rheo_fast.families.static.tree import StaticTree, draw_tree, index
 from rheo_fast.models import TargetRows, TreeModel, as_rows
 from rheo_fast.slots import inverse_cdf
 from rheo_fast.tree import rows_at
 from rheo_fast.verify import RTOL, Verdict, gather1, normalise, residual_sampled, row_at
 from rheo_ref.errors import CaseError
+from rheo_ref.families.static.layout import StaticLayout, static_layout
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.variants import SPEC, Variant
 

@@ -8,13 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from rheo_fast.family import FastFamily
+from rheo_ref.families.treespark.layout import treespark_layout
 from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
-
-
-def _layout(scheme: TreeSparkScheme) -> Any:
-    from rheo_fast.families.treespark.round import treespark_layout
-
-    return treespark_layout(scheme)
 
 
 def _play(model: Any, state: Any, scheme: TreeSparkScheme, coins: Any, todo: Any, *, variant: Any, layout: Any) -> Any:
@@ -31,7 +26,7 @@ def _rows(s: TreeSparkScheme) -> tuple[int, int]:
 
 FAST = FastFamily(
     name="treespark",
-    layout=_layout,
+    layout=treespark_layout,
     play_round=_play,
     rows=_rows,
     lm_methods={

@@ -36,29 +36,11 @@ from rheo_fast.slots import inverse_cdf
 from rheo_fast.tree import rows_at
 from rheo_fast.verify import Verdict, gather1, residual_sampled, row_at
 from rheo_ref.errors import CaseError
+from rheo_ref.families.treespark.layout import TreeSparkLayout, treespark_layout
 from rheo_ref.families.treespark.scheme import Calibration, TreeSparkScheme
 from rheo_ref.variants import SPEC, Variant
 
 __all__ = ["SparkTree", "TreeSparkLayout", "TreeSparkResult", "check_treespark_round", "treespark_round"]
-
-
-@dataclass(frozen=True)
-class TreeSparkLayout:
-    N: int
-    D: int
-
-    @property
-    def n_coins(self) -> int:
-        """Coins per round: draw[0..N], accept[0..N], bonus (index 0 of each: the root, unused)."""
-        return 2 * (self.N + 1) + 1
-
-    def split(self, coins: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        n = self.N + 1
-        return coins[:, :n], coins[:, n : 2 * n], coins[:, 2 * n]  # [B, 1+N], [B, 1+N], [B]
-
-
-def treespark_layout(scheme: TreeSparkScheme) -> TreeSparkLayout:
-    return TreeSparkLayout(scheme.N, scheme.D)
 
 
 @dataclass

@@ -9,13 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rheo_fast.family import FastFamily
+from rheo_ref.families.tsubame.layout import tsubame_layout
 from rheo_ref.families.tsubame.scheme import TsubameScheme
-
-
-def _layout(scheme: TsubameScheme) -> Any:
-    from rheo_fast.families.tsubame.round import tsubame_layout
-
-    return tsubame_layout(scheme)
 
 
 def _play(model: Any, state: Any, scheme: TsubameScheme, coins: Any, todo: Any, *, variant: Any, layout: Any) -> Any:
@@ -33,7 +28,7 @@ def _rows(s: TsubameScheme) -> tuple[int, int]:
 
 FAST = FastFamily(
     name="tsubame",
-    layout=_layout,
+    layout=tsubame_layout,
     play_round=_play,
     rows=_rows,
     lm_methods={"tsubame": lambda z: TsubameScheme(z.K, z.W, z.D, z.R, "wor", "traversal")},

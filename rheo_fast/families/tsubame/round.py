@@ -24,59 +24,22 @@ and `issued_calls` (pass 2 calls this batched implementation made: the sum over 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from rheo_fast.families.static.round import StaticResult, check_static_round, static_round
-from rheo_fast.families.static.tree import StaticLayout, static_layout
 from rheo_fast.models import DraftRows, TreeModel
-from rheo_fast.tree import Layout, Tree, build_tree
+from rheo_fast.tree import Tree, build_tree
 from rheo_fast.verify import Verdict
 from rheo_ref.errors import CaseError
+from rheo_ref.families.static.layout import StaticLayout, static_layout
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.families.tsubame.exact import topk_scheme
+from rheo_ref.families.tsubame.layout import TsubameLayout, tsubame_layout
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.variants import SPEC, Variant
-
-
-@dataclass(frozen=True)
-class TsubameLayout:
-    """Sizes of one round: the Top-K tree of pass 1, and the coin block (N = R slots per kind)."""
-
-    K: int
-    W: int
-    D: int
-    R: int
-
-    @cached_property
-    def plan(self) -> Layout:
-        return Layout(self.K, self.W, self.D)
-
-    @property
-    def N(self) -> int:
-        return self.R
-
-    @property
-    def n_coins(self) -> int:
-        """Coins per round: draw[0..R], accept[0..R], bonus (index 0 of each: the root, unused)."""
-        return 2 * (self.R + 1) + 1
-
-    @property
-    def planned_nodes(self) -> int:
-        """Nodes of every plan: min(R, the Top-K tree's size)."""
-        return min(self.R, self.plan.N)
-
-    def coins_for(self, coins: Tensor, n: int) -> Tensor:
-        """The static layout's block [B, 2(n+1)+1] of a shape of n nodes, from this block [B, 2(R+1)+1]."""
-        R = self.R
-        return torch.cat([coins[:, : n + 1], coins[:, R + 1 : R + 2 + n], coins[:, 2 * R + 2 :]], 1)
-
-
-def tsubame_layout(scheme: TsubameScheme) -> TsubameLayout:
-    return TsubameLayout(scheme.K, scheme.W, scheme.D, scheme.R)
 
 
 class TopKDraft:

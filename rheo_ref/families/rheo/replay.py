@@ -4,7 +4,7 @@ replay between `rheo_ref` and `rheo_fast` (docs/ALGORITHM.md §3-§5 and §8).
 One round consumes one fixed-size block of uniforms u in [0, 1) (floats, read exactly as
 Fractions), indexed by *node creation index* (the root is 0, children are numbered in
 expansion order, slot by slot, as in `rheo_ref.families.rheo.tree`). With N non-root nodes per round
-(`round_layout`), the block has 2(N+1)+1 coins:
+(`rheo_ref.families.rheo.layout.RheoLayout`), the block has 2(N+1)+1 coins:
 
 - `coins[i]`, i = 0..N: the *sample coin* of node i. When node i is expanded and its tail has
   q_samp mass, the sampled slot holds the first token y (in token-id order) with
@@ -30,7 +30,7 @@ from math import log
 
 from rheo_ref.coins import coin, inverse_cdf, replay_rounds
 from rheo_ref.errors import CaseError
-from rheo_ref.families.rheo.enumerate import expansions_per_round
+from rheo_ref.families.rheo.layout import rheo_layout
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion, expand
 from rheo_ref.families.rheo.tree import Node, Nodes, build_tree, children, path_tokens, rerank
@@ -38,13 +38,6 @@ from rheo_ref.families.rheo.verify import SPEC_RULES, Rules
 from rheo_ref.models import Case, Context
 
 ZERO, ONE = Fraction(0), Fraction(1)
-
-
-def round_layout(scheme: Scheme) -> tuple[int, int]:
-    """(N, coins per round): N non-root nodes (K per expansion; the root, then min(W, K*prev)
-    per depth up to D-1), and 2(N+1)+1 coins."""
-    N = scheme.K * expansions_per_round(scheme)
-    return N, 2 * (N + 1) + 1
 
 
 class ReplayChooser:
@@ -70,9 +63,10 @@ class ReplayRound:
 def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Rules = SPEC_RULES) -> ReplayRound:
     """One round from `context`, every random decision read from `coins` (layout above)."""
     s = case.scheme_as(Scheme)
-    N, n_coins = round_layout(s)
-    if len(coins) != n_coins:
-        raise CaseError(f"a round of scheme {s.to_json()} needs {n_coins} coins, got {len(coins)}")
+    layout = rheo_layout(s)
+    N = layout.N
+    if len(coins) != layout.n_coins:
+        raise CaseError(f"a round of scheme {s.to_json()} needs {layout.n_coins} coins, got {len(coins)}")
     ((_, nodes),) = list(build_tree(case.draft, case.q_samp_model, tuple(context), s, ReplayChooser(coins)))
     assert len(nodes) == N + 1, f"tree has {len(nodes) - 1} nodes, layout says {N}"
     kept = rerank(nodes, s.R)
@@ -82,7 +76,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
     while True:
         p_here, moved = r, False
         for ch in rules.verification_order(kids[nid], s.verify):
-            u = coin(coins[N + 1 + ch.id])
+            u = coin(coins[layout.accept(ch.id)])
             if ch.kind == "sampled":
                 if u < rules.accept_sampled(r, ch.qtilde_row(), ch.token):
                     moved = True
@@ -98,7 +92,7 @@ def replay_round(case: Case, context: Context, coins: Sequence[float], rules: Ru
                 r = rules.next_row(r, case.target.row(ctx))
                 break
         if not moved:
-            out.append(inverse_cdf(rules.bonus(r, p_here), coin(coins[2 * N + 2])))
+            out.append(inverse_cdf(rules.bonus(r, p_here), coin(coins[layout.bonus])))
             return ReplayRound(tuple(out), nodes, kept)
 
 

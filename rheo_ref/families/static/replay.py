@@ -2,7 +2,8 @@
 replay between `rheo_ref` and `rheo_fast.families.static.round` (docs/SCHEMES.md §7, "The coin stream").
 
 One round reads one block of 2(N+1)+1 uniforms u in [0, 1) (floats, read exactly as Fractions),
-N being the shape's draft nodes, indexed by node id (the root is 0, nodes in creation order):
+N being the shape's draft nodes, indexed by node id (the root is 0, nodes in creation order),
+as `rheo_ref.families.static.layout.StaticLayout` lays it out:
 
 - `coins[i]`, i = 1..N: the *draw coin* of node i. Its token is the inverse CDF, in token-id
   order with strict `<` (`rheo_ref.coins.inverse_cdf`), of its sibling row: `iid`: q_samp(.|c);
@@ -30,8 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rheo_ref.coins import coin, inverse_cdf, replay_rounds
+from rheo_ref.coins import CoinLayout, coin, inverse_cdf, replay_rounds
 from rheo_ref.errors import CaseError
+from rheo_ref.families.static.layout import static_layout
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case, Context, Row
 from rheo_ref.variants import SPEC, Variant
@@ -42,20 +44,15 @@ ONE = Fraction(1)
 TOL = 1e-9  # decisions closer than this to flipping are not compared with float64 (`comparable`)
 
 
-def static_layout(scheme: StaticScheme) -> tuple[int, int]:
-    """(N, coins per round): N draft nodes, 2(N+1)+1 coins (draw, accept, bonus)."""
-    N = scheme.nodes
-    return N, 2 * (N + 1) + 1
-
-
 class CoinReader:
-    """The coin block of one round, read by decision; `margin` is the smallest distance (a float)
-    of a coin to a boundary that would have changed a decision (agreements on 0 do not count)."""
+    """The coin block of one round (laid out by `layout`, a family's `rheo_ref.coins.CoinLayout`),
+    read by decision; `margin` is the smallest distance (a float) of a coin to a boundary that
+    would have changed a decision (agreements on 0 do not count)."""
 
-    def __init__(self, coins: Sequence[float], N: int) -> None:
-        if len(coins) != 2 * (N + 1) + 1:
-            raise CaseError(f"a round of a static shape with {N} nodes needs {2 * (N + 1) + 1} coins, got {len(coins)}")
-        self.coins, self.N = coins, N
+    def __init__(self, coins: Sequence[float], layout: CoinLayout) -> None:
+        if len(coins) != layout.n_coins:
+            raise CaseError(f"a round with {layout.N} node slots needs {layout.n_coins} coins, got {len(coins)}")
+        self.coins, self.layout = coins, layout
         self.margin = math.inf
 
     def _near(self, coin: float, boundary: float) -> None:
@@ -78,12 +75,12 @@ class CoinReader:
 
     def accept(self, node: int, a: Fraction) -> bool:
         """Whether the verifier accepts node `node`, tried with acceptance probability a."""
-        i = self.N + 1 + node
+        i = self.layout.accept(node)
         self._near(self.coins[i], float(a))
         return coin(self.coins[i]) < a
 
     def bonus(self, row: Sequence[Fraction]) -> int:
-        return self._cdf(row, 2 * self.N + 2)
+        return self._cdf(row, self.layout.bonus)
 
 
 def sibling_row(q: Row, drawn: Sequence[int], sampling: str) -> Row:
@@ -192,7 +189,7 @@ def replay_static_round(
     """One round of a static case from `context`, every random decision read from `coins`."""
     sch = case.scheme_as(StaticScheme)
     variant.check_family("static")
-    reader = CoinReader(coins, sch.nodes)
+    reader = CoinReader(coins, static_layout(sch))
     drawn = draw_tree(case, context, reader)
     if sch.verify == "traversal":
         emitted = verify_traversal(drawn, case, context, reader, sch.sampling, variant)

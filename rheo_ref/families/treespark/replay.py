@@ -2,7 +2,7 @@
 replay between `rheo_ref` and `rheo_fast.families.treespark.round` (docs/SCHEMES.md §13, "The coin stream").
 
 One round reads one block of 2(N+1)+1 uniforms (N: the scheme's node budget), indexed by node id
-in creation order (the root is 0), the static family's layout (`rheo_ref.families.static.replay`):
+in creation order (the root is 0), the static family's layout (`rheo_ref.families.treespark.layout`):
 `coins[i]`, i = 1..N, draws node i's token (inverse CDF of q_samp(.|v) with the tokens already
 drawn at v zeroed, token-id order, strict <); `coins[N+1+i]` is node i's accept coin (rrsw: accept
 iff u < min(1, r(x)/s(x)); traversal: the first leaf v is accepted iff u < α[v]); `coins[2N+2]`
@@ -23,15 +23,11 @@ from dataclasses import dataclass
 from rheo_ref.coins import replay_rounds
 from rheo_ref.families.static.replay import TOL, CoinReader, SampledTree, verify_topdown, verify_traversal
 from rheo_ref.families.treespark.exact import Builder
+from rheo_ref.families.treespark.layout import treespark_layout
 from rheo_ref.families.treespark.scheme import TreeSparkScheme
 from rheo_ref.models import Case, Context
 from rheo_ref.variants import SPEC, Variant
 from rheo_ref.verifier_laws import DraftTree
-
-
-def treespark_layout(N: int) -> tuple[int, int]:
-    """(N, coins per round): 2(N+1)+1 coins (draw, accept, bonus)."""
-    return N, 2 * (N + 1) + 1
 
 
 def build_by_coins(case: Case, context: Context, reader: CoinReader, variant: Variant = SPEC) -> DraftTree:
@@ -73,7 +69,7 @@ def replay_treespark_round(
     """One round of a treespark case from `context`, every random decision read from `coins`."""
     sch = case.scheme_as(TreeSparkScheme)
     variant.check_family("treespark")
-    reader = CoinReader(coins, sch.N)
+    reader = CoinReader(coins, treespark_layout(sch))
     tree = build_by_coins(case, tuple(context), reader, variant)
     st = SampledTree(tree, tuple(range(len(tree.parents) + 1)))  # node ids are the coins' indices
     if sch.verify == "traversal":

@@ -2,9 +2,9 @@
 replay between `rheo_ref` and `rheo_fast.families.tsubame.round` (docs/SCHEMES.md, "Family tsubame").
 
 Pass 1 (the plan) draws nothing. Pass 2 is the static family's round on the planned shape, read
-from one block of 2(R+1)+1 uniforms laid out as `rheo_ref.families.static.replay` lays out a shape of N = R
-nodes, indexed by the *plan's* node ids (creation order among the kept nodes): the draw coin of
-planned node i at i, its accept coin at R+1+i, the bonus coin at 2R+2. Every plan keeps
+from one block of 2(R+1)+1 uniforms (`rheo_ref.families.tsubame.layout.TsubameLayout`) laid out
+as the static family lays out a shape of N = R nodes, indexed by the *plan's* node ids (creation
+order among the kept nodes): the draw coin of planned node i at i, its accept coin at R+1+i, the bonus coin at 2R+2. Every plan keeps
 n = min(R, K·expansions) nodes; when n < R the coins of nodes n+1..R are never read (skipped,
 never shifted), so the block's size is the scheme's, whatever the context.
 
@@ -26,14 +26,10 @@ from rheo_ref.families.rheo.replay import float_signature
 from rheo_ref.families.rheo.tree import Node, Nodes, rerank_key
 from rheo_ref.families.static.replay import CoinReader, StaticReplayRound, draw_tree, verify_topdown, verify_traversal
 from rheo_ref.families.tsubame.exact import Planner, topk_scheme
+from rheo_ref.families.tsubame.layout import tsubame_layout
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case, Context
 from rheo_ref.variants import SPEC, Variant
-
-
-def tsubame_layout(scheme: TsubameScheme) -> tuple[int, int]:
-    """(N, coins per round): N = R coin slots per kind, 2(R+1)+1 coins (draw, accept, bonus)."""
-    return scheme.R, 2 * (scheme.R + 1) + 1
 
 
 def plan_margin(case: Case, context: Context, nodes: Nodes) -> float:
@@ -71,7 +67,7 @@ def replay_tsubame_round(
     sch = case.scheme_as(TsubameScheme)
     planner = planner or Planner(case)
     scase = planner.static_case(context)
-    reader = CoinReader(coins, sch.R)
+    reader = CoinReader(coins, tsubame_layout(sch))
     drawn = draw_tree(scase, context, reader)
     if sch.verify == "traversal":
         emitted = verify_traversal(drawn, scase, context, reader, sch.sampling)
