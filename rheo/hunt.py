@@ -103,8 +103,8 @@ def _key(row: dict) -> tuple:
 
 
 def run_cell(cell: tuple) -> dict:
-    """A bug-class cell (seed, i, verify, α, β, draw), an algorithmic mutant's (name, seed, i, α, β) or a
-    shared case's (base gate case, seed, i)."""
+    """A bug-class cell (seed, i, verify, α, β, draw), an algorithmic mutant's (name, seed, i, α, β)
+    or a shared case's (base gate case, seed, i)."""
     if not isinstance(cell[0], str):
         return hunt_cell(cell)
     return shared_cell(cell) if len(cell) == 3 else variant_cell(cell)
@@ -125,8 +125,8 @@ def hunt(
     draw: str = "random",
 ) -> list[dict]:
     """Run the cells not yet in OUT/hunt.jsonl; return every cell of this hunt (module docstring):
-    `cases` bug-class cases of `draw` (`DRAWS`), for each algorithmic mutant in `variants` `cases` of its own, and for
-    each base gate case in `shared` `cases` shared cases (`shared_case`)."""
+    `cases` bug-class cases of `draw` (`DRAWS`), for each algorithmic mutant in `variants` `cases`
+    of its own, and for each base gate case in `shared` `cases` shared cases (`shared_case`)."""
     from .sweep import engine
 
     out.mkdir(parents=True, exist_ok=True)
