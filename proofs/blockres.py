@@ -34,8 +34,8 @@ Argument (the lemmas marked * are checked here with sympy, the rest is stated):
   (rheo_ref.bugclasses.exact) gives the mutant round and joint3 TVs 75/832 ≈ 0.0901 (*, here).
 
 Beyond the hunt's space (not claimed): with γ = 3 the TV is E[D at τ = 1] + E[D at τ = 2], each
-≤ x⁵, so ≤ 2x⁵ ≈ 0.180; a numerical search over the reduced problem finds ≈ 0.114 at most (still
-~1,100 samples at the gate's α).
+≤ x⁵, so ≤ 2x⁵ ≈ 0.180; a numerical search over the relaxed problem (each later row at its own
+best D) finds ≈ 0.114 at most (still ~1,150 samples at the gate's α), and ≈ 0.148 with γ = 4.
 """
 
 from __future__ import annotations
