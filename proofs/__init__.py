@@ -14,7 +14,9 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
 - `tsubame`     claim 8: Tsubame (Top-K plan, sampled tokens) against deterministic Top-K and a chain
 - `treespark`   claim 9: TreeSpark lossless for every θ (slot before token), where own-survival
                 admission breaks it, TreeSpark against a chain
-- `blockres`    claim 10: bug class 12 (block verification with the token-level residual) moves
+- `bfloat16`    claim 10: the bfloat16 draft (bug class 9) moves any check's law by at most a proved,
+                nearly attained float-level bound
+- `blockres`    claim 11: bug class 12 (block verification with the token-level residual) moves
                 the law by at most (5√5 − 11)/2 with γ <= 2
 """
 
@@ -32,6 +34,7 @@ MODULES = (
     "delayed",
     "tsubame",
     "treespark",
+    "bfloat16",
     "blockres",
 )
 

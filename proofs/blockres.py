@@ -1,7 +1,7 @@
-"""Claim 10: how far bug class 12 (`block-token-residual`: block verification drawing its final
+"""Claim 11: how far bug class 12 (`block-token-residual`: block verification drawing its final
 token from the token-level residual max(p − q, 0) instead of max(w_τ·p − q, 0)) can move the law.
 
-10.1 With γ ≤ 2 draft tokens (and at most 3 tokens checked, the hunt's cases), every check's
+11.1 With γ ≤ 2 draft tokens (and at most 3 tokens checked, the hunt's cases), every check's
      exact TV of the mutant is ≤ (5√5 − 11)/2 = x⁵ ≈ 0.0902, x = (√5 − 1)/2, on every case (any
      rows, any logits processors): so no such case convicts it with fewer than
      `rheo.stats.min_num_samples((5√5 − 11)/2, α, β, 2)` samples (about 1,800 at the gate's α and
@@ -99,7 +99,7 @@ def skeleton_case():
     return BugCase(d, p, (0,), 3, Request(gamma=2, verify="block"))
 
 
-def check_10_1() -> Outcome:
+def check_11_1() -> Outcome:
     from rheo_ref.bugclasses.cases import mutant_tvs
 
     _lemmas()
@@ -116,10 +116,10 @@ def check_10_1() -> Outcome:
 
 CLAIMS = [
     Claim(
-        "10.1",
+        "11.1",
         "block verification, γ <= 2: block-token-residual's exact TV <= (5√5-11)/2 on every case and check",
         "general argument, sympy-checked lemmas; exact skeleton case (rheo_ref.bugclasses)",
         PROVED,
-        check_10_1,
+        check_11_1,
     ),
 ]

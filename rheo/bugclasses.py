@@ -25,7 +25,7 @@ from rheo_ref.bugclasses.decoder import Models, decode
 from rheo_ref.bugclasses.exact import marginal, tv
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
-from .stats import LawTest, check_law, pool_cells, samples_for, seed_for
+from .stats import LawTest, check_law, min_num_samples, pool_cells, samples_for, seed_for
 
 Law = Mapping[tuple[int, ...], Fraction]
 
@@ -217,6 +217,14 @@ def bug_row(case: BugCase, mutant: str, *, alpha: float, beta: float) -> dict:
         "samples_to_convict": n,
         "convicting_check": ch,
     }
+
+
+def min_possible_samples(tv_bound: float, alpha: float, beta: float) -> int:
+    """The fewest samples with which any gate check can convict a mutant whose exact TV is ≤ `tv_bound`
+    and whose law has no outcome the checked law lacks: the two-cell χ² test's N at `tv_bound`
+    (`samples_for` is ≥ it, since λ* grows with the cells and N falls as the TV grows; a one-cell
+    law cannot be moved by such a mutant)."""
+    return min_num_samples(tv_bound, alpha, beta, 2)
 
 
 def seed(label: str) -> int:

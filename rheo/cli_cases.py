@@ -42,8 +42,17 @@ def register(subparsers) -> None:
         type=int,
         default=0,
         metavar="SEEDS",
-        help="also run the baseline decoder on each case under SEEDS seeds (seed i: check i mod checks, at δ = the "
-        "floor) and report the rejections at α and at 0.05 with binomial p-values (default 0: skip; at most 100,000)",
+        help="also run the baseline decoder on each bug-class case (or the --fa-case ones) under SEEDS seeds (seed i: "
+        "check i mod checks, at δ = the floor) and report the rejections at α and at 0.05 with binomial p-values "
+        "(default 0: skip; at most 100,000). Cost: each seed draws the case's N (the N column) from a pure-Python "
+        "decoder on one core: ~0.4 s a seed at N ~ 900 (bugclasses-token: 200 seeds in 90 s; bugclasses-block, "
+        "N ~ 2,400: ~1 s a seed; pick cases with --fa-case); a progress bar shows on a terminal",
+    )
+    sp.add_argument(
+        "--fa-case",
+        action="append",
+        metavar="NAME",
+        help="measure the false alarms on this bug-class case only (repeatable; default: every bug-class case)",
     )
     sp.set_defaults(func=run_cases)
 
@@ -110,9 +119,13 @@ def run_cases(args: argparse.Namespace) -> int:
 
     integer("--false-alarms", args.false_alarms, min=0, max=100_000)
     rows = library_rows(args.alpha, args.beta)
+    bug_cases = [n for n, e in LIBRARY.items() if e["family"] == "bugclasses"]
+    for name in args.fa_case or ():
+        if name not in bug_cases:
+            raise CaseError(f"--fa-case {name!r} is not a bug-class library case; allowed: {', '.join(bug_cases)}")
     if args.false_alarms:
         for r in rows:
-            if r["family"] != "bugclasses":  # (the gate's measurement: `rheo mutants --seeds`)
+            if r["name"] not in (args.fa_case or bug_cases):  # (the gate's measurement: `rheo mutants --seeds`)
                 continue
             r["false_alarm"] = false_alarms(r["name"], args.false_alarms, alpha=args.alpha, beta=args.beta)
     if args.json:
@@ -136,6 +149,7 @@ def false_alarms(name: str, seeds: int, *, alpha: float, beta: float) -> dict:
     """The baseline decoder on library case `name` under `seeds` seeds (seed i runs check i mod the
     case's checks, at δ = its floor): rejections at α and at 0.05, binomial p-values."""
     from scipy.stats import binomtest
+    from tqdm import tqdm
 
     from rheo_ref.bugclasses.cases import BugCase
 
@@ -144,11 +158,14 @@ def false_alarms(name: str, seeds: int, *, alpha: float, beta: float) -> dict:
 
     case = BugCase.from_json(LIBRARY[name]["case"])
     cs = checks(case)
+    bar = tqdm(
+        range(seeds), desc=f"false alarms {name}", unit="seed", file=sys.stderr, disable=None
+    )  # hidden off a terminal
     pvals = [
         run_check(
             case, cs[i % len(cs)], alpha=alpha, beta=beta, tv=LIBRARY[name]["floor"], seed=seed(f"fa|{name}|{i}")
         ).p_value
-        for i in range(seeds)
+        for i in bar
     ]
     out: dict = {"seeds": seeds}
     for a, key in ((alpha, "at_alpha"), (0.05, "at_0.05")):
@@ -171,13 +188,16 @@ def library_case_of(mutant: str) -> str:
 
 
 def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n: int = 200_000) -> list[dict]:
-    """The bug-class mutants (all, or those named in `only`), each on its library case: exact TVs,
-    samples_to_convict, and the convicting check run at that N (power ≥ 1 − β at its exact TV)."""
+    """The bug-class mutants (all, or those named in `only`), each on its best case (rheo.best_cases;
+    else its library case): exact TVs, samples_to_convict, and the convicting check run at that N
+    (power ≥ 1 − β at its exact TV); and its samples_to_convict on its library case."""
     from rheo_ref.bugclasses.cases import BugCase
     from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
+    from .best_cases import BEST_CASES
     from .bugclasses import bug_row, run_check, seed
     from .case_library import LIBRARY
+    from .hunt import FLOAT_LEVEL
 
     out = []
     for name in BUG_MUTANTS:
@@ -186,6 +206,11 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
         lib = library_case_of(name)
         case = BugCase.from_json(LIBRARY[lib]["case"])
         row = bug_row(case, name, alpha=alpha, beta=beta)
+        on_library = {"library_case": lib, "library_samples_to_convict": row["samples_to_convict"]}
+        if name in BEST_CASES:
+            lib, case = f"best/{name}", BugCase.from_json(BEST_CASES[name]["case"])
+            row = {**bug_row(case, name, alpha=alpha, beta=beta), "hunt": BEST_CASES[name]["hunt"]}
+        row.update(on_library)
         n, ch = row["samples_to_convict"], row["convicting_check"]
         tvs = row["exact_tv_float"]
         if n is None or n > max_n:  # lossless here, or float-level (or above max_n): not run
@@ -196,6 +221,13 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
             )
         expected = res is not None
         rejected = bool(res and res.rejected)
+        note = "" if expected else f"samples_to_convict {n} (float-level)" if n else "lossless on this case"
+        if name in FLOAT_LEVEL:
+            row.update(float_level_fields(case, alpha=alpha, beta=beta))
+            note = (
+                f"float-level: exact TV <= {row['tv_bound_hunt_space']:.4g} on every hunted case (proofs 10.1), "
+                f"so no case convicts it with fewer than {row['min_possible_samples']:,} samples"
+            )
         out.append(
             {
                 **row,
@@ -207,10 +239,28 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
                 "rejected": rejected,
                 "expected": expected,
                 "verdict": ("caught" if rejected else "MISSED") if expected else "below δ",
-                "note": "" if expected else f"samples_to_convict {n} (float-level)" if n else "lossless on this case",
+                "note": note,
             }
         )
     return out
+
+
+def float_level_fields(case, *, alpha: float, beta: float) -> dict:
+    """The proved bound of the float-level class (rheo_ref.bugclasses.float_level): per check on this
+    case, and on the whole hunt space with the fewest samples it allows there."""
+    from rheo_ref.bugclasses.float_level import case_bounds
+
+    from .bugclasses import min_possible_samples
+    from .hunt import float_level_bound
+
+    space = float_level_bound()
+    return {
+        "float_level": True,
+        "tv_bound": {c: float(b) for c, b in case_bounds(case).items()},
+        "tv_bound_hunt_space": space,
+        "min_possible_samples": min_possible_samples(space, alpha, beta),
+        "bound_proof": "proofs claim 10.1 (python -m proofs --only 10)",
+    }
 
 
 def run_hunt(args: argparse.Namespace) -> int:
@@ -220,6 +270,7 @@ def run_hunt(args: argparse.Namespace) -> int:
 
     integer("--hunt", args.hunt, min=1, max=100_000)
     integer("--workers", args.workers, min=1, max=256)
+    integer("--refine", args.refine, min=0, max=100_000)
     from rheo_ref.variants import MUTANTS
 
     from .gate import mutant_case
@@ -239,6 +290,10 @@ def run_hunt(args: argparse.Namespace) -> int:
         draw=args.hunt_draw,
     )
     b = best(cells)
+    if args.refine:
+        chosen = {n: r for n, r in b["per_mutant"].items() if not args.only or n in args.only}
+        better = refined(chosen, seed=args.hunt_seed, steps=args.refine, alpha=args.alpha, beta=args.beta)
+        b["per_mutant"].update(better)
     summary = {
         "seed": args.hunt_seed,
         "cases": args.hunt,
@@ -247,7 +302,17 @@ def run_hunt(args: argparse.Namespace) -> int:
         "per_mutant": {
             n: {
                 k: r.get(k)
-                for k in ("samples_to_convict", "convicting_check", "exact_tv_float", "seed", "i", "draw", "case")
+                for k in (
+                    "samples_to_convict",
+                    "convicting_check",
+                    "exact_tv_float",
+                    "seed",
+                    "i",
+                    "draw",
+                    "refine",
+                    "case",
+                )
+                if k in r
             }
             for n, r in b["per_mutant"].items()
         },
@@ -265,9 +330,37 @@ def run_hunt(args: argparse.Namespace) -> int:
         f"(α={args.alpha:g}, power {1 - args.beta:g})\n"
     )
     for n, r in summary["per_mutant"].items():
+        how = f", refined {r['refine']['steps']} steps from {r['refine']['from']}" if "refine" in r else ""
         w(
-            f"{n:30} samples_to_convict {r['samples_to_convict']:>10}  ({r['convicting_check']}, case {r['seed']}/{r['i']})\n"
+            f"{n:30} samples_to_convict {r['samples_to_convict']:>10}  ({r['convicting_check']}, case {r['seed']}/{r['i']}{how})\n"
         )
     for m, c in summary["shared"].items():
         w(f"shared {m:8} floor {c['floor']:.3f}  (case {c['seed']}/{c['i']})\n")
     return 0
+
+
+def refined(per_mutant: dict, *, seed: int, steps: int, alpha: float, beta: float) -> dict:
+    """Each bug-class mutant's best hunted case after `steps` steps of `rheo.hunt.refine` aimed at its
+    samples_to_convict (seeded by `seed`), where that lowers it; the float-level class is left as it is."""
+    from rheo_ref.bugclasses.cases import BugCase
+    from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+
+    from .bugclasses import bug_row
+    from .hunt import FLOAT_LEVEL, refine
+
+    out = {}
+    for name, r in per_mutant.items():
+        if name not in BUG_MUTANTS or name in FLOAT_LEVEL:
+            continue
+        case, _ = refine(BugCase.from_json(r["case"]), seed=seed, steps=steps, alpha=alpha, beta=beta, mutant=name)
+        row = bug_row(case, name, alpha=alpha, beta=beta)
+        if row["samples_to_convict"] is not None and row["samples_to_convict"] < r["samples_to_convict"]:
+            out[name] = {
+                **row,
+                "case": case.to_json(),
+                "seed": r["seed"],
+                "i": r["i"],
+                "draw": r.get("draw", "random"),
+                "refine": {"seed": seed, "steps": steps, "from": r["samples_to_convict"]},
+            }
+    return out

@@ -82,6 +82,12 @@ def register(subparsers) -> None:
         "convicted with the fewest samples, and the shared case of each verification mode and of each algorithmic "
         "family's pairing (docs/GATE.md)",
     )
+    sp.add_argument(
+        "--fewest",
+        action="store_true",
+        help="only print every mutant's samples_to_convict before and after the hunt (its gate or library case; its "
+        "best hunted case, rheo.best_cases), from exact laws, no sampling: docs/GATE.md's table (--json: rows)",
+    )
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
     sp.add_argument(
         "--hunt-draw",
@@ -91,6 +97,14 @@ def register(subparsers) -> None:
         "where block-token-residual is largest planted, rheo.hunt_block)",
     )
     sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
+    sp.add_argument(
+        "--refine",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="after the hunt, improve each bug-class mutant's best case by STEPS steps of seeded local search "
+        "(rheo.hunt.refine, seed --hunt-seed) that lower its samples_to_convict (default 0: off; ~0.1 s a step)",
+    )
     sp.add_argument("--workers", type=int, default=1, help="local processes of the hunt (default 1)")
     sp.set_defaults(func=run_mutants)
 
@@ -195,6 +209,12 @@ def run_mutants(args: argparse.Namespace) -> int:
         if value not in gate_cases() and not (opt == "--case" and value == "auto"):
             raise CaseError(f"{opt} {value!r} is not a gate case; allowed: {', '.join(gate_cases())}")
     integer("--seeds", args.seeds, min=0, max=MAX_SEEDS)
+    if args.fewest:
+        from .fewest import fewest, markdown
+
+        result = fewest(alpha=args.alpha, beta=args.beta, only=args.only)
+        print(json.dumps(result) if args.json else markdown(result))
+        return 0
     if args.hunt is not None:
         from .cli_cases import run_hunt
 

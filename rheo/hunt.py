@@ -37,10 +37,24 @@ from .bugclasses import bug_row
 from .hunt_block import block_case
 
 # Mutants whose effect no case of a verification mode can show (their step is not read there),
-# and the float-level one (TV ≤ ~2^-9 on any case): left out of that mode's floor
+# and the float-level one (TV ≤ `float_level_bound()` ≈ 0.0078 on any hunted case): left out of the floor
 NOT_READ = {"token": {"block-token-residual"}, "block": {"uniform-reused-for-residual", "stream-positions-shared"}}
 FLOAT_LEVEL = {"draft-bfloat16"}
 DRAWS = ("random", "block")  # how bug-class cases are drawn: `random_case`, `rheo.hunt_block.block_case`
+
+
+# The hunt's space (`random_case`): γ ∈ {1, 2}, 2 or 3 tokens; a check there reads at most
+# γ·(tokens − 1) = 4 draft draws, which bounds the float-level class (`float_level_bound`)
+GAMMAS = (1, 2)
+MAX_TOKENS = 3
+
+
+def float_level_bound() -> float:
+    """The proved bound on `draft-bfloat16`'s exact TV on any check of any case of the hunt's space
+    (rheo_ref.bugclasses.float_level; proofs claim 10.1)."""
+    from rheo_ref.bugclasses.float_level import bfloat16_tv_bound
+
+    return float(bfloat16_tv_bound(max(GAMMAS), f"joint{MAX_TOKENS}"))
 
 
 def floor_mutants(verify: str) -> list[str]:
@@ -70,10 +84,10 @@ def random_case(seed: int, i: int, *, verify: str | None = None) -> BugCase:
         top_k=rng.choice((0, 0, 2, 3)) if V > 3 else 0,
         top_p=rng.choice((Fraction(1), Fraction(9, 10), Fraction(4, 5))),
         penalty=rng.choice((Fraction(1), Fraction(1, 2), Fraction(1, 2), Fraction(1, 2))),
-        gamma=rng.choice((1, 2)),
+        gamma=rng.choice(GAMMAS),
         verify=verify or rng.choice(("token", "block")),
     )
-    tokens = 3 if V <= 4 else 2
+    tokens = MAX_TOKENS if V <= 4 else MAX_TOKENS - 1
     return BugCase(draft, target, (0,) if L else (), tokens, req)
 
 
@@ -213,11 +227,8 @@ def variant_cell(cell: tuple[str, int, int, float, float]) -> dict:
     }
 
 
-def floor_of(case: BugCase, alpha: float, beta: float, *, target: str | None = None) -> float:
-    """The smallest, over the mutants the case's verification reads, of each one's largest exact TV
-    (`target`: that mutant's largest exact TV instead)."""
-    if target is not None:
-        return max(bug_row(case, target, alpha=alpha, beta=beta)["exact_tv_float"].values())
+def floor_of(case: BugCase, alpha: float, beta: float) -> float:
+    """The smallest, over the mutants the case's verification reads, of each one's largest exact TV."""
     return hunt_cell_of(case, alpha, beta)["floor"]
 
 
@@ -235,12 +246,13 @@ def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
 
 
 def refine(
-    case: BugCase, *, seed: int, steps: int, alpha: float, beta: float, target: str | None = None
+    case: BugCase, *, seed: int, steps: int, alpha: float, beta: float, mutant: str | None = None
 ) -> tuple[BugCase, float]:
     """Local search from a hunted case: change one integer weight (±1..3, kept ≥ 0) per step, keep
-    the change when the floor (`target`: that mutant's largest exact TV) grows. Seeded, so the
-    result is reproducible."""
-    rng = random.Random(f"refine|{seed}")
+    the change when the score grows. The score is the case's floor, or with `mutant` the reciprocal
+    of that mutant's samples_to_convict (0 where it is lossless), so the search lowers its N.
+    Seeded, so the result is reproducible."""
+    rng = random.Random(f"refine|{seed}" if mutant is None else f"refine|{mutant}|{seed}")
     V, L = case.vocab_size, case.target.context_length
     keys = [()] + [(t,) for t in range(V)] if L else [()]
 
@@ -258,12 +270,18 @@ def refine(
         d, t = (TableModel.from_weights(w[n], context_length=L, name=n) for n in ("draft", "target"))
         return BugCase(d, t, case.context, case.tokens, case.request)
 
-    best = floor_of(case, alpha, beta, target=target)
+    def score(c: BugCase) -> float:
+        if mutant is None:
+            return floor_of(c, alpha, beta)
+        n = bug_row(c, mutant, alpha=alpha, beta=beta)["samples_to_convict"]
+        return 0.0 if n is None else 1 / n
+
+    best = score(case)
     for _ in range(steps):
         name, k, t = rng.choice(("draft", "target")), rng.choice(keys), rng.randrange(V)
         old = w[name][k][t]
         w[name][k][t] = max(0, old + rng.choice((-3, -2, -1, 1, 2, 3)))
-        f = floor_of(build(), alpha, beta, target=target) if any(w[name][k]) else -1.0
+        f = score(build()) if any(w[name][k]) else -1.0
         if f > best:
             best = f
         else:

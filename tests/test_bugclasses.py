@@ -5,7 +5,8 @@ decoder (rheo_ref.bugclasses), and the case library (`rheo cases`).
   equals the request's law, token and block verification), on the library cases and on hunted ones.
 - Each bug-class mutant moves the law on its library case by its exact TV; the one lossless class
   (a draft verified as a point mass) moves only the round law, exactly as the argument in
-  docs/GATE.md says; the float-level one (bfloat16) is below any practical δ.
+  docs/GATE.md says; the float-level one (bfloat16) stays below its proved bound
+  (rheo_ref.bugclasses.float_level; tests/test_best_cases.py checks it on hunted cases).
 - Class 12 (block verification with the token-level residual) cannot move the law by more than
   (5√5 − 11)/2 with γ <= 2 (proofs/blockres.py): the block draw of the hunt (rheo.hunt_block)
   reaches the bound to 0.03%, the library's block case is its hunt cell refined, and no case with
@@ -34,6 +35,7 @@ from rheo.stats import check_law, min_num_samples, samples_for
 from rheo_ref.bugclasses.cases import BugCase, case_law, mutant_tvs, request_law
 from rheo_ref.bugclasses.decoder import Request, top_k, top_p
 from rheo_ref.bugclasses.exact import tv
+from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS, bfloat16
 from rheo_ref.errors import CaseError
 from rheo_ref.variants import MUTANTS
@@ -77,8 +79,9 @@ def test_each_class_moves_the_law_on_its_library_case(name):
     joint = max(v for k, v in tvs.items() if k != "round")
     if name in LOSSLESS:
         assert joint == 0 and tvs["round"] > 0
-    elif name in FLOAT_LEVEL:
-        assert 0 < joint < Fraction(1, 2**8)
+    elif name in FLOAT_LEVEL:  # below its proved bound (proofs claim 10.1) on every check
+        bounds = case_bounds(case)
+        assert 0 < joint and all(v <= bounds[c] for c, v in tvs.items()), (tvs, bounds)
     else:
         assert max(tvs.values()) >= LIBRARY[library_case_of(name)]["floor"] - 1e-12
 
@@ -209,6 +212,11 @@ def test_cli_cases_and_mutants(capsys, tmp_path):
     assert block["floor"] >= 0.089 and block["N"] < 5_000
     assert main(["cases", "--show", "nope"]) == 2
     assert "not a library case" in capsys.readouterr().err
+    assert main(["cases", "--false-alarms", "2", "--fa-case", "rheo-shared"]) == 2  # not a bug-class case
+    assert "not a bug-class library case" in capsys.readouterr().err
+    assert main(["cases", "--false-alarms", "2", "--fa-case", "bugclasses-token", "--json"]) == 0
+    fa = {r["name"]: r.get("false_alarm") for r in json.loads(capsys.readouterr().out)["cases"]}
+    assert fa["bugclasses-token"]["seeds"] == 2 and all(v is None for n, v in fa.items() if n != "bugclasses-token")
     assert main(["mutants", "--only", "verify-argmax", "--seeds", "0", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["mutants"]
     assert row["mutant"] == "verify-argmax" and row["class"].startswith("10:") and row["rejected"]

@@ -1042,6 +1042,7 @@ CASES_FLAGS = {
     "--alpha": FLOAT_TEXT,
     "--beta": FLOAT_TEXT,
     "--false-alarms": INT_TEXT,
+    "--fa-case": st.sampled_from(["bugclasses-token", "rheo-shared", "nope"]),
 }
 
 
