@@ -16,6 +16,8 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
                 admission breaks it, TreeSpark against a chain
 - `bfloat16`    claim 10: the bfloat16 draft (bug class 9) moves any check's law by at most a proved,
                 nearly attained float-level bound
+- `blockres`    claim 11: bug class 12 (block verification with the token-level residual) moves
+                the law by at most (5√5 − 11)/2 with γ <= 2
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ MODULES = (
     "tsubame",
     "treespark",
     "bfloat16",
+    "blockres",
 )
 
 

@@ -5,8 +5,9 @@ Each is `rheo.hunt.random_case(seed, i)`, the best of the first 108 cases of hun
 improved by `rheo.hunt.refine(case, seed=refine_seed, steps=refine_steps, mutant=...)` (a seeded local
 search that lowers that mutant's samples_to_convict; steps 0: not refined) at level `ALPHA_FOUND`.
 Reproduce with `rheo mutants --hunt 108 --hunt-seed 1 --refine 150 --alpha ALPHA_FOUND --only MUTANT`;
-`tests/test_best_cases.py` rebuilds them. `block-token-residual` and the float-level `draft-bfloat16`
-run on their library case (rheo.case_library).
+`tests/test_best_cases.py` rebuilds them. `block-token-residual`'s is a cell of the block draw
+(`"draw": "block"`: `rheo.hunt_block.block_case(seed, i)`, `--hunt-draw block`); the float-level
+`draft-bfloat16` runs on its library case (rheo.case_library).
 """
 
 from __future__ import annotations
@@ -257,6 +258,49 @@ BEST_CASES: dict[str, dict] = {
                 "penalty": "1/2",
                 "gamma": 2,
                 "verify": "token",
+            },
+        },
+    },
+    "block-token-residual": {
+        # the block draw (`--hunt-draw block`, rheo.hunt_block), not refined: above 600 on every case with
+        # γ <= 2 (its TV <= (5√5 - 11)/2, proofs claim 11.1); this one reaches 75/832
+        "hunt": {"draw": "block", "seed": 1, "i": 15, "refine_seed": None, "refine_steps": 0},
+        "case": {
+            "draft": {
+                "vocab_size": 6,
+                "context_length": 1,
+                "probs": {
+                    "": ["1/4", "1/4", "1/9", "1/9", "1/36", "1/4"],
+                    "0": ["1/12", "5/18", "5/36", "1/4", "1/4", "0"],
+                    "2": ["8/13", "0", "0", "0", "5/13", "0"],
+                    "1": ["0", "1/10", "9/10", "0", "0", "0"],
+                    "5": ["0", "1/10", "9/10", "0", "0", "0"],
+                    "3": ["3/20", "1/4", "3/10", "1/20", "1/4", "0"],
+                    "4": ["4/37", "9/37", "9/37", "5/37", "5/37", "5/37"],
+                },
+            },
+            "target": {
+                "vocab_size": 6,
+                "context_length": 1,
+                "probs": {
+                    "": ["9/23", "7/23", "4/23", "1/23", "0", "2/23"],
+                    "0": ["0", "1", "0", "0", "0", "0"],
+                    "2": ["0", "0", "0", "5/13", "8/13", "0"],
+                    "1": ["3/8", "0", "5/8", "0", "0", "0"],
+                    "5": ["3/8", "0", "5/8", "0", "0", "0"],
+                    "3": ["10/39", "5/39", "8/39", "2/13", "1/39", "3/13"],
+                    "4": ["5/27", "2/9", "1/27", "2/27", "1/3", "4/27"],
+                },
+            },
+            "context": [0],
+            "tokens": 3,
+            "request": {
+                "temperature": "1",
+                "top_k": 0,
+                "top_p": "9/10",
+                "penalty": "1/2",
+                "gamma": 2,
+                "verify": "block",
             },
         },
     },

@@ -2,8 +2,9 @@
 which every listed mutant has exact TV >= `floor` on its best check.
 
 The bug-class cases (family `bugclasses`, a `BugCase`) were found by `rheo mutants --hunt` (its
-seed and index in `hunt`) and improved by `rheo.hunt.refine` (seeded local search on the
-weights); `tests/test_bugclasses.py` recomputes every mutant's exact TV on them against the floor.
+draw, seed and index in `hunt`; the block case by the block draw, `rheo.hunt_block`) and improved
+by `rheo.hunt.refine` (seeded local search on the weights); `tests/test_bugclasses.py` recomputes
+every mutant's exact TV on them against the floor, and the block case from its hunt cell.
 The algorithmic families' cases (a `rheo_ref.models.Case`, checked by the gate's four checks) are
 `rheo.hunt.shared_case(base, seed, i)` as recorded in `hunt`: the best floor among cells 0–100 of
 seed 1 per pairing; `tests/test_case_library.py` recomputes their floors.
@@ -74,7 +75,7 @@ LIBRARY: dict[str, dict] = {
     "bugclasses-block": {
         "family": "bugclasses",
         "pairing": "block",
-        "floor": 0.011,
+        "floor": 0.0899,
         "mutants": [
             "recovery-skips-processors",
             "draft-reports-raw-q",
@@ -88,29 +89,36 @@ LIBRARY: dict[str, dict] = {
             "target-off-by-one",
             "first-token-argmax",
         ],
-        "below_floor": {"draft-bfloat16": "float-level (exact TV 0.00014)"},
-        "hunt": {"seed": 1, "i": 49, "refine_seed": None, "refine_steps": 0},
+        "below_floor": {"draft-bfloat16": "float-level (exact TV 0.0004)"},
+        # the block draw (`--hunt-draw block`, rheo.hunt_block) seed 1 cell 2, then `rheo.hunt.refine` seed 1,
+        # 14 steps (floor 0.0897 -> 2304/25625 ~ 0.0899, set by block-token-residual: <= (5√5 - 11)/2 ~ 0.0902
+        # on any case with γ <= 2, proofs/blockres.py)
+        "hunt": {"draw": "block", "seed": 1, "i": 2, "refine_seed": 1, "refine_steps": 14},
         "case": {
             "draft": {
-                "vocab_size": 4,
+                "vocab_size": 6,
                 "context_length": 1,
                 "probs": {
-                    "": ["2/11", "7/11", "1/11", "1/11"],
-                    "0": ["3/7", "1/7", "5/14", "1/14"],
-                    "1": ["1/11", "9/22", "1/11", "9/22"],
-                    "2": ["4/13", "4/13", "3/13", "2/13"],
-                    "3": ["3/8", "3/8", "1/6", "1/12"],
+                    "": ["2/39", "5/39", "2/13", "3/13", "7/39", "10/39"],
+                    "0": ["0", "6/23", "0", "1/23", "8/23", "8/23"],
+                    "1": ["0", "0", "1", "0", "0", "0"],
+                    "2": ["5/9", "0", "0", "0", "4/9", "0"],
+                    "3": ["2/23", "9/23", "4/23", "4/23", "2/23", "2/23"],
+                    "4": ["2/23", "3/23", "3/23", "7/23", "7/23", "1/23"],
+                    "5": ["0", "0", "1", "0", "0", "0"],
                 },
             },
             "target": {
-                "vocab_size": 4,
+                "vocab_size": 6,
                 "context_length": 1,
                 "probs": {
-                    "": ["0", "7/16", "5/16", "1/4"],
-                    "0": ["1/17", "4/17", "4/17", "8/17"],
-                    "1": ["1/12", "1/3", "1/2", "1/12"],
-                    "2": ["1/8", "0", "9/16", "5/16"],
-                    "3": ["3/11", "3/11", "9/22", "1/22"],
+                    "": ["0", "1/5", "1/5", "3/10", "4/15", "1/30"],
+                    "0": ["0", "4/11", "0", "0", "0", "7/11"],
+                    "1": ["3/7", "0", "4/7", "0", "0", "0"],
+                    "2": ["0", "0", "0", "4/9", "5/9", "0"],
+                    "3": ["1/17", "2/17", "5/34", "3/17", "4/17", "9/34"],
+                    "4": ["1/8", "3/32", "1/4", "1/4", "1/4", "1/32"],
+                    "5": ["3/7", "0", "4/7", "0", "0", "0"],
                 },
             },
             "context": [0],
@@ -118,7 +126,7 @@ LIBRARY: dict[str, dict] = {
             "request": {
                 "temperature": "1/2",
                 "top_k": 3,
-                "top_p": "9/10",
+                "top_p": "1",
                 "penalty": "1/2",
                 "gamma": 2,
                 "verify": "block",

@@ -45,9 +45,8 @@ def register(subparsers) -> None:
         help="also run the baseline decoder on each bug-class case (or the --fa-case ones) under SEEDS seeds (seed i: "
         "check i mod checks, at δ = the floor) and report the rejections at α and at 0.05 with binomial p-values "
         "(default 0: skip; at most 100,000). Cost: each seed draws the case's N (the N column) from a pure-Python "
-        "decoder on one core: ~0.4 s a seed at N ~ 900 (bugclasses-token: 200 seeds in 90 s), ~20 s a seed at "
-        "N ~ 190,000 (bugclasses-block, floor 0.011: 1,000 seeds take ~5 h; pick cases with --fa-case); a progress "
-        "bar shows on a terminal",
+        "decoder on one core: ~0.4 s a seed at N ~ 900 (bugclasses-token: 200 seeds in 90 s; bugclasses-block, "
+        "N ~ 2,400: ~1 s a seed; pick cases with --fa-case); a progress bar shows on a terminal",
     )
     sp.add_argument(
         "--fa-case",
@@ -288,6 +287,7 @@ def run_hunt(args: argparse.Namespace) -> int:
         workers=args.workers,
         variants=variants,
         shared=[base for base in shared_bases() if set(shared_mutants(base)) & set(variants)],
+        draw=args.hunt_draw,
     )
     b = best(cells)
     if args.refine:
@@ -302,20 +302,33 @@ def run_hunt(args: argparse.Namespace) -> int:
         "per_mutant": {
             n: {
                 k: r.get(k)
-                for k in ("samples_to_convict", "convicting_check", "exact_tv_float", "seed", "i", "refine", "case")
+                for k in (
+                    "samples_to_convict",
+                    "convicting_check",
+                    "exact_tv_float",
+                    "seed",
+                    "i",
+                    "draw",
+                    "refine",
+                    "case",
+                )
                 if k in r
             }
             for n, r in b["per_mutant"].items()
         },
         "shared": {
-            m: {"floor": c["floor"], "seed": c["seed"], "i": c["i"], "case": c["case"]} for m, c in b["shared"].items()
+            m: {"floor": c["floor"], "seed": c["seed"], "i": c["i"], "draw": c.get("draw", "random"), "case": c["case"]}
+            for m, c in b["shared"].items()
         },
     }
     if args.json:
         print(json.dumps(summary))
         return 0
     w = sys.stdout.write
-    w(f"hunt: {args.hunt} cases from seed {args.hunt_seed} (α={args.alpha:g}, power {1 - args.beta:g})\n")
+    w(
+        f"hunt: {args.hunt} cases from seed {args.hunt_seed}, draw {args.hunt_draw} "
+        f"(α={args.alpha:g}, power {1 - args.beta:g})\n"
+    )
     for n, r in summary["per_mutant"].items():
         how = f", refined {r['refine']['steps']} steps from {r['refine']['from']}" if "refine" in r else ""
         w(
@@ -347,6 +360,7 @@ def refined(per_mutant: dict, *, seed: int, steps: int, alpha: float, beta: floa
                 "case": case.to_json(),
                 "seed": r["seed"],
                 "i": r["i"],
+                "draw": r.get("draw", "random"),
                 "refine": {"seed": seed, "steps": steps, "from": r["samples_to_convict"]},
             }
     return out

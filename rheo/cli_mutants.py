@@ -89,6 +89,13 @@ def register(subparsers) -> None:
         "best hunted case, rheo.best_cases), from exact laws, no sampling: docs/GATE.md's table (--json: rows)",
     )
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
+    sp.add_argument(
+        "--hunt-draw",
+        choices=("random", "block"),
+        default="random",
+        help="how the hunt draws bug-class cases: random (default) or block (block verification with the skeleton "
+        "where block-token-residual is largest planted, rheo.hunt_block)",
+    )
     sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
     sp.add_argument(
         "--refine",

@@ -59,7 +59,7 @@ def bug_row_pair(name: str, *, alpha: float, beta: float) -> dict:
     if name in BEST_CASES:
         h = BEST_CASES[name]["hunt"]
         b = bug_row(BugCase.from_json(BEST_CASES[name]["case"]), name, alpha=alpha, beta=beta)
-        how = f"hunt seed {h['seed']} cell {h['i']}" + (
+        how = f"{'block draw' if h.get('draw') == 'block' else 'hunt'} seed {h['seed']} cell {h['i']}" + (
             f", refined {h['refine_steps']} steps" if h["refine_steps"] else ""
         )
         row.update(after=b["samples_to_convict"], after_case=how, check=b["convicting_check"])

@@ -8,7 +8,9 @@ case is one cell: every bug-class mutant's exact TV per check and `samples_to_co
 (`rheo.bugclasses`), and the case's floor (the smallest, over the mutants its verification
 reads, of each one's largest exact TV). Cells run on `rheo sweep`'s engine (local processes or
 Dask); every finished cell is appended to OUT/hunt.jsonl, and a cell already there is not run
-again (resume by running the same command).
+again (resume by running the same command). `draw="block"` (`--hunt-draw block`) draws the
+bug-class cases from `rheo.hunt_block.block_case` instead: block verification with the skeleton
+on which class 12 (`block-token-residual`) is largest planted, the rest at random.
 
 Each algorithmic mutant (`rheo_ref.variants.MUTANTS`) gets cases of its own: its gate case's
 scheme on new tables (`variant_case`: V = 3 or 4, context length 1, q_samp at T = 1 or 1/2), and
@@ -32,11 +34,13 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import TableModel
 
 from .bugclasses import bug_row
+from .hunt_block import block_case
 
 # Mutants whose effect no case of a verification mode can show (their step is not read there),
 # and the float-level one (TV ≤ `float_level_bound()` ≈ 0.0078 on any hunted case): left out of the floor
 NOT_READ = {"token": {"block-token-residual"}, "block": {"uniform-reused-for-residual", "stream-positions-shared"}}
 FLOAT_LEVEL = {"draft-bfloat16"}
+DRAWS = ("random", "block")  # how bug-class cases are drawn: `random_case`, `rheo.hunt_block.block_case`
 
 
 # The hunt's space (`random_case`): γ ∈ {1, 2}, 2 or 3 tokens; a check there reads at most
@@ -87,10 +91,12 @@ def random_case(seed: int, i: int, *, verify: str | None = None) -> BugCase:
     return BugCase(draft, target, (0,) if L else (), tokens, req)
 
 
-def hunt_cell(cell: tuple[int, int, str | None, float, float]) -> dict:
-    """One drawn case: every applicable bug-class mutant's row, and the case's floor."""
-    seed, i, verify, alpha, beta = cell
-    case = random_case(seed, i, verify=verify)
+def hunt_cell(cell: tuple) -> dict:
+    """One drawn case (seed, i, verify, α, β[, draw]): every applicable bug-class mutant's row,
+    and the case's floor."""
+    seed, i, verify, alpha, beta, *rest = cell
+    draw = rest[0] if rest else "random"
+    case = block_case(seed, i) if draw == "block" else random_case(seed, i, verify=verify)
     rows = {}
     for name, m in BUG_MUTANTS.items():
         try:
@@ -102,16 +108,17 @@ def hunt_cell(cell: tuple[int, int, str | None, float, float]) -> dict:
     floor = min((max(rows[m]["exact_tv_float"].values()) for m in need), default=0.0)
     if case.request.penalty == 1:
         floor = 0.0  # the penalty class cannot show: not a shared case
-    return {"seed": seed, "i": i, "case": case.to_json(), "floor": floor, "rows": rows}
+    out = {"seed": seed, "i": i, "case": case.to_json(), "floor": floor, "rows": rows}
+    return out if draw == "random" else {"draw": draw, **out}
 
 
 def _key(row: dict) -> tuple:
-    return (row.get("mutant") or row.get("base", ""), row["seed"], row["i"])
+    return (row.get("mutant") or row.get("base") or row.get("draw", ""), row["seed"], row["i"])
 
 
 def run_cell(cell: tuple) -> dict:
-    """A bug-class cell (seed, i, verify, α, β), an algorithmic mutant's (name, seed, i, α, β) or a
-    shared case's (base gate case, seed, i)."""
+    """A bug-class cell (seed, i, verify, α, β, draw), an algorithmic mutant's (name, seed, i, α, β)
+    or a shared case's (base gate case, seed, i)."""
     if not isinstance(cell[0], str):
         return hunt_cell(cell)
     return shared_cell(cell) if len(cell) == 3 else variant_cell(cell)
@@ -129,10 +136,11 @@ def hunt(
     verify: str | None = None,
     variants: list[str] | None = None,
     shared: list[str] | None = None,
+    draw: str = "random",
 ) -> list[dict]:
     """Run the cells not yet in OUT/hunt.jsonl; return every cell of this hunt (module docstring):
-    `cases` bug-class cases, for each algorithmic mutant in `variants` `cases` of its own, and for
-    each base gate case in `shared` `cases` shared cases (`shared_case`)."""
+    `cases` bug-class cases of `draw` (`DRAWS`), for each algorithmic mutant in `variants` `cases`
+    of its own, and for each base gate case in `shared` `cases` shared cases (`shared_case`)."""
     from .sweep import engine
 
     out.mkdir(parents=True, exist_ok=True)
@@ -143,10 +151,13 @@ def hunt(
             if line.strip():
                 r = json.loads(line)
                 done[_key(r)] = r
-    cells: list[tuple] = [(seed, i, verify, alpha, beta) for i in range(cases)]
+    if draw not in DRAWS:
+        raise CaseError(f"draw={draw!r}; allowed: {', '.join(DRAWS)}")
+    cells: list[tuple] = [(seed, i, verify, alpha, beta, draw) for i in range(cases)]
     cells += [(m, seed, i, alpha, beta) for m in variants or () for i in range(cases)]
     cells += [(b, seed, i) for b in shared or () for i in range(cases)]
-    keys = [(c[0], c[1], c[2]) if isinstance(c[0], str) else ("", c[0], c[1]) for c in cells]
+    label = "" if draw == "random" else draw
+    keys = [(c[0], c[1], c[2]) if isinstance(c[0], str) else (label, c[0], c[1]) for c in cells]
     todo = [c for c, k in zip(cells, keys) if k not in done]
     with engine(scheduler, workers, fn=run_cell) as runner, path.open("a", encoding="utf-8") as f:
         for row in runner(todo):  # type: ignore[arg-type]  # (the runner takes any cells fn takes)
@@ -174,7 +185,7 @@ def best(cells: list[dict]) -> dict:
         for name, r in c["rows"].items():
             n = r["samples_to_convict"]
             if n is not None and (name not in per or n < per[name]["samples_to_convict"]):
-                per[name] = {**r, "case": c["case"], "seed": c["seed"], "i": c["i"]}
+                per[name] = {**r, "case": c["case"], "seed": c["seed"], "i": c["i"], "draw": c.get("draw", "random")}
         mode = c["case"]["request"]["verify"]
         if c["floor"] > shared.get(mode, {}).get("floor", 0.0):
             shared[mode] = c

@@ -6,7 +6,8 @@ before/after table (`rheo mutants --fewest`).
   `rheo.hunt.refine` aimed at a mutant never raises its samples_to_convict, and `rheo mutants --hunt
   --refine` refines only the mutants named in --only.
 - `rheo mutants` runs each bug class on its best case: samples_to_convict there is ≤ the one on its
-  library case, and ≤ 600 for every detectable class but `block-token-residual`.
+  library case, and ≤ 600 for every detectable class but `block-token-residual`, whose best case
+  (the hunt's block draw) is above the fewest its proved bound allows (proofs claim 11.1), > 600.
 - The float-level class: its exact TV on every hunted case stays below its proved bound
   (rheo_ref.bugclasses.float_level, proofs claim 10.1), so its samples_to_convict is ≥ the fewest the
   bound allows.
@@ -24,18 +25,22 @@ from rheo.cli import main
 from rheo.cli_cases import bug_mutant_rows
 from rheo.gate import ALPHA, BETA
 from rheo.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
+from rheo.hunt_block import block_case
+from rheo.stats import min_num_samples
 from rheo_ref.bugclasses.cases import BugCase, mutant_tvs
 from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 from rheo_ref.variants import MUTANTS
 
 GOAL = 600  # issue 22: every detectable mutant convicted with at most 600 samples on its best case
-NOT_YET = {"block-token-residual", "draft-bfloat16"}  # (block: its library case; bfloat16: float-level)
+NOT_YET = {"draft-bfloat16"}  # float-level: its library case
+# above the goal on every case of the hunt's space: its TV <= (5√5 − 11)/2 with γ <= 2 (proofs claim 11.1)
+ABOVE_GOAL = {"block-token-residual": min_num_samples((5 * 5**0.5 - 11) / 2, ALPHA, BETA, 2)}
 
 
 def rebuilt(name: str) -> dict:
     h = BEST_CASES[name]["hunt"]
-    case = random_case(h["seed"], h["i"])
+    case = block_case(h["seed"], h["i"]) if h.get("draw") == "block" else random_case(h["seed"], h["i"])
     if h["refine_steps"]:
         case, _ = refine(
             case, seed=h["refine_seed"], steps=h["refine_steps"], alpha=ALPHA_FOUND, beta=BETA, mutant=name
@@ -81,7 +86,7 @@ def test_rheo_mutants_runs_each_class_on_its_best_case():
         assert r["case"] == f"best/{r['mutant']}"
         n, lib = r["samples_to_convict"], r["library_samples_to_convict"]
         assert n is not None and (lib is None or n <= lib), r
-        assert n <= GOAL, r
+        assert n <= GOAL if r["mutant"] not in ABOVE_GOAL else GOAL < ABOVE_GOAL[r["mutant"]] <= n, r
 
 
 def test_fewest_table_from_exact_laws(capsys):
