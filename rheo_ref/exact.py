@@ -72,8 +72,10 @@ class Exact:
         self._progress = progress
         family = family_of(case.scheme)
         variant.check_family(family.name)
-        if rules is not None and family.name != "rheo":
-            raise CaseError(f"verification rules (the rheo family's mutants) do not apply to the {family.name} family")
+        if rules is not None and not family.takes_rules:
+            raise CaseError(
+                f"verification rules (a family's mutants as functions) do not apply to the {family.name} family"
+            )
         self._laws: RoundLaws = self._round_laws(family, method, rules=rules, max_trees=max_trees, progress=progress)
         within_limit(
             family.estimate_what(case, self._laws.method),

@@ -69,6 +69,8 @@ class Family:
     - `scheme`: its scheme class (from_json / to_json / nodes / check_vocab / describe);
     - `builds_on`: the families whose modules it imports (held by the import-linter contracts);
     - `rounds(case, method, *, variant, rules, max_trees, progress)`: its exact round laws;
+      `takes_rules`: whether `rounds` reads `rules` (verification rules given as functions, the
+      rheo family's way of running its mutants); a family that does not refuses them;
     - `estimate(case, method, variant)`: the outcomes per round that `rounds` visits at most
       (a `rheo_ref.sizes.Size` or an int), and `estimate_what(case, method)` what is counted;
     - `replay(case, context, coins, variant)`: the tokens one round emits, driven by coins;
@@ -96,6 +98,7 @@ class Family:
     cases: Callable[..., Any] | None = None
     mutant_exact: Callable[..., Any] | None = None
     kept_depth: Callable[[Any], tuple[int, str]] | None = None
+    takes_rules: bool = False
 
     def parse(self, obj: Any) -> SchemeLike:
         """The scheme object of this family from its JSON."""

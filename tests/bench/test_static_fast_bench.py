@@ -19,15 +19,14 @@ import time
 import pytest
 import torch
 
-from rheo_fast.decode import round_coins
-from rheo_fast.families.rheo.round import run_round
-from rheo_fast.families.static.round import static_layout, static_round
+from rheo_fast.decode import play_round, round_coins
+from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel
-from rheo_ref.families.rheo.layout import RheoLayout
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
+from rheo_ref.variants import SPEC
 
 pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("one_thread")]
 B = 4096
@@ -44,17 +43,15 @@ def tables():
 
 
 def runner(case: Case):
-    """A zero-argument function running one round of B trials (model, state and coins prepared)."""
+    """A zero-argument function running one round of B trials (model, state and coins prepared),
+    through `rheo_fast.decode.play_round`, the registry's dispatch that `decode` uses."""
     model = TableTreeModel(case)
     state = model.start([case.context] * B)
     gen = torch.Generator().manual_seed(0)
-    if isinstance(case.scheme, StaticScheme):
-        layout = static_layout(case.scheme)
-        coins = round_coins(gen, B, layout)  # [B, n_coins]
-        return lambda: static_round(model, state, case.scheme, coins, layout=layout)
-    layout = RheoLayout(case.scheme.K, case.scheme.W, case.scheme.D)
+    layout = layout_for(case.scheme)
     coins = round_coins(gen, B, layout)  # [B, n_coins]
-    return lambda: run_round(model, state, case.scheme, coins, layout=layout)
+    todo = torch.ones(B, dtype=torch.bool)
+    return lambda: play_round(model, state, case.scheme, coins, todo, variant=SPEC, layout=layout)
 
 
 def test_static_vs_rheo_rounds_per_second(benchmark):
@@ -63,7 +60,7 @@ def test_static_vs_rheo_rounds_per_second(benchmark):
     configs = {"rheo K=3 m=1 W=2 D=3 R=8": Case(draft, target, rheo, (0,), 3)}
     for kind, sizes, sampling, verify in STATIC:
         sch = StaticScheme(kind, sizes, sampling, verify)
-        assert sch.nodes == RheoLayout(rheo.K, rheo.W, rheo.D).N == 15 and sch.D == rheo.D
+        assert sch.nodes == layout_for(rheo).N == 15 and sch.D == rheo.D
         configs[f"{kind} {list(sizes)} {sampling}+{verify}"] = Case(draft, target, sch, (0,), 3)
     runs = {name: runner(case) for name, case in configs.items()}
     times: dict[str, list[float]] = {name: [] for name in runs}

@@ -53,4 +53,5 @@ FAMILY = Family(
     mutants=MUTANTS,
     cases=_cases,
     mutant_exact=_mutant_exact,
+    takes_rules=True,
 )
