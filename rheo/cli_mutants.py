@@ -228,7 +228,7 @@ def run_mutants(args: argparse.Namespace) -> int:
     )
     if "spec" in names:
         raise CaseError(f"--only spec: the spec is not a mutant; allowed: {', '.join(MUTANTS)}")
-    if args.case != "auto":  # the case's family's mutants; one of the other family is refused
+    if args.case != "auto":  # the case's family's mutants; one of another family is refused
         family = gate_cases()[args.case].case.scheme.family
         if args.only:
             for n in names:

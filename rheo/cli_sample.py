@@ -188,7 +188,7 @@ def _sample(args: argparse.Namespace, device: torch.device) -> int:
     n = case.tokens if args.tokens is None else args.tokens
     variant = variant_named(args.mutant)
     s = case.scheme
-    variant.check_family(s.family)  # a mutant of the other family is refused before any sampling
+    variant.check_family(s.family)  # a mutant of another family is refused before any sampling
     B = check_sizes(case, n, args)
     model = TableTreeModel(case, T=args.temperature, device=device)
     gen = torch.Generator(device=device).manual_seed(args.seed)
