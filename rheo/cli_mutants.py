@@ -117,8 +117,8 @@ def _rational(x: Fraction, width: int = 14) -> str:
 def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: float) -> list[dict]:
     from rheo_ref.variants import MUTANTS
 
-    from .bugclasses import CLASS_OF, samples_to_convict
-    from .gate import CHECKS, check_law_of, exact_tvs, gate_cases, mutant_case, run_check
+    from .bugclasses import CLASS_OF
+    from .gate import CHECKS, exact_tvs, gate_cases, gate_samples_to_convict, mutant_case, run_check
 
     rows = []
     for name in names:
@@ -128,8 +128,7 @@ def mutant_rows(case: str, names: list[str], *, alpha: float, beta: float, tv: f
         rejected = any(t.rejected for t in tests)
         expected = max(tvs.values()) >= tv
         verdict = ("caught" if rejected else "MISSED") if expected else ("caught (below δ)" if rejected else "below δ")
-        laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
-        n_convict, by = samples_to_convict(laws, {ch: check_law_of(gc, ch, name) for ch in CHECKS}, alpha, beta)
+        n_convict, by = gate_samples_to_convict(gc, name, alpha, beta)
         rows.append(
             {
                 "mutant": name,

@@ -21,6 +21,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .cells import pool_cells
+
 END = -1  # the symbol "the sequence ends here" of a variable-length outcome
 TOP = 5  # cells kept in a record (summaries print 3)
 
@@ -209,15 +211,9 @@ def worst_conditional(
 def _pooled_chi2(
     obs: Mapping[int, float], e_cond: Mapping[int, float], n: int, min_expected: float
 ) -> tuple[float, int]:
-    """Pearson statistic and degrees of freedom of n samples against a conditional law, rare cells pooled."""
-    cells = sorted(e_cond, key=lambda s: (e_cond[s], s), reverse=True)
-    big: list[tuple[int, ...]] = [(s,) for s in cells if n * e_cond[s] >= min_expected]
-    small = tuple(s for s in cells if n * e_cond[s] < min_expected)
-    if small:
-        pool = small
-        while big and n * sum(e_cond[s] for s in pool) < min_expected:
-            pool = big.pop() + pool
-        big.append(pool)
+    """Pearson statistic and degrees of freedom of n samples against a conditional law, rare cells
+    pooled as the gate pools them (`rheo.cells.pool_cells`)."""
+    big = pool_cells(e_cond, n, min_expected)
     stat = 0.0
     for g in big:
         e = n * sum(e_cond[s] for s in g)

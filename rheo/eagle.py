@@ -27,15 +27,6 @@ EAGLE_CHILDREN = 10  # cnets.top_k: children drawn per expanded node
 MAX_POSITIONS = 256  # the KV cache's length (eagle allocates max_position_embeddings rows)
 
 
-def eagle_version() -> str | None:
-    import importlib.metadata as md
-
-    try:
-        return md.version("eagle-llm")
-    except md.PackageNotFoundError:
-        return None
-
-
 def _eagle() -> SimpleNamespace:
     try:
         from eagle.model import cnets, ea_model, modeling_llama_kv

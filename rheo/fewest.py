@@ -19,13 +19,12 @@ FLOAT_LEVEL_TWENTY = ("leq-coin", "float16")
 
 def twenty_row(name: str, *, alpha: float, beta: float) -> dict:
     from .best_cases import BEST_HUNTED
-    from .bugclasses import CLASS_OF, samples_to_convict
-    from .gate import CHECKS, check_law_of, gate_cases, mutant_case
+    from .bugclasses import CLASS_OF
+    from .gate import gate_cases, gate_samples_to_convict, mutant_case
     from .hunt import variant_case
 
     def on(gc) -> tuple[int | None, str | None]:
-        laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
-        return samples_to_convict(laws, {ch: check_law_of(gc, ch, name) for ch in CHECKS}, alpha, beta)
+        return gate_samples_to_convict(gc, name, alpha, beta)
 
     gc = gate_cases()[mutant_case(name)]
     before, check = on(gc)

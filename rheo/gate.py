@@ -189,6 +189,15 @@ def _new_exact(case: Case, mutant: str | None) -> Exact:
     return Exact(case) if mutant is None else mutant_exact(case, mutant)
 
 
+def gate_samples_to_convict(gc: GateCase, mutant: str, alpha: float, beta: float) -> tuple[int | None, str | None]:
+    """The fewest samples with which one of the gate's checks convicts `mutant` on `gc`, and that
+    check (`rheo.bugclasses.samples_to_convict` over `CHECKS`)."""
+    from .bugclasses import samples_to_convict
+
+    laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
+    return samples_to_convict(laws, {ch: check_law_of(gc, ch, mutant) for ch in CHECKS}, alpha, beta)
+
+
 def check_law_of(gc: GateCase, check: str, mutant: str | None = None) -> Law:
     """The exact law a check compares with (of `mutant`'s exact counterpart if given)."""
     if check.startswith("joint") and mutant is None:

@@ -320,11 +320,12 @@ def decode_batch(
 # --- the gate ----------------------------------------------------------------------------------
 
 
-def transformers_version() -> str | None:
+def dist_version(name: str) -> str | None:
+    """The installed version of the distribution `name` (None: not installed)."""
     import importlib.metadata as md
 
     try:
-        return md.version("transformers")
+        return md.version(name)
     except md.PackageNotFoundError:
         return None
 
@@ -364,18 +365,13 @@ def gate_hf(
     seconds = time.perf_counter() - t0
     exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
     extra = {}
-    if decoder.kind == "eagle":
-        from .eagle import eagle_version
-
-        extra["package"] = f"eagle-llm {eagle_version()}"
-    if decoder.kind == "seqspec":
-        from .seqspec import seqspec_version
-
-        extra["package"] = f"sequential-speculative-decoding {seqspec_version()}"
+    package = {"eagle": "eagle-llm", "seqspec": "sequential-speculative-decoding"}.get(decoder.kind)
+    if package is not None:
+        extra["package"] = f"{package} {dist_version(package)}"
     return {
         "decoder": decoder.name,
         **extra,
-        "transformers": transformers_version(),
+        "transformers": dist_version("transformers"),
         "gen": decoder.options(),
         "tokens": n,
         "verdict": "REJECT" if res.rejected else "pass",

@@ -92,23 +92,11 @@ def random_case(seed: int, i: int, *, verify: str | None = None) -> BugCase:
 
 
 def hunt_cell(cell: tuple) -> dict:
-    """One drawn case (seed, i, verify, α, β[, draw]): every applicable bug-class mutant's row,
-    and the case's floor."""
-    seed, i, verify, alpha, beta, *rest = cell
-    draw = rest[0] if rest else "random"
+    """One drawn case (seed, i, verify, α, β, draw): every applicable bug-class mutant's row, and
+    the case's floor (`hunt_cell_of`)."""
+    seed, i, verify, alpha, beta, draw = cell
     case = block_case(seed, i) if draw == "block" else random_case(seed, i, verify=verify)
-    rows = {}
-    for name, m in BUG_MUTANTS.items():
-        try:
-            m.check(case.request)
-        except CaseError:
-            continue
-        rows[name] = bug_row(case, name, alpha=alpha, beta=beta)
-    need = [m for m in floor_mutants(case.request.verify) if m in rows] if case.request.penalty < 1 else []
-    floor = min((max(rows[m]["exact_tv_float"].values()) for m in need), default=0.0)
-    if case.request.penalty == 1:
-        floor = 0.0  # the penalty class cannot show: not a shared case
-    out = {"seed": seed, "i": i, "case": case.to_json(), "floor": floor, "rows": rows}
+    out = {"seed": seed, "i": i, "case": case.to_json(), **hunt_cell_of(case, alpha, beta)}
     return out if draw == "random" else {"draw": draw, **out}
 
 
@@ -207,14 +195,12 @@ def variant_case(mutant: str, seed: int, i: int):
 
 def variant_cell(cell: tuple[str, int, int, float, float]) -> dict:
     """One hunted case of an algorithmic mutant: its samples_to_convict over the gate's checks."""
-    from .bugclasses import samples_to_convict
-    from .gate import CHECKS, check_law_of
+    from .gate import gate_samples_to_convict
 
     mutant, seed, i, alpha, beta = cell
     gc = variant_case(mutant, seed, i)
     try:
-        laws = {ch: check_law_of(gc, ch) for ch in CHECKS}
-        n, ch = samples_to_convict(laws, {ch: check_law_of(gc, ch, mutant) for ch in CHECKS}, alpha, beta)
+        n, ch = gate_samples_to_convict(gc, mutant, alpha, beta)
     except CaseError as e:  # a case the mutant's exact counterpart refuses (e.g. an empty tail)
         return {"mutant": mutant, "seed": seed, "i": i, "samples_to_convict": None, "error": str(e)}
     return {
@@ -233,6 +219,9 @@ def floor_of(case: BugCase, alpha: float, beta: float) -> float:
 
 
 def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
+    """Every bug-class mutant's row that the case's request admits, and the case's floor: the
+    smallest, over the mutants its verification reads, of each one's largest exact TV (0 without a
+    penalty, where the penalty class cannot show: not a shared case)."""
     rows = {}
     for name, m in BUG_MUTANTS.items():
         try:

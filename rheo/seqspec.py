@@ -31,15 +31,6 @@ METHODS = ("standard", "naive_hsd", "capped_hsd")  # speculative_generate's `met
 CRASH = -1  # the token written for a sample whose round crashed (torch.multinomial on a NaN row)
 
 
-def seqspec_version() -> str | None:
-    import importlib.metadata as md
-
-    try:
-        return md.version("sequential-speculative-decoding")
-    except md.PackageNotFoundError:
-        return None
-
-
 def _generation() -> Any:
     try:
         from seqspecdecod import generation

@@ -39,12 +39,13 @@ from typing import Any
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 
+from .cells import MIN_EXPECTED as MIN_EXPECTED  # (part of this module's interface: the gate's pooling threshold)
+from .cells import pool_cells
 from .diagnosis import Cell, Conditional, top_cells, worst_conditional
 
 Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
 
-MIN_EXPECTED = 10.0  # at α ~ 1e-6 a cell of expected count 5 alone reaches the χ² tail too often
 STATISTICS = ("pearson", "g")
 DEFAULT_BETA = 0.01
 MARGIN = 2.0  # the noncentrality is solved for miss probability β / MARGIN (see the docstring)
@@ -107,23 +108,6 @@ def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: 
 
 
 # --- pooling and the assertion ---------------------------------------------------------------
-
-
-def pool_cells(law: Law, n: int, min_expected: float = MIN_EXPECTED) -> list[tuple[tuple[int, ...], ...]]:
-    """The tested cells: outcomes of positive probability, those with n·p < `min_expected` pooled.
-
-    Returns groups of outcomes (one group per tested cell), largest expected count first. The
-    pooled group, if still below `min_expected`, absorbs the smallest remaining cells.
-    """
-    cells = sorted((k for k, p in law.items() if p > 0), key=lambda k: (law[k], k), reverse=True)
-    big: list[tuple[tuple[int, ...], ...]] = [(k,) for k in cells if n * law[k] >= min_expected]
-    small = tuple(k for k in cells if n * law[k] < min_expected)
-    if small:
-        pool = small
-        while big and n * sum(law[k] for k in pool) < min_expected:
-            pool = big.pop() + pool
-        big.append(pool)
-    return big
 
 
 def _detectable(groups: list[tuple], n: int, alpha: float, beta: float) -> float:
