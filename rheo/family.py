@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rheo_ref.family import DEFAULT_FAMILIES, family_named
+from rheo_ref.family import layer_registry
 from rheo_ref.registry import Registry
 
 
@@ -37,14 +37,7 @@ class SuiteFamily:
     audit_rows: Callable[[Any, Any], list[tuple[str, Any]]] = lambda q, p: []
 
 
-def _known(name: str) -> None:
-    """A layer's entry must be for a family of rheo_ref.family (refused by name otherwise)."""
-    family_named(name)
-
-
-_REGISTRY: Registry[SuiteFamily] = Registry(
-    SuiteFamily, "rheo.families", "SUITE", DEFAULT_FAMILIES, check=lambda fam: _known(fam.name), replace=True
-)
+_REGISTRY: Registry[SuiteFamily] = layer_registry(SuiteFamily, "rheo.families", "SUITE")
 register, unregister = _REGISTRY.register, _REGISTRY.unregister
 
 

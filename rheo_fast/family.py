@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rheo_ref.errors import CaseError
-from rheo_ref.family import DEFAULT_FAMILIES, family_named
+from rheo_ref.family import layer_registry
 from rheo_ref.registry import Registry
 
 
@@ -34,14 +34,7 @@ class FastFamily:
     lm_methods: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
-def _known(name: str) -> None:
-    """A layer's entry must be for a family of rheo_ref.family (refused by name otherwise)."""
-    family_named(name)
-
-
-_REGISTRY: Registry[FastFamily] = Registry(
-    FastFamily, "rheo_fast.families", "FAST", DEFAULT_FAMILIES, check=lambda fam: _known(fam.name), replace=True
-)
+_REGISTRY: Registry[FastFamily] = layer_registry(FastFamily, "rheo_fast.families", "FAST")
 register, unregister = _REGISTRY.register, _REGISTRY.unregister
 
 

@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rheo_ref.errors import CaseError
-from rheo_ref.registry import Registry
+from rheo_ref.registry import Registry, T
 from rheo_ref.validate import show
 
 Law = dict[tuple[int, ...], Fraction]
@@ -139,6 +139,17 @@ def family_named(name: Any) -> Family:
     if not isinstance(name, str) or name not in fams:
         raise CaseError(f"unknown scheme family {show(name)}; allowed: {', '.join(fams)}")
     return fams[name]
+
+
+def layer_registry(kind: type[T], package: str, attr: str) -> Registry[T]:
+    """The registry of a layer above this one (`rheo_fast.family`, `rheo.family`): each family's
+    entry `attr` of `package.<name>`, the built-in families in table order; an entry must name a
+    family registered here (refused by name otherwise), and a family's entry may be replaced."""
+
+    def known(entry: T) -> None:
+        family_named(getattr(entry, "name"))  # noqa: B009
+
+    return Registry(kind, package, attr, DEFAULT_FAMILIES, check=known, replace=True)
 
 
 def family_of(scheme: Any) -> Family:

@@ -23,9 +23,6 @@ from .generate import random_table  # noqa: F401  (re-exported: the benchmarks' 
 ONE = Fraction(1)
 
 
-ONE = Fraction(1)
-
-
 @st.composite
 def prob_vectors(draw, size: int, *, max_weight: int = 6, zeros: bool = True):
     """An exact probability vector of length `size` (integer weights over their sum)."""

@@ -23,6 +23,7 @@ from rheo_ref.atomic import check_writable, savefig_atomic, write_text_atomic
 
 from .decode import METHODS, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
 from .draft_head import load_head
+from .paper_report import t_interval
 from .prompts import render, sample_prompts
 from .target import load_target
 
@@ -187,22 +188,6 @@ def bench(
         "runs": runs,
         "target_ms_by_nodes": cost,
     }
-
-
-def t_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """(low, mean, high): the two-sided Student t interval of the mean of xs (per-prompt τ),
-    mean ± t_{(1+level)/2, n-1} · s / √n; NaN bounds for fewer than two values."""
-    import math
-
-    from scipy.stats import t
-
-    n = len(xs)
-    mean = sum(xs) / n if n else float("nan")
-    if n < 2:
-        return float("nan"), mean, float("nan")
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    h = float(t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n)
-    return mean - h, mean, mean + h
 
 
 def _cell(table: list[dict], meth: str, T: float, key: str) -> float:

@@ -42,15 +42,24 @@ def cluster_ci(groups: list[list[float]]) -> dict[str, Any]:
     return {"mean": mean, "ci95": [mean - h, mean + h], "n_contexts": n}
 
 
-def t_ci(xs: list[float]) -> tuple[float, list[float]]:
-    """Mean and Student t 95% interval over xs (NaN bounds below two values)."""
+def t_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(low, mean, high): the two-sided Student t interval of the mean of xs (per-prompt τ),
+    mean ± t_{(1+level)/2, n-1} · s / √n; NaN bounds for fewer than two values."""
+    from scipy.stats import t
+
     n = len(xs)
     mean = sum(xs) / n if n else float("nan")
     if n < 2:
-        return mean, [float("nan"), float("nan")]
+        return float("nan"), mean, float("nan")
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    h = _tq(n - 1) * sd / math.sqrt(n)
-    return mean, [mean - h, mean + h]
+    h = float(t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n)
+    return mean - h, mean, mean + h
+
+
+def t_ci(xs: list[float]) -> tuple[float, list[float]]:
+    """Mean and Student t 95% interval over xs (NaN bounds below two values): `t_interval`."""
+    lo, mean, hi = t_interval(xs)
+    return mean, [lo, hi]
 
 
 def _var(xs: list[float]) -> float:

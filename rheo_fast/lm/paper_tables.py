@@ -46,6 +46,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.scheme import Scheme
 
 from . import kvcache as kv
+from .bench import _seed
 from .decode import LMTreeModel, generate_ar
 from .prompts import Prompt, render, sample_prompts
 
@@ -80,10 +81,6 @@ class PaperConfig:
     def key(self, draft_id: str) -> str:
         """Work-folder key: the configuration and the draft head's identity."""
         return hashlib.sha256(json.dumps([asdict(self), draft_id]).encode()).hexdigest()[:12]
-
-
-def _seed(*parts: Any) -> int:
-    return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:8], 16)
 
 
 def settings(cfg: PaperConfig) -> list[tuple[int, float]]:
