@@ -29,11 +29,12 @@ from pathlib import Path
 
 from rheo_ref.bugclasses.cases import BugCase
 from rheo_ref.bugclasses.decoder import Request
+from rheo_ref.bugclasses.exact import tv
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import TableModel
 
-from .bugclasses import bug_row
+from .bugclasses import bug_laws, bug_row
 from .hunt_block import block_case
 
 # Mutants whose effect no case of a verification mode can show (their step is not read there),
@@ -213,15 +214,32 @@ def variant_cell(cell: tuple[str, int, int, float, float]) -> dict:
     }
 
 
-def floor_of(case: BugCase, alpha: float, beta: float) -> float:
-    """The smallest, over the mutants the case's verification reads, of each one's largest exact TV."""
-    return hunt_cell_of(case, alpha, beta)["floor"]
+def _floor(case: BugCase, largest_tv) -> float:
+    """The case's floor: the smallest, over the mutants its verification reads (and its request
+    admits: `largest_tv(m)` is not None), of each one's largest exact TV over the checks; 0 without
+    a penalty, where the penalty class cannot show (not a shared case)."""
+    if case.request.penalty >= 1:
+        return 0.0
+    tvs = (largest_tv(m) for m in floor_mutants(case.request.verify))
+    return min((t for t in tvs if t is not None), default=0.0)
+
+
+def floor_of(case: BugCase) -> float:
+    """The case's floor (`_floor`) from the floor mutants' exact TVs alone (no samples_to_convict)."""
+
+    def largest_tv(name: str) -> float | None:
+        try:
+            BUG_MUTANTS[name].check(case.request)
+        except CaseError:
+            return None
+        laws, bad = bug_laws(case, name)
+        return max(float(tv(bad[c], laws[c])) for c in laws)
+
+    return _floor(case, largest_tv)
 
 
 def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
-    """Every bug-class mutant's row that the case's request admits, and the case's floor: the
-    smallest, over the mutants its verification reads, of each one's largest exact TV (0 without a
-    penalty, where the penalty class cannot show: not a shared case)."""
+    """Every bug-class mutant's row that the case's request admits, and the case's floor (`_floor`)."""
     rows = {}
     for name, m in BUG_MUTANTS.items():
         try:
@@ -229,9 +247,8 @@ def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
         except CaseError:
             continue
         rows[name] = bug_row(case, name, alpha=alpha, beta=beta)
-    need = [m for m in floor_mutants(case.request.verify) if m in rows]
-    floor = min((max(rows[m]["exact_tv_float"].values()) for m in need), default=0.0)
-    return {"floor": floor if case.request.penalty < 1 else 0.0, "rows": rows}
+    floor = _floor(case, lambda m: max(rows[m]["exact_tv_float"].values()) if m in rows else None)
+    return {"floor": floor, "rows": rows}
 
 
 def refine(
@@ -261,7 +278,7 @@ def refine(
 
     def score(c: BugCase) -> float:
         if mutant is None:
-            return floor_of(c, alpha, beta)
+            return floor_of(c)
         n = bug_row(c, mutant, alpha=alpha, beta=beta)["samples_to_convict"]
         return 0.0 if n is None else 1 / n
 
