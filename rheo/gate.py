@@ -68,8 +68,15 @@ class GateCase:
 
 
 def all_schemes() -> dict[str, AnyScheme]:
-    """The gate's schemes of every registered family, by name (`rheo.family`)."""
-    return {name: sch for fam in suite_families().values() for name, sch in fam.gate_schemes.items()}
+    """The gate's schemes of every registered family, by name (`rheo.family`); a name two families
+    give is refused, as `_gate_cases` refuses a row name (a row would run the other's scheme)."""
+    out: dict[str, AnyScheme] = {}
+    for fam in suite_families().values():
+        clash = sorted(set(fam.gate_schemes) & set(out))
+        if clash:
+            raise StatsError(f"family {fam.name!r}: gate schemes {clash} are already another family's")
+        out.update(fam.gate_schemes)
+    return out
 
 
 def gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") -> GateCase:

@@ -34,7 +34,18 @@ import rheo_fast.family as fast_registry
 import rheo_ref.family as ref_registry
 from rheo.cli import main
 from rheo.compare import Cell
-from rheo.gate import CHECKS, DELTA, FAMILY_ALPHA, alpha_per_test, gate_case, gate_cases, library_tests, run_check
+from rheo.gate import (
+    CHECKS,
+    DELTA,
+    FAMILY_ALPHA,
+    StatsError,
+    all_schemes,
+    alpha_per_test,
+    gate_case,
+    gate_cases,
+    library_tests,
+    run_check,
+)
 from rheo_fast.models import as_rows
 from rheo_fast.slots import inverse_cdf as fast_inverse_cdf
 from rheo_fast.tree import Tree
@@ -250,6 +261,13 @@ def test_toy_family_joins_the_gate_matrix_and_alpha_follows(toy):
     for gc in rows.values():
         res = run_check(gc, "joint2")
         assert res.detectable_tv <= DELTA and not res.rejected, res.summary()
+
+
+def test_a_gate_scheme_name_another_family_gives_is_refused(toy):
+    taken = next(iter(suite_registry.suite_families()["rheo"].gate_schemes))
+    suite_registry.register(suite_registry.SuiteFamily("toy", gate_schemes={taken: ToyScheme()}))
+    with pytest.raises(StatsError, match=rf"family 'toy': gate schemes \['{taken}'\] are already another family's"):
+        all_schemes()
 
 
 def test_the_gate_rejects_a_broken_toy(toy):
