@@ -7,8 +7,9 @@ gate check needs to convict a mutant (docs/GATE.md, "Bug classes" and "The fewes
   the prefill token and the first verification step's tokens against the baseline decoder's
   exact law of them (so a lossless change of the algorithm, or of τ, shows too);
 - `samples_to_convict(laws, tvs)`: the smallest N at which one check rejects the mutant with
-  power ≥ 1 − β at level α, from its exact TV (`rheo.stats.samples_for`, the gate's own N rule,
-  with the TV re-read on the cells the test pools at that N, so the power claim holds);
+  power ≥ 1 − β at level α, from its exact TV (`rheo.stats.samples_for_coarse`: the mutant's law
+  is known exactly, so its TV is re-read on the cells the test pools at that N and the power
+  claim holds for that mutant, without the full-law margin a gate against an unknown decoder needs);
 - `CLASS_OF`: the class of every mutant, the twenty algorithmic ones included.
 """
 
@@ -25,7 +26,7 @@ from rheo_ref.bugclasses.decoder import Models, decode
 from rheo_ref.bugclasses.exact import marginal, tv
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
-from .stats import LawTest, check_law, min_num_samples, pool_cells, samples_for, seed_for
+from .stats import LawTest, check_law, min_num_samples, pool_cells, samples_for, samples_for_coarse, seed_for
 
 Law = Mapping[tuple[int, ...], Fraction]
 
@@ -170,7 +171,7 @@ def convict_n(law: Law, bad: Law, alpha: float, beta: float) -> int | None:
     if d == 0:
         return None
     for _ in range(20):
-        N = samples_for(law, min(float(d), 1.0), alpha, beta)
+        N = samples_for_coarse(law, min(float(d), 1.0), alpha, beta)
         c = coarse_tv(bad, law, pool_cells(law, N))
         if c >= d or float(c) >= float(d) * (1 - 1e-12):
             return N
@@ -222,7 +223,7 @@ def bug_row(case: BugCase, mutant: str, *, alpha: float, beta: float) -> dict:
 def min_possible_samples(tv_bound: float, alpha: float, beta: float) -> int:
     """The fewest samples with which any gate check can convict a mutant whose exact TV is ≤ `tv_bound`
     and whose law has no outcome the checked law lacks: the two-cell χ² test's N at `tv_bound`
-    (`samples_for` is ≥ it, since λ* grows with the cells and N falls as the TV grows; a one-cell
+    (`samples_for_coarse` is ≥ it, since λ* grows with the cells and N falls as the TV grows; a one-cell
     law cannot be moved by such a mutant)."""
     return min_num_samples(tv_bound, alpha, beta, 2)
 

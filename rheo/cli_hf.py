@@ -41,8 +41,11 @@ output (one JSON object):
   gen                    the generate options in effect (given, then transformers' defaults)
   verdict                pass, or REJECT when the first `tokens` tokens do not fit the exact target law
   N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv
-  detectable_tv          smallest TV detected with power 1-beta at this N (<= tv)
-  p_value, cells         of the chi-square test (cells after pooling)
+  detectable_tv          smallest TV of the decoder's full law over the first `tokens` tokens detected
+                         with power 1-beta at this N (<= tv): the tested cells' plus the pooled mass
+  p_value, cells         of the chi-square test (cells after pooling; a rejection's p-value is simulated
+                         where the draws are affordable)
+  pooled_mass            exact target mass of the light outcomes pooled into one cell
   exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
                          does not know the decoder's law (the heuristic schedule)
   seconds, ms_per_sample wall time of the sampling and the test

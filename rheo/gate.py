@@ -348,7 +348,8 @@ def fast_verdict(
 ) -> dict:
     """The `rheo audit` column: the fast path's first `case.tokens` tokens against the target law.
 
-    Returns {verdict: "pass"/"FAIL", N, alpha, detectable_tv, p_value} (plus beta, tv, cells).
+    Returns {verdict: "pass"/"FAIL", N, alpha, detectable_tv, p_value} (plus beta, tv, cells,
+    pooled_mass); detectable_tv is of the full law (`rheo.stats.law_detectable_tv`).
     """
     try:
         res = assert_lossless(fast_sampler(mutant), case, alpha=alpha, tv=tv, beta=beta, seed=seed)
@@ -363,4 +364,5 @@ def fast_verdict(
         "beta": res.beta,
         "tv": res.tv,
         "cells": res.cells,
+        "pooled_mass": res.pooled_mass,
     }

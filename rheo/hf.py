@@ -382,6 +382,7 @@ def gate_hf(
         "detectable_tv": res.detectable_tv,
         "p_value": res.p_value,
         "cells": res.cells,
+        "pooled_mass": res.pooled_mass,
         "exact_tv": None if exact_tv is None else str(exact_tv),
         "exact_tv_float": None if exact_tv is None else float(exact_tv),
         "seed": seed,

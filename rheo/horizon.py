@@ -120,8 +120,14 @@ class HorizonTest:
 
     @property
     def detectable_tv(self) -> float:
-        """TV every unconditional window detects with power 1 − β at α/m (the horizon's guarantee)."""
+        """TV of each unconditional window's full law (its every outcome, none pooled away) that its
+        test detects with power 1 − β at α/m: the horizon's guarantee (`LawTest.guarantee`)."""
         return max(t.detectable_tv for t in self.tests if " | " not in t.label)
+
+    @property
+    def pooled_mass(self) -> float:
+        """The largest exact mass an unconditional window pools into one cell (counted in `detectable_tv`)."""
+        return max(t.pooled_mass for t in self.tests if " | " not in t.label)
 
     @property
     def cells(self) -> int:
@@ -150,7 +156,8 @@ class HorizonTest:
         line = (
             f"{self.label}: {verdict} (H={self.horizon}, {self.planned} tests at α={self.alpha_each:.3g} each, "
             f"family α={self.alpha:g} ({self.correction}), N={self.n}, adjusted p={self.p_value:.3g}; every "
-            f"window detects TV≥{self.detectable_tv:.4f} with power {1 - self.beta:g}, stated δ={self.tv:g})"
+            f"window detects TV≥{self.detectable_tv:.4f} of its full law with power {1 - self.beta:g}, "
+            f"stated δ={self.tv:g})"
         )
         if not self.rejected:
             return line
@@ -167,6 +174,7 @@ class HorizonTest:
     def to_json(self) -> dict:
         out = asdict(self)
         out["p_value"], out["detectable_tv"] = self.p_value, self.detectable_tv
+        out["pooled_mass"] = self.pooled_mass
         return out
 
 

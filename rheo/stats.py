@@ -1,5 +1,5 @@
-"""Statistical tests of losslessness: the χ²/G goodness-of-fit trio (STYLE.md, after
-tensorflow_probability's `statistical_testing.py`).
+"""Statistical tests of losslessness: the χ²/G goodness-of-fit trio (after
+tensorflow_probability's `statistical_testing.py`; docs/GATE.md, "What the statistics promise").
 
 A sampler's outcomes are compared with an exact law (a dict from token tuples to `Fraction`s):
 - `assert_law` (the assertion), `min_detectable_tv` (what N samples detect),
@@ -15,9 +15,12 @@ A sampler's outcomes are compared with an exact law (a dict from token tuples to
   is the textbook formula.
 - Cells whose expected count is below `MIN_EXPECTED` (10) are pooled into one cell, so the
   χ² reference holds far into its tail (at α ~ 1e-6 a lone cell of expected count 5 would
-  cross the critical value on its own too often); the power statement is about the TV of the
-  law coarsened to the tested cells, which the result reports (`pooled_mass`). A sample on an
-  outcome of exact probability 0 rejects outright (impossible under the null: α unchanged).
+  cross the critical value on its own too often). The power statement is about the **full**
+  law all the same: TV(P, p) ≤ TV(P′, p′) + p(pooled), so `detectable_tv` is the cells' plus the
+  pooled mass (`law_detectable_tv`), and `samples_for` plans the least N at which that is ≤ δ.
+  A sample on an outcome of exact probability 0 rejects outright (impossible under the null).
+- α: a χ² rejection is re-decided by a simulated null (`simulated_p_value`, M = ⌈20/α⌉
+  multinomial draws) wherever the draws are affordable; the record says which null decided.
 - `assert_lossless` applies this to the first n tokens of a decoder against the target law;
   `rheo.gate.fast_verdict` does it for the fast path (the `rheo audit` column).
 """
@@ -32,6 +35,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from fractions import Fraction
 from itertools import accumulate
 from typing import Any
@@ -40,7 +44,7 @@ from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 
 from .cells import MIN_EXPECTED as MIN_EXPECTED  # (part of this module's interface: the gate's pooling threshold)
-from .cells import pool_cells
+from .cells import PoolShape, pool_cells, pooled_mass
 from .diagnosis import Cell, Conditional, top_cells, worst_conditional
 
 Law = Mapping[tuple[int, ...], Fraction]
@@ -66,6 +70,7 @@ def _check_cells(cells: Any) -> int:
     return cells
 
 
+@lru_cache(maxsize=4096)
 def noncentrality(df: int, alpha: float, beta: float) -> float:
     """λ* with P(χ'²_df(λ*) > χ²_{df,1−α}) = 1−β: the noncentrality a level-α test detects with power 1−β."""
     from scipy.optimize import brentq
@@ -111,11 +116,28 @@ def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: 
 
 
 def _detectable(groups: list[tuple], n: int, alpha: float, beta: float) -> float:
-    """Detectable TV of a test over these pooled cells. One cell is a test only when it is one
-    outcome (a point-mass law): then any sample elsewhere rejects; else it detects nothing."""
-    if len(groups) >= 2:
-        return min_detectable_tv(n, alpha, beta, len(groups))
-    return min_detectable_tv(n, alpha, beta, 1) if len(groups[0]) == 1 else 1.0
+    """Detectable TV of the test over these cells, as a distance between the *coarsened* laws
+    (outcomes of one cell merged). One cell is a test only when it is one outcome (a point-mass
+    law): then any sample elsewhere rejects; else it detects nothing."""
+    return _cells_detectable(len(groups), len(groups[0]) == 1, n, alpha, beta)
+
+
+def _cells_detectable(cells: int, single: bool, n: int, alpha: float, beta: float) -> float:
+    if cells >= 2:
+        return min_detectable_tv(n, alpha, beta, cells)
+    return min_detectable_tv(n, alpha, beta, 1) if single else 1.0
+
+
+def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
+    """Smallest TV **of the full law** (every outcome of positive probability) that the gate's test
+    of `law` with `n` samples detects with power ≥ 1−β at level α.
+
+    That is the cells' detectable TV plus the exact mass p(A) of the pooled outcomes A: for any
+    law P, TV(P, p) ≤ TV(P′, p′) + p(A), where ′ merges A into one cell (docs/GATE.md, "What the
+    statistics promise"), so an alternative at full TV ≥ δ_cells + p(A) is at coarsened TV ≥ δ_cells.
+    """
+    groups = pool_cells(law, n)
+    return min(1.0, _detectable(groups, n, alpha, beta) + pooled_mass(law, groups))
 
 
 @dataclass(frozen=True)
@@ -133,19 +155,30 @@ class LawTest:
     alpha: float
     beta: float
     tv: float  # δ the test states
-    detectable_tv: float  # smallest TV detected with power 1−β at this n
+    detectable_tv: float  # smallest TV of the full law detected with power 1−β at this n (cells + pooled mass)
     rejected: bool
     top_cells: tuple[Cell, ...] = ()  # largest standardised residuals first (rheo.diagnosis)
     worst_conditional: Conditional | None = None  # the conditional law that deviates most
+    detectable_tv_cells: float = 0.0  # the same between the laws coarsened to the tested cells
+    null: str = "chi2"  # the p-value's null distribution: "chi2" (asymptotic) or "simulated"
+    null_draws: int = 0  # multinomial draws of the simulated null (0 with "chi2")
+
+    def guarantee(self) -> str:
+        """What a pass means, in words: the power statement about the full law."""
+        pooled = f" + pooled mass {self.pooled_mass:.4f}" if self.pooled_mass else ""
+        return (
+            f"detects TV≥{self.detectable_tv:.4f} of the full law (tested cells {self.detectable_tv_cells:.4f}"
+            f"{pooled}) with power {1 - self.beta:g}"
+        )
 
     def summary(self, top: int = 3) -> str:
         """One line; a rejected test adds where it broke: the worst conditional law and the `top` cells."""
         verdict = "REJECT" if self.rejected else "pass"
         imp = f", {self.impossible} impossible" if self.impossible else ""
+        sim = f" simulated over {self.null_draws} draws" if self.null == "simulated" else ""
         line = (
-            f"{self.label}: {verdict} (p={self.p_value:.3g}, α={self.alpha:g}, N={self.n}, "
-            f"{self.cells} cells, {self.statistic}{imp}; detects TV≥{self.detectable_tv:.4f} "
-            f"with power {1 - self.beta:g}, stated δ={self.tv:g})"
+            f"{self.label}: {verdict} (p={self.p_value:.3g}{sim}, α={self.alpha:g}, N={self.n}, "
+            f"{self.cells} cells, {self.statistic}{imp}; {self.guarantee()}, stated δ={self.tv:g})"
         )
         return line + ("\n" + self.diagnosis(top) if self.rejected else "")
 
@@ -203,30 +236,30 @@ def check_law(
         raise StatsError("the exact law has no outcome of positive probability")
     impossible = sum(c for k, c in counts.items() if law.get(k, 0) == 0)
     groups = pool_cells(law, n)
-    pooled = [g for g in groups if len(g) > 1]
-    pooled_mass = float(sum(law[k] for k in pooled[0])) if pooled else 0.0
+    mass = pooled_mass(law, groups)
     k = len(groups)
-    stat, pval = 0.0, 1.0
+    stat, pval, null, draws = 0.0, 1.0, "chi2", 0
     if k >= 2:
-        for g in groups:
-            e = n * float(sum(law[o] for o in g))
-            o = sum(counts.get(x, 0) for x in g)
-            if statistic == "pearson":
-                stat += (o - e) ** 2 / e
-            elif o > 0:
-                stat += 2 * o * math.log(o / e)
-        stat = max(stat, 0.0)
+        probs = [float(sum(law[o] for o in g)) for g in groups]
+        observed = [sum(counts.get(x, 0) for x in g) for g in groups]
+        stat = _statistic(observed, probs, n, statistic)
         pval = float(chi2_dist.sf(stat, k - 1))
+        if pval < alpha and not impossible:  # confirm a rejection where the χ² tail may be off
+            sim = simulated_p_value(observed, probs, stat, statistic, alpha)
+            if sim is not None:
+                pval, draws = sim
+                null = "simulated"
     if impossible:
-        stat, pval = math.inf, 0.0
-    det = _detectable(groups, n, alpha, beta)
+        stat, pval, null, draws = math.inf, 0.0, "chi2", 0
+    det_cells = _detectable(groups, n, alpha, beta)
+    det = min(1.0, det_cells + mass)
     law_f = {o: float(p) for o, p in law.items() if p > 0}
     return LawTest(
         label,
         statistic,
         n,
         k,
-        pooled_mass,
+        mass,
         impossible,
         stat,
         pval,
@@ -237,7 +270,69 @@ def check_law(
         bool(impossible or pval < alpha),
         top_cells(counts, law_f, groups, n),
         worst_conditional(counts, law_f, names=names, condition=condition),
+        det_cells,
+        null,
+        draws,
     )
+
+
+def _statistic(observed: Sequence[int], probs: Sequence[float], n: int, statistic: str) -> float:
+    stat = 0.0
+    for o, p in zip(observed, probs):
+        e = n * p
+        if statistic == "pearson":
+            stat += (o - e) ** 2 / e
+        elif o > 0:
+            stat += 2 * o * math.log(o / e)
+    return max(stat, 0.0)
+
+
+SIMULATION_BUDGET = 20_000_000  # multinomial cells drawn at most to confirm one rejection
+
+
+def simulated_p_value(
+    observed: Sequence[int], probs: Sequence[float], stat: float, statistic: str, alpha: float
+) -> tuple[float, int] | None:
+    """Monte Carlo p-value of `stat` under the null multinomial(n, probs): (p, draws), or None when
+    M = ⌈20/α⌉ draws of the cells exceed `SIMULATION_BUDGET` (the χ² p-value then stands, and the
+    record says so: `null="chi2"`).
+
+    p̂ = (1 + #{T* ≥ T}) / (1 + M) over M null statistics T* drawn independently of the data is a
+    valid p-value (P(p̂ ≤ α) ≤ α under the null, exactly, whatever the accuracy of the χ² tail;
+    Davison & Hinkley 1997, §4.2). The null draws depend only on (n, probs, statistic, M), so they
+    are seeded by those, drawn once per process and shared by every test of the same law and N.
+    """
+    m_total = math.ceil(20 / alpha)
+    if m_total * len(probs) > SIMULATION_BUDGET:
+        return None
+    import numpy as np
+
+    null = _null_statistics(int(sum(observed)), tuple(float(p) for p in probs), statistic, m_total)
+    tol = 1e-9 * max(1.0, stat)  # ties of the statistic count as exceedances (conservative)
+    exceed = m_total - int(np.searchsorted(null, stat - tol, side="left"))
+    return (1 + exceed) / (1 + m_total), m_total
+
+
+@lru_cache(maxsize=64)
+def _null_statistics(n: int, probs: tuple[float, ...], statistic: str, m: int) -> Any:
+    """M statistics of multinomial(n, probs) samples, sorted (a seeded, cached null distribution)."""
+    import numpy as np
+
+    p = np.asarray(probs, dtype=float)
+    p = p / p.sum()
+    e = n * p
+    seed = int.from_bytes(hashlib.sha256(repr((n, probs, statistic, m)).encode()).digest()[:8], "big")
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, m, 1 << 15):
+        draws = rng.multinomial(n, p, size=min(1 << 15, m - start))
+        if statistic == "pearson":
+            t = ((draws - e) ** 2 / e).sum(axis=1)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2 * np.where(draws > 0, draws * np.log(draws / e), 0.0).sum(axis=1)
+        out.append(t)
+    return np.sort(np.concatenate(out))
 
 
 def assert_law(
@@ -253,14 +348,14 @@ def assert_law(
     condition: str = "",
 ) -> LawTest:
     """Raise `LosslessError` when the samples reject `law` at level `alpha`; also when the test is
-    too weak for its claim (detectable TV at this N above the stated `tv`)."""
+    too weak for its claim (detectable TV of the full law at this N above the stated `tv`)."""
     res = check_law(
         samples, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label, names=names, condition=condition
     )
     if res.detectable_tv > res.tv + 1e-12:
         raise LosslessError(
-            f"{res.summary()}: too few samples to detect TV {tv:g}; "
-            f"need N >= {min_num_samples(tv, alpha, beta, max(res.cells, 2))}",
+            f"{res.summary()}: too few samples to detect TV {tv:g} of the full law; "
+            f"need N >= {samples_for(law, tv, alpha, beta)}",
             res,
         )
     if res.rejected:
@@ -269,11 +364,48 @@ def assert_law(
 
 
 def samples_for(law: Law, tv: float, alpha: float, beta: float) -> int:
-    """N for testing `law`: the fixed point of N ↦ min_num_samples(tv, α, β, cells after pooling at N).
+    """The least N at which the gate's test of `law` detects TV ≥ `tv` **of the full law** with
+    power ≥ 1−β at level α: δ_cells(N) + p(pooled at N) ≤ `tv` (`law_detectable_tv`).
 
-    Starting from every possible outcome as a cell is conservative (λ* grows with the degrees
-    of freedom); a smaller N pools at least as many cells, so each step keeps the power claim,
-    which the last loop checks.
+    Between two breakpoints (the N at which an outcome's expected count reaches the pooling
+    threshold) the cells and the pooled mass m are fixed and δ_cells falls with N, so each
+    segment's least N is max(start, ⌈λ*/(4(δ−m)²)⌉); the segments are scanned in order. A law
+    whose light outcomes weigh more than δ at every affordable N costs the N at which they stop
+    being pooled: that is the price of a promise about the full law.
+    """
+    tv = _check_rate("tv", tv) if tv != 1 else 1.0
+    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
+    shape = PoolShape(law)
+    if not shape.probs:
+        raise StatsError("the exact law has no outcome of positive probability")
+    if len(shape.probs) == 1:
+        return max(1, math.ceil(math.log(beta) / math.log(1 - tv))) if tv < 1 else 1
+    starts = [1, *shape.breakpoints()]
+    ends: list[int | None] = [*starts[1:], None]
+    for start, end in zip(starts, ends):
+        cells, mass = shape.at(start)
+        if cells < 2 or mass >= tv:
+            continue
+        n = max(start, math.ceil(noncentrality(cells - 1, alpha, beta / MARGIN) / (4 * (tv - mass) ** 2)))
+        if end is not None and n >= end:
+            continue
+        while True:  # the absorption of big cells into a short pool can shift the shape inside a segment
+            cells, mass = shape.at(n)
+            if cells >= 2 and min_detectable_tv(n, alpha, beta, cells) + mass <= tv + 1e-12:
+                return n
+            if end is not None and n + 1 >= end:
+                break
+            n += 1
+    raise StatsError(f"no N detects TV {tv:g} of this law")  # unreachable: past the last breakpoint nothing pools
+
+
+def samples_for_coarse(law: Law, tv: float, alpha: float, beta: float) -> int:
+    """N at which the test detects TV ≥ `tv` between the laws *coarsened* to its cells (the pooled
+    outcomes merged): the fixed point of N ↦ min_num_samples(tv, α, β, cells after pooling at N).
+
+    Not a promise about the full law (`samples_for` is); used where the deviation is known
+    exactly, e.g. the samples to convict a bug class, whose TV between the coarsened laws is
+    computed exactly at that N (rheo.bugclasses).
     """
     cells = sum(1 for p in law.values() if p > 0)
     if cells == 1:
