@@ -35,8 +35,8 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 

@@ -191,7 +191,7 @@ def test_the_pooled_sampler_at_tv_049_is_rejected():
 
 def test_a_pass_states_the_full_law_guarantee_and_pooled_mass():
     law, alpha, delta, n = _setup("eagle-4-tokens")
-    exact = {k: int(round(float(v) * n)) for k, v in law.items()}
+    exact = {k: round(float(v) * n) for k, v in law.items()}
     res = check_law(exact, law, alpha=alpha, tv=delta, beta=BETA)
     assert not res.rejected
     assert res.detectable_tv == pytest.approx(min(1.0, res.detectable_tv_cells + res.pooled_mass))
