@@ -4,36 +4,31 @@ Layers, one direction (enforced by import-linter contracts in pyproject.toml):
 `rheo` (this package: the `rheo` command, the audit, the lossless gate and its mutants runner,
 the pytest plugin) -> `rheo_fast` (vectorised torch) -> `rheo_ref` (exact, pure Python).
 
-What a downstream decoder author imports (stable; see docs/GATE.md):
+What a downstream decoder author imports (stable; docs/GATE.md "What you import" lists exactly
+`__all__`, and a test compares them):
 
-    from rheo import Case, load_case, assert_lossless, LosslessError
-    from rheo import processed, target_law, tv, plan_samples   # the exact laws around the gate
+    from rheo import Case, load_case, check_lossless, assert_lossless, LosslessError
+    from rheo import processed, target_law, total_variation, plan_samples, detectable_tv
 
-`assert_lossless(..., horizon=H)` tests every window (x_{k-1}, x_k) up to token H instead of the
-joint law of the first tokens (`HorizonTest`; with `rounds=True` and a sampler returning `Rounds`,
-also given the first round's length); a rejection carries where it broke (`LawTest.top_cells`,
-`LawTest.worst_conditional`; `LosslessError.cells`, `LosslessError.conditional`).
+and, for stand-in models (torch and transformers needed), `rheo.testing`. Every rate is a
+keyword (`alpha=`, `tv=` the detectable distance δ, `beta=`); `alpha` is always what one call may
+cost a correct decoder. `check_lossless` returns the record (`LawTest`, or `HorizonTest` with
+`horizon=H`); `assert_lossless` raises `LosslessError` on a rejection, carrying the record
+(`.result`), where it broke (`.top_cells`, `.conditional`); verdicts read `pass` or `REJECT`.
 
-and the pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry point) gives the
+The pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry point) gives the
 `lossless` marker and the `rheo_seed` / `rheo_lossless` fixtures. Importing this package does
-not import torch or scipy.
+not import torch or scipy. Deprecated spellings, kept for one release with a warning: `tv`
+(now `total_variation`), `min_num_samples` and `min_detectable_tv` (now `plan_samples` and
+`detectable_tv`, which need no pooled cell count).
 """
 
-from rheo_ref.errors import RheoError
+from rheo_ref.errors import LosslessError, RheoError, StatsError
 from rheo_ref.models import Case, load_case
 
-from .api import plan_samples, processed, target_law, tv
-from .horizon import HorizonTest, Rounds, assert_lossless, default_horizon
-from .stats import (
-    LawTest,
-    LosslessError,
-    StatsError,
-    assert_law,
-    check_law,
-    min_detectable_tv,
-    min_num_samples,
-    seed_for,
-)
+from .api import detectable_tv, plan_samples, processed, target_law, total_variation
+from .horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
+from .stats import LawTest, assert_law, check_law, seed_for
 
 __all__ = [
     "Case",
@@ -46,13 +41,31 @@ __all__ = [
     "assert_law",
     "assert_lossless",
     "check_law",
+    "check_lossless",
     "default_horizon",
+    "detectable_tv",
     "load_case",
-    "min_detectable_tv",
-    "min_num_samples",
     "plan_samples",
     "processed",
     "seed_for",
     "target_law",
-    "tv",
+    "total_variation",
 ]
+
+_DEPRECATED = {"tv": "total_variation", "min_num_samples": "plan_samples", "min_detectable_tv": "detectable_tv"}
+
+
+def __getattr__(name: str) -> object:
+    """The deprecated spellings (PEP 562): each still works for one release, with a warning."""
+    if name in _DEPRECATED:
+        import warnings
+
+        warnings.warn(f"rheo.{name} is deprecated; use rheo.{_DEPRECATED[name]}", DeprecationWarning, stacklevel=2)
+        if name == "tv":
+            from .api import total_variation as value
+        else:
+            from . import stats
+
+            value = getattr(stats, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,9 @@ exit status: 0 ok, 2 bad input (docs/CLI.md)."""
 
 
 def register(subparsers) -> None:
-    from .gate import ALPHA, BETA
+    from .gate import BETA, alpha_per_test
+
+    ALPHA = alpha_per_test()
 
     sp = subparsers.add_parser(
         "cases",

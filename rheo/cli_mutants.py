@@ -38,7 +38,9 @@ MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alp
 
 def register(subparsers) -> None:
     from .family import suite_families
-    from .gate import ALPHA, BETA, DELTA, MUTANT_CASE
+    from .gate import BETA, DELTA, MUTANT_CASE, alpha_per_test
+
+    ALPHA = alpha_per_test()
 
     per_family = "; ".join(f"{f.name}: {', '.join(f.mutant_rows)}" for f in suite_families().values() if f.mutant_rows)
 

@@ -8,11 +8,10 @@ give q_samp as a separate table (q_rank² renormalised), as docs/ALGORITHM.md §
 Every registered family brings its rows (`rheo.family`: `gate_schemes`, `gate_rows`, and the
 rows its mutants run on, `mutant_cases`); the rows live in `rheo/families/<name>/`.
 
-Checks, each a χ² test (rheo.stats) at level `ALPHA` with power `1 - BETA` at TV = `DELTA`. `ALPHA`
+Checks, each a χ² test (rheo.stats) at level `alpha_per_test()` with power `1 - BETA` at TV = `DELTA`. `alpha_per_test()`
 is derived, never set by hand: the family-wise total `FAMILY_ALPHA` split evenly (Bonferroni) over
 the matrix's tests, one per (row, check), and the case library's (`library_tests`), so a family
-or a library case that adds tests lowers every test's α (`alpha_per_test`; `ALPHA` reads it on
-first use):
+or a library case that adds tests lowers every test's α (`alpha_per_test()`):
 - `joint2`, `joint3`: the first 2 / 3 tokens of repeated rounds against the exact target law;
 - `round`: the first round's emitted sequence against the exact round law of the same scheme;
 - `lengths`: the first round's length (so τ) against its exact law.
@@ -37,7 +36,8 @@ from rheo_ref.models import AnyScheme, Case, TableModel
 from rheo_ref.variants import MUTANTS, variant_named
 
 from .family import mutant_cases_of, suite_families
-from .stats import DEFAULT_BETA, LawTest, LosslessError, StatsError, assert_lossless, check_law, samples_for, seed_for
+from .horizon import check_lossless
+from .stats import DEFAULT_BETA, LawTest, StatsError, check_law, samples_for, seed_for
 
 FAMILY_ALPHA = 1e-4  # the family-wise false-alarm probability: what the whole matrix may cost a correct decoder
 BETA = 0.01  # miss probability at TV = DELTA
@@ -134,7 +134,7 @@ def library_tests() -> int:
 
 
 def gate_tests() -> int:
-    """Every test the lossless gate runs at `ALPHA`: the matrix's rows x checks and the library's."""
+    """Every test the lossless gate runs at `alpha_per_test()`: the matrix's rows x checks and the library's."""
     return len(gate_cases()) * len(CHECKS) + library_tests()
 
 
@@ -144,7 +144,12 @@ def alpha_per_test() -> float:
 
 
 def __getattr__(name: str) -> float:
-    if name == "ALPHA":  # derived from the registered families' rows (PEP 562)
+    if name == "ALPHA":  # deprecated: a constant that changed when a family registered (PEP 562)
+        import warnings
+
+        warnings.warn(
+            "rheo.gate.ALPHA is deprecated; call rheo.gate.alpha_per_test()", DeprecationWarning, stacklevel=2
+        )
         return alpha_per_test()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -348,15 +353,12 @@ def fast_verdict(
 ) -> dict:
     """The `rheo audit` column: the fast path's first `case.tokens` tokens against the target law.
 
-    Returns {verdict: "pass"/"FAIL", N, alpha, detectable_tv, p_value} (plus beta, tv, cells,
+    Returns {verdict: "pass"/"REJECT", N, alpha, detectable_tv, p_value} (plus beta, tv, cells,
     pooled_mass); detectable_tv is of the full law (`rheo.stats.law_detectable_tv`).
     """
-    try:
-        res = assert_lossless(fast_sampler(mutant), case, alpha=alpha, tv=tv, beta=beta, seed=seed)
-    except LosslessError as e:
-        res = e.result
+    res = check_lossless(fast_sampler(mutant), case, alpha=alpha, tv=tv, beta=beta, seed=seed)
     return {
-        "verdict": "FAIL" if res.rejected else "pass",
+        "verdict": "REJECT" if res.rejected else "pass",
         "N": res.n,
         "alpha": res.alpha,
         "detectable_tv": res.detectable_tv,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from rheo_ref.errors import CaseError, LosslessError
+from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, Law, target_law
 from rheo_ref.exact import tv as total_variation
 from rheo_ref.families.rheo.scheme import Scheme
@@ -45,7 +45,7 @@ from rheo_ref.families.static.scheme import parse_weight
 from rheo_ref.models import Case
 
 from .hf_laws import Chain, Processing, check_exact_float, lookup_drafter, point_mass, table_drafter, table_row
-from .horizon import HorizonTest, assert_lossless
+from .horizon import HorizonTest, check_lossless
 from .stats import DEFAULT_BETA, LawTest, Sampler, seed_for
 
 KINDS = ("assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec")
@@ -355,13 +355,10 @@ def gate_hf(
         import transformers  # noqa: F401  (loaded before the clock starts: seconds are the sampling's)
     t0 = time.perf_counter()
     res: LawTest | HorizonTest
-    try:
-        if horizon is None:
-            res = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
-        else:
-            res = assert_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
-    except LosslessError as e:
-        res = e.result
+    if horizon is None:
+        res = check_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+    else:
+        res = check_lossless(sampler, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
     seconds = time.perf_counter() - t0
     exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
     extra = {}

@@ -37,13 +37,13 @@ from .stats import (
     LawTest,
     Sampler,
     _check_rate,
+    check_first_tokens,
     check_gate_args,
     check_law,
     current_test_seed,
     read_batch,
     samples_for,
 )
-from .stats import assert_lossless as assert_first_tokens
 from .windows import Law, check_horizon, first_lengths, target_windows, windows_given_first_length
 
 CORRECTION = "bonferroni"
@@ -251,7 +251,7 @@ def read_rounds(batch: Any, horizon: int, n: int, rounds: bool) -> tuple[list[tu
     return read_batch(batch.tokens, horizon, n), lengths
 
 
-def assert_horizon(
+def horizon_test(
     sampler: Sampler,
     case: Case,
     horizon: int,
@@ -263,17 +263,83 @@ def assert_horizon(
     statistic: str = "pearson",
     rounds: bool = False,
 ) -> HorizonTest:
-    """The horizon test of a decoder (`rheo.assert_lossless(..., horizon=H)`); raises `LosslessError`
-    when some test rejects, or when a window could not detect `tv` at the planned N."""
+    """The horizon test of a decoder (`rheo.check_lossless(..., horizon=H)`); no raise."""
     p = plan(case, horizon, alpha=alpha, tv=tv, beta=beta, rounds=rounds)
     hcase = Case(case.draft, case.target, case.scheme, case.context, p.horizon, case.draft_sample)
     rows, lengths = read_rounds(sampler(hcase, seed, p.n), p.horizon, p.n, rounds)
-    res = check_horizon_samples(rows, lengths, p, tv=tv, beta=beta, statistic=statistic, label="horizon vs target law")
-    if res.detectable_tv > tv + 1e-12:
-        raise LosslessError(f"{res.summary()}: too few samples to detect TV {tv:g}", res)
-    if res.rejected:
-        raise LosslessError(res.summary(), res)
-    return res
+    return check_horizon_samples(rows, lengths, p, tv=tv, beta=beta, statistic=statistic, label="horizon vs target law")
+
+
+@overload
+def check_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = ...,
+    tokens: int | None = ...,
+    seed: int | None = ...,
+    statistic: str = ...,
+    horizon: None = ...,
+    rounds: bool = ...,
+) -> LawTest: ...
+
+
+@overload
+def check_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = ...,
+    tokens: int | None = ...,
+    seed: int | None = ...,
+    statistic: str = ...,
+    horizon: int,
+    rounds: bool = ...,
+) -> HorizonTest: ...
+
+
+def check_lossless(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = DEFAULT_BETA,
+    tokens: int | None = None,
+    seed: int | None = None,
+    statistic: str = "pearson",
+    horizon: int | None = None,
+    rounds: bool = False,
+) -> LawTest | HorizonTest:
+    """`rheo.check_lossless`: test a decoder against the exact target law and return the record
+    (no raise; `assert_lossless` is this plus the raise).
+
+    Without `horizon`: the joint law of its first n tokens (n = `tokens` or `case.tokens`;
+    `rheo.stats.check_first_tokens`). With `horizon=H`: every window (x_{k−1}, x_k), k = 2..H, and
+    with `rounds=True` (a sampler returning `Rounds`) the first round's length law and the windows
+    given it, split by Bonferroni over the tests, and the record a `HorizonTest`. `alpha` is
+    always what the call may cost a correct decoder: the probability that it rejects one. `sampler(case, seed, num_samples)` returns the emitted token sequences; N is
+    chosen so that TV ≥ `tv` is detected with power 1−`beta`; the seed defaults to one derived
+    from the running pytest test id.
+    """
+    if horizon is None:
+        if rounds:
+            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
+        return check_first_tokens(
+            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic
+        )
+    check_gate_args(sampler, case)
+    if tokens is not None:
+        raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
+    alpha, beta, tv = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_rate("tv", tv)
+    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
+    return horizon_test(
+        sampler, case, horizon, alpha=alpha, tv=tv, beta=beta, seed=seed, statistic=statistic, rounds=rounds
+    )
 
 
 @overload
@@ -321,27 +387,23 @@ def assert_lossless(
     horizon: int | None = None,
     rounds: bool = False,
 ) -> LawTest | HorizonTest:
-    """`rheo.assert_lossless`: gate a decoder against the exact target law.
-
-    Without `horizon`: the joint law of its first n tokens (n = `tokens` or `case.tokens`;
-    `rheo.stats.assert_lossless`). With `horizon=H`: every window (x_{k−1}, x_k), k = 2..H, and
-    with `rounds=True` (a sampler returning `Rounds`) the first round's length law and the windows
-    given it; `alpha` is then the family-wise total, split by Bonferroni, and the record a
-    `HorizonTest`. `sampler(case, seed, num_samples)` returns the emitted token sequences; N is
-    chosen so that TV ≥ `tv` is detected with power 1−`beta`; the seed defaults to one derived
-    from the running pytest test id. Raises `LosslessError` (with where the law broke) on a rejection.
-    """
-    if horizon is None:
-        if rounds:
-            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
-        return assert_first_tokens(
-            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic
-        )
-    check_gate_args(sampler, case)
-    if tokens is not None:
-        raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-    alpha, beta, tv = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_rate("tv", tv)
-    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
-    return assert_horizon(
-        sampler, case, horizon, alpha=alpha, tv=tv, beta=beta, seed=seed, statistic=statistic, rounds=rounds
+    """`rheo.assert_lossless`: `check_lossless`, raising `LosslessError` (with where the law broke)
+    when the test rejects. Returns the record (`LawTest`, or `HorizonTest` with `horizon=H`)."""
+    __tracebackhide__ = True  # pytest shows the caller's line and the verdict, not rheo's frames
+    res = check_lossless(
+        sampler,
+        case,
+        alpha=alpha,
+        tv=tv,
+        beta=beta,
+        tokens=tokens,
+        seed=seed,
+        statistic=statistic,
+        horizon=horizon,
+        rounds=rounds,
     )
+    if res.detectable_tv > res.tv + 1e-12:  # the plan keeps this; a guard on the promise, not a path
+        raise LosslessError(f"{res.summary()}: too few samples to detect TV {res.tv:g} of the full law", res)
+    if res.rejected:
+        raise LosslessError(res.summary(), res)
+    return res

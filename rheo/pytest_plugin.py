@@ -41,20 +41,6 @@ def pytest_report_header(config) -> str | None:
     return f"rheo: seeds from test ids, RHEO_SEED_SALT={salt!r}" if salt else None
 
 
-def assert_lossless(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
-    """Fail (rheo.LosslessError, an AssertionError) unless `sampler`'s first n tokens
-    fit the exact target law of `case`: a χ² test at level `alpha` that detects TV ≥ `tv` with
-    power 1 − `beta` (default 0.01). Returns the `LawTest` (N, p-value, detectable TV).
-    Keyword options: beta, tokens, seed (default: from the running test id), statistic, and
-    horizon=H (every window (x_{k−1}, x_k), k ≤ H; `alpha` is then the family-wise total, split by
-    Bonferroni; returns a `rheo.HorizonTest`) with rounds=True for a sampler returning
-    `rheo.Rounds` (also the windows given the first round's length). A rejection's message
-    and `LosslessError.conditional` / `.cells` say where the law goes wrong."""
-    from .horizon import assert_lossless as _assert_lossless
-
-    return _assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
-
-
 @pytest.fixture
 def rheo_seed(request) -> int:
     """A 63-bit seed fixed by this test's id (and $RHEO_SEED_SALT)."""
@@ -67,7 +53,10 @@ def rheo_seed(request) -> int:
 def rheo_lossless(rheo_seed):
     """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=[, horizon=H])."""
 
+    from .horizon import assert_lossless
+
     def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
+        __tracebackhide__ = True
         kwargs.setdefault("seed", rheo_seed)
         return assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
 

@@ -21,8 +21,9 @@ A sampler's outcomes are compared with an exact law (a dict from token tuples to
   A sample on an outcome of exact probability 0 rejects outright (impossible under the null).
 - α: a χ² rejection is re-decided by a simulated null (`simulated_p_value`, M = ⌈20/α⌉
   multinomial draws) wherever the draws are affordable; the record says which null decided.
-- `assert_lossless` applies this to the first n tokens of a decoder against the target law;
-  `rheo.gate.fast_verdict` does it for the fast path (the `rheo audit` column).
+- `check_first_tokens` applies this to the first n tokens of a decoder against the target law
+  (`rheo.check_lossless` / `rheo.assert_lossless`); `rheo.gate.fast_verdict` does it for the fast
+  path (the `rheo audit` column).
 """
 
 from __future__ import annotations
@@ -467,7 +468,7 @@ def law_sampler(law_of: Callable[[Case, int], Law]) -> Sampler:
 # --- the decoder gate ----------------------------------------------------------------------
 
 
-def assert_lossless(
+def check_first_tokens(
     sampler: Sampler,
     case: Case,
     *,
@@ -478,13 +479,14 @@ def assert_lossless(
     seed: int | None = None,
     statistic: str = "pearson",
 ) -> LawTest:
-    """Gate a decoder: its first n tokens (n = `tokens` or `case.tokens`) against the exact target law.
+    """The test of a decoder's first n tokens (n = `tokens` or `case.tokens`) against the exact
+    target law; no raise (`rheo.check_lossless` / `rheo.assert_lossless` without a horizon).
 
     `sampler(case, seed, num_samples)` returns `num_samples` emitted token sequences (lists,
-    tuples or rows of a tensor), each at least n tokens long, starting after `case.context`.
-    The number of samples is chosen so that TV ≥ `tv` is detected with power 1−`beta` at
-    level `alpha`. The seed defaults to one derived from the running pytest test id.
-    `rheo.assert_lossless` (rheo.horizon) is this, plus the horizon tests (`horizon=H`).
+    tuples or rows of a tensor), each at least n tokens long, starting after `case.context`; it
+    is handed the case with `tokens` = n. N is the least at which TV ≥ `tv` of the full law is
+    detected with power 1−`beta` at level `alpha` (`samples_for`). The seed defaults to one
+    derived from the running pytest test id.
     """
     from rheo_ref.exact import target_law
 
@@ -497,8 +499,10 @@ def assert_lossless(
         raise StatsError(f"tokens={n_tok!r} must be an integer >= 1")
     law = target_law(case, n_tok)
     n = samples_for(law, tv, alpha, beta)
+    if n_tok != case.tokens:
+        case = Case(case.draft, case.target, case.scheme, case.context, n_tok, case.draft_sample)
     out = read_batch(sampler(case, seed, n), n_tok, n)
-    return assert_law(
+    return check_law(
         out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
     )
 

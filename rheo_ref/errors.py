@@ -52,14 +52,26 @@ class StatsError(RheoError, ValueError):
 class LosslessError(RheoError, AssertionError):
     """A statistical test rejected: the sampler's outcomes do not follow the exact law.
     `result` is the test's record (a `rheo.stats.LawTest`, or a `rheo.horizon.HorizonTest`);
-    `cells` are its cells with the largest standardised residuals and `conditional` the
-    conditional law that deviates most (`rheo.diagnosis`), where the record has them."""
+    `top_cells` are its cells with the largest standardised residuals and `conditional` the
+    conditional law that deviates most (`rheo.diagnosis`), where the record has them.
+
+    A verdict, not bad input: the `rheo` command exits 1 on it (docs/CLI.md)."""
+
+    exit_status = 1
 
     def __init__(self, message: str, result: Any) -> None:
         super().__init__(message)
         self.result = result
-        self.cells = getattr(result, "top_cells", ())
+        self.top_cells = getattr(result, "top_cells", ())
         self.conditional = getattr(result, "worst_conditional", None)
+
+    @property
+    def cells(self) -> Any:
+        """Deprecated spelling of `top_cells` (a record's `cells` is its number of tested cells)."""
+        import warnings
+
+        warnings.warn("LosslessError.cells is deprecated; use .top_cells", DeprecationWarning, stacklevel=2)
+        return self.top_cells
 
 
 class ProofError(RheoError, AssertionError):

@@ -23,7 +23,7 @@ from rheo.best_cases import ALPHA_FOUND, BEST_CASES, BEST_HUNTED
 from rheo.bugclasses import bug_row, min_possible_samples
 from rheo.cli import main
 from rheo.cli_cases import bug_mutant_rows
-from rheo.gate import ALPHA, BETA
+from rheo.gate import BETA, alpha_per_test
 from rheo.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
 from rheo.hunt_block import block_case
 from rheo.stats import min_num_samples
@@ -31,6 +31,8 @@ from rheo_ref.bugclasses.cases import BugCase, mutant_tvs
 from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 from rheo_ref.variants import MUTANTS
+
+ALPHA = alpha_per_test()
 
 GOAL = 600  # issue 22: every detectable mutant convicted with at most 600 samples on its best case
 NOT_YET = {"draft-bfloat16"}  # float-level: its library case

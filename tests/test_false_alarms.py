@@ -21,7 +21,7 @@ import pytest
 from scipy.stats import binom, binomtest
 
 from rheo.cli_mutants import false_alarms
-from rheo.gate import ALPHA, BETA, DELTA, MUTANT_CASE, exact_tvs, gate_cases
+from rheo.gate import BETA, DELTA, MUTANT_CASE, alpha_per_test, exact_tvs, gate_cases
 
 ALPHA_META = 0.01
 QUICK_SEEDS = 120
@@ -46,7 +46,7 @@ def test_the_quick_measurement_has_the_stated_power():
 
 
 def test_false_alarms_at_005_are_consistent_over_quick_seeds():
-    fa = false_alarms(MUTANT_CASE, QUICK_SEEDS, alpha=ALPHA, beta=BETA, tv=QUICK_TV)
+    fa = false_alarms(MUTANT_CASE, QUICK_SEEDS, alpha=alpha_per_test(), beta=BETA, tv=QUICK_TV)
     assert fa["seeds"] == QUICK_SEEDS
     assert _consistent(fa, "at_0.05"), fa["at_0.05"]
     assert _consistent(fa, "at_alpha"), fa["at_alpha"]
@@ -54,14 +54,14 @@ def test_false_alarms_at_005_are_consistent_over_quick_seeds():
 
 def test_the_quick_measurement_fails_on_a_broken_sampler():
     assert max(exact_tvs(gate_cases()[MUTANT_CASE], BROKEN).values()) >= 0.07
-    fa = false_alarms(MUTANT_CASE, QUICK_SEEDS, alpha=ALPHA, beta=BETA, tv=QUICK_TV, mutant=BROKEN)
+    fa = false_alarms(MUTANT_CASE, QUICK_SEEDS, alpha=alpha_per_test(), beta=BETA, tv=QUICK_TV, mutant=BROKEN)
     assert not _consistent(fa, "at_0.05"), fa["at_0.05"]
 
 
 @pytest.mark.slow
 def test_false_alarms_at_005_are_consistent_over_1000_seeds():
     """`rheo mutants --seeds 1000` at the gate's δ = 0.025, α = 3e-7, β = 0.01 (~10 min on one core)."""
-    fa = false_alarms(MUTANT_CASE, 1000, alpha=ALPHA, beta=BETA, tv=DELTA)
+    fa = false_alarms(MUTANT_CASE, 1000, alpha=alpha_per_test(), beta=BETA, tv=DELTA)
     assert fa["seeds"] == 1000
     assert _consistent(fa, "at_0.05"), fa["at_0.05"]
     assert _consistent(fa, "at_alpha"), fa["at_alpha"]

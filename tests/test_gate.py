@@ -98,4 +98,4 @@ def test_fast_verdict_for_the_audit():
     assert set(ok) >= {"verdict", "N", "alpha", "detectable_tv", "p_value"}
     assert ok["verdict"] == "pass" and ok["detectable_tv"] <= 0.05 and ok["alpha"] == 1e-3
     bad = fast_verdict(case, alpha=1e-3, tv=0.05, seed=seed_for("audit|mutant"), mutant="bonus-full-p")
-    assert bad["verdict"] == "FAIL" and bad["N"] == ok["N"]
+    assert bad["verdict"] == "REJECT" and bad["N"] == ok["N"]

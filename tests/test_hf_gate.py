@@ -251,7 +251,7 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
 def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
     """rheo's LM path on TableLM running the verify-q-not-qtilde mutant (exact TV 0.264 on the first
     2 tokens, rheo_ref.families.rheo.mutants): rejected at α = 1e-3, δ = 0.25 (N ≈ 240, ≈ 2 s)."""
-    from rheo.stats import assert_lossless
+    from rheo import assert_lossless
     from rheo_fast.lm.decode import generate_tree
     from rheo_fast.lm.table_head import table_tree_model
     from rheo_ref.errors import LosslessError

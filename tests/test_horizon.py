@@ -189,7 +189,7 @@ def test_a_deep_bug_is_convicted_at_the_horizon_and_missed_by_the_old_test(exact
     assert res.rejected and res.alpha == ALPHA and res.detectable_tv <= DELTA
     where = res.worst_conditional.where
     assert where.startswith("token 6 given token 5 =") and where.endswith("first round of length 6"), where
-    assert err.value.conditional is res.worst_conditional and err.value.cells == res.top_cells
+    assert err.value.conditional is res.worst_conditional and err.value.top_cells == res.top_cells
     assert not [t for t in res.tests if t.rejected and t.label.startswith(("window 1,", "window 2,", "window 3,"))]
     good = assert_lossless(Decoder(CHAIN, buggy=False), CHAIN, alpha=ALPHA, tv=DELTA, horizon=H, rounds=True, seed=1)
     assert not good.rejected and good.n == res.n
