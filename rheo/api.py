@@ -10,7 +10,8 @@ from rheo_ref.exact import tv as _tv
 from rheo_ref.models import Case
 
 from .hf_laws import Processing
-from .stats import DEFAULT_BETA, samples_for
+from .lossless import validate
+from .stats import DEFAULT_BETA, check_case, gate_rates, min_num_samples, samples_for
 
 
 def processed(
@@ -28,10 +29,19 @@ def tv(a: Law, b: Law) -> Fraction:
     return _tv(a, b)
 
 
-def plan_samples(case: Case, *, alpha: float, tv: float, beta: float = DEFAULT_BETA, tokens: int | None = None) -> int:
+def plan_samples(
+    case: Case, *, alpha: float, tv: float, beta: float = DEFAULT_BETA, tokens: int | None = None, force: bool = False
+) -> int:
     """N that `assert_lossless` draws for `case`: the first `tokens` (default `case.tokens`) tokens'
-    target law is tested at level α and detects TV ≥ `tv` with power ≥ 1 − β."""
-    return samples_for(target_law(case, case.tokens if tokens is None else tokens), tv, alpha, beta)
+    target law is tested at level α and detects TV ≥ `tv` with power ≥ 1 − β. The arguments and
+    sizes are checked as `assert_lossless` checks them (`force=True` lifts the size limits)."""
+    check_case(case)
+    alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
+    n_tok = case.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
+    validate.gate_size(
+        case, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=bool(force)
+    )
+    return samples_for(target_law(case, n_tok), tv, alpha, beta)
 
 
 __all__ = ["plan_samples", "processed", "target_law", "tv"]

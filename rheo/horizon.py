@@ -28,20 +28,25 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, overload
 
-from rheo_ref.errors import LosslessError, StatsError
+from rheo_ref.errors import CaseError, LosslessError, StatsError
 from rheo_ref.models import Case
+from rheo_ref.validate import show
 
 from .diagnosis import Cell, Conditional
+from .lossless import validate
 from .stats import (
     DEFAULT_BETA,
     LawTest,
     Sampler,
-    _check_rate,
     check_gate_args,
     check_law,
-    current_test_seed,
+    gate_rates,
+    gate_seed,
+    hide_lossless,
+    min_num_samples,
     read_batch,
     samples_for,
+    with_tokens,
 )
 from .stats import assert_lossless as assert_first_tokens
 from .windows import Law, check_horizon, first_lengths, target_windows, windows_given_first_length
@@ -236,10 +241,7 @@ def read_rounds(batch: Any, horizon: int, n: int, rounds: bool) -> tuple[list[tu
             f"rounds=True: the sampler returned {type(batch).__name__}; it must return an object with "
             "`tokens` and `first_lengths` (rheo.horizon.Rounds, or rheo_fast's Decoded)"
         )
-    lengths = batch.first_lengths
-    lengths = [int(x) for x in (lengths.tolist() if hasattr(lengths, "tolist") else lengths)]
-    if len(lengths) != n or any(x < 1 for x in lengths):
-        raise StatsError(f"rounds=True: first_lengths must hold {n} lengths >= 1, got {len(lengths)}")
+    lengths = validate.first_lengths(batch.first_lengths, n)
     return read_batch(batch.tokens, horizon, n), lengths
 
 
@@ -254,12 +256,14 @@ def assert_horizon(
     seed: int,
     statistic: str = "pearson",
     rounds: bool = False,
+    force: bool = False,
 ) -> HorizonTest:
     """The horizon test of a decoder (`rheo.assert_lossless(..., horizon=H)`); raises `LosslessError`
     when some test rejects, or when a window could not detect `tv` at the planned N."""
+    __tracebackhide__ = hide_lossless
     p = plan(case, horizon, alpha=alpha, tv=tv, beta=beta, rounds=rounds)
-    hcase = Case(case.draft, case.target, case.scheme, case.context, p.horizon, case.draft_sample)
-    rows, lengths = read_rounds(sampler(hcase, seed, p.n), p.horizon, p.n, rounds)
+    validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
+    rows, lengths = read_rounds(sampler(with_tokens(case, p.horizon), seed, p.n), p.horizon, p.n, rounds)
     res = check_horizon_samples(rows, lengths, p, tv=tv, beta=beta, statistic=statistic, label="horizon vs target law")
     if res.detectable_tv > tv + 1e-12:
         raise LosslessError(f"{res.summary()}: too few samples to detect TV {tv:g}", res)
@@ -281,6 +285,7 @@ def assert_lossless(
     statistic: str = ...,
     horizon: None = ...,
     rounds: bool = ...,
+    force: bool = ...,
 ) -> LawTest: ...
 
 
@@ -297,6 +302,7 @@ def assert_lossless(
     statistic: str = ...,
     horizon: int,
     rounds: bool = ...,
+    force: bool = ...,
 ) -> HorizonTest: ...
 
 
@@ -312,6 +318,7 @@ def assert_lossless(
     statistic: str = "pearson",
     horizon: int | None = None,
     rounds: bool = False,
+    force: bool = False,
 ) -> LawTest | HorizonTest:
     """`rheo.assert_lossless`: gate a decoder against the exact target law.
 
@@ -321,19 +328,38 @@ def assert_lossless(
     given it; `alpha` is then the family-wise total, split by Bonferroni, and the record a
     `HorizonTest`. `sampler(case, seed, num_samples)` returns the emitted token sequences; N is
     chosen so that TV ≥ `tv` is detected with power 1−`beta`; the seed defaults to one derived
-    from the running pytest test id. Raises `LosslessError` (with where the law broke) on a rejection.
+    from the running pytest test id. Every argument and the sizes `rheo gate-hf` caps are checked
+    before the sampler runs (`rheo.lossless.validate`); `force=True` lifts the size limits. Raises
+    `LosslessError` (with where the law broke) on a rejection.
     """
+    __tracebackhide__ = hide_lossless
+    if not isinstance(rounds, bool) or not isinstance(force, bool):
+        bad = "rounds" if not isinstance(rounds, bool) else "force"
+        raise StatsError(f"{bad}={show(rounds if bad == 'rounds' else force)} must be True or False")
     if horizon is None:
         if rounds:
             raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
         return assert_first_tokens(
-            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic
+            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic, force=force
         )
     check_gate_args(sampler, case)
     if tokens is not None:
         raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-    alpha, beta, tv = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_rate("tv", tv)
-    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
+    horizon = validate.whole("horizon", horizon, error=CaseError)
+    alpha, beta, tv = gate_rates(alpha, beta, tv, statistic)
+    seed = gate_seed(seed, case)
+    validate.gate_size(
+        case, 1, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
+    )  # the context and the rates
     return assert_horizon(
-        sampler, case, horizon, alpha=alpha, tv=tv, beta=beta, seed=seed, statistic=statistic, rounds=rounds
+        sampler,
+        case,
+        horizon,
+        alpha=alpha,
+        tv=tv,
+        beta=beta,
+        seed=seed,
+        statistic=statistic,
+        rounds=rounds,
+        force=force,
     )

@@ -49,7 +49,11 @@ def assert_lossless(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
     horizon=H (every window (x_{k−1}, x_k), k ≤ H; `alpha` is then the family-wise total, split by
     Bonferroni; returns a `rheo.HorizonTest`) with rounds=True for a sampler returning
     `rheo.Rounds` (also the windows given the first round's length). A rejection's message
-    and `LosslessError.conditional` / `.cells` say where the law goes wrong."""
+    and `LosslessError.conditional` / `.cells` say where the law goes wrong; its traceback stops
+    at the user's test (rheo's frames are hidden from a `LosslessError`: `__tracebackhide__`)."""
+    from .stats import hide_lossless
+
+    __tracebackhide__ = hide_lossless
     from .horizon import assert_lossless as _assert_lossless
 
     return _assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
@@ -68,6 +72,9 @@ def rheo_lossless(rheo_seed):
     """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=[, horizon=H])."""
 
     def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
+        from .stats import hide_lossless
+
+        __tracebackhide__ = hide_lossless
         kwargs.setdefault("seed", rheo_seed)
         return assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
 
