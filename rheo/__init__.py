@@ -19,7 +19,7 @@ and the pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry poin
 not import torch or scipy.
 """
 
-from rheo_ref.errors import RheoError
+from rheo_ref.errors import RheoError, SamplerOutputError
 from rheo_ref.models import Case, load_case
 
 from .api import plan_samples, processed, target_law, tv
@@ -42,6 +42,7 @@ __all__ = [
     "LosslessError",
     "RheoError",
     "Rounds",
+    "SamplerOutputError",
     "StatsError",
     "assert_law",
     "assert_lossless",
