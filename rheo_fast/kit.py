@@ -66,8 +66,8 @@ class TableEmbedding(nn.Embedding):
     position, instead of torch's `IndexError: index out of range in self`."""
 
     def forward(self, input: Tensor) -> Tensor:
-        check_token_ids(input, self.num_embeddings, "the kit embedding's input ids", ndim=None)
-        return super().forward(input)
+        ids = check_token_ids(input, self.num_embeddings, "the kit embedding's input ids", ndim=None)
+        return super().forward(ids.long())  # [..., 2V]; any integer dtype (nn.Embedding takes int32/int64 only)
 
 
 def table_embedding(V: int, *, dtype: torch.dtype = torch.float64) -> nn.Embedding:

@@ -248,8 +248,8 @@ def _classes() -> dict[str, Any]:
         ) -> Any:
             if (input_ids is None) == (inputs_embeds is None):
                 raise CaseError("give exactly one of input_ids and inputs_embeds")
-            if input_ids is not None:
-                check_token_ids(input_ids, self.config.vocab_size)
+            if input_ids is not None:  # any integer dtype, read as int64 (nn.Embedding takes int32/int64 only)
+                input_ids = check_token_ids(input_ids, self.config.vocab_size).long()  # [B, N]
             tokens = input_ids if input_ids is not None else inputs_embeds.argmax(-1)  # [B, N]
             B, N = tokens.shape
             past = 0 if cache is None else int(cache.get_seq_length())

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -167,7 +167,7 @@ def mutant_exact(case: Case, mutant: str, *, max_trees: int | None = DEFAULT_MAX
     return VariantExact(case, variant, max_trees=max_trees)
 
 
-def target_law(case: Case, n: int | None = None, context: Context | None = None) -> Law:
+def target_law(case: Case, n: int | None = None, context: Sequence[int] | None = None) -> Law:
     """p(s_1..s_n | context), zero entries omitted (a loop over prefixes, not a recursion per token).
     `n` >= 1 tokens (default `case.tokens`); `context` a sequence of token ids (default the case's)."""
     if not isinstance(case, Case):
