@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, overload
 
-from rheo_ref.errors import CaseError, LosslessError, StatsError
+from rheo_ref.errors import CaseError, LosslessError, SamplerOutputError, StatsError
 from rheo_ref.models import Case
 from rheo_ref.validate import show
 
@@ -206,7 +206,7 @@ def check_horizon_samples(
     tests = windows(rows, p.windows)
     if p.lengths is not None:
         if lengths is None:
-            raise StatsError("rounds=True: the sampler must return Rounds(tokens, first_lengths)")
+            raise SamplerOutputError("rounds=True: the sampler must return Rounds(tokens, first_lengths)")
         tests.append(
             test([(x,) for x in lengths], {(k,): q for k, q in p.lengths.items()}, "first round's length", ("length",))
         )
@@ -237,7 +237,7 @@ def read_rounds(batch: Any, horizon: int, n: int, rounds: bool) -> tuple[list[tu
     if not rounds:
         return read_batch(batch, horizon, n), None
     if not hasattr(batch, "tokens") or not hasattr(batch, "first_lengths"):
-        raise StatsError(
+        raise SamplerOutputError(
             f"rounds=True: the sampler returned {type(batch).__name__}; it must return an object with "
             "`tokens` and `first_lengths` (rheo.horizon.Rounds, or rheo_fast's Decoded)"
         )

@@ -342,8 +342,7 @@ def exact_law(law: Any) -> Mapping:
         if not isinstance(key, tuple):
             raise StatsError(f"law key {show(key)} ({type(key).__name__}) must be a tuple of token ids")
         for j, t in enumerate(key):
-            if not (type(t) is int or (not is_bool(t) and hasattr(t, "__index__"))):
-                raise StatsError(f"token {j} of law key {show(key)} is {show(t)}; allowed: integer token ids")
+            _token(t, f"token {j} of law key {show(key)}")
         v = exact_real(p) if type(p) is not Fraction else p
         if v is None or v < 0:
             raise StatsError(f"law[{show(key)}] = {show(p)} must be a finite number >= 0 (a probability)")
