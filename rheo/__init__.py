@@ -23,7 +23,7 @@ not import torch or scipy. Deprecated spellings, kept for one release with a war
 `detectable_tv`, which need no pooled cell count).
 """
 
-from rheo_ref.errors import LosslessError, RheoError, StatsError
+from rheo_ref.errors import LosslessError, RheoError, SamplerOutputError, StatsError
 from rheo_ref.models import Case, load_case
 
 from .api import detectable_tv, plan_samples, processed, target_law, total_variation
@@ -37,6 +37,7 @@ __all__ = [
     "LosslessError",
     "RheoError",
     "Rounds",
+    "SamplerOutputError",
     "StatsError",
     "assert_law",
     "assert_lossless",

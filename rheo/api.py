@@ -4,16 +4,19 @@ processed target, the exact target law, the exact TV and the sample planner, all
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from rheo_ref.errors import StatsError
-from rheo_ref.exact import Law, target_law
+from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, Law, check_law_size
+from rheo_ref.exact import target_law as _target_law
 from rheo_ref.exact import tv as _tv
 from rheo_ref.models import Case
+from rheo_ref.validate import index
 
 from .hf_laws import Processing
-from .stats import DEFAULT_BETA, _check_rate, law_detectable_tv, samples_for
+from .lossless import validate
+from .stats import DEFAULT_BETA, check_case, gate_rates, law_detectable_tv, min_num_samples, samples_for
 
 
 def processed(
@@ -24,6 +27,18 @@ def processed(
     boundary that float rounding would decide is refused (`rheo.hf_laws.Processing`)."""
     gen = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None}
     return Processing.from_gen(gen).case(case)
+
+
+def target_law(case: Case, n: int | None = None, context: Sequence[int] | None = None, *, force: bool = False) -> Law:
+    """The exact law p(s_1..s_n | context) of the first `n` tokens (default `case.tokens`) from
+    `context` (default the case's), zero entries omitted. `n` >= 1 and the context's tokens are
+    checked; a law over `rheo exact`'s size limit (b^n sequences x n tokens > 10^7) is refused up
+    front (`force=True` computes it anyway)."""
+    check_case(case)
+    n = case.tokens if n is None else index("n", n, min=1)
+    if not force:
+        check_law_size(case, n, DEFAULT_MAX_LAW_SIZE, name="n", override="use a smaller n, or force=True to run anyway")
+    return _target_law(case, n, context)
 
 
 def total_variation(a: Law, b: Law) -> Fraction:
@@ -46,23 +61,29 @@ def plan_samples(
     tokens: int | None = None,
     horizon: int | None = None,
     rounds: bool = False,
+    force: bool = False,
 ) -> int:
     """N that `check_lossless` / `assert_lossless` draws: for a case, with the same arguments (the
-    first `tokens` tokens, default `case.tokens`, or the horizon test's windows); for an exact law
-    (a dict of token tuples to Fractions), the N at which `check_law` detects TV ≥ `tv` of that full
-    law with power ≥ 1 − β at level α (docs/GATE.md, "What the statistics promise")."""
+    first `tokens` tokens, default `case.tokens`, or the horizon test's windows), checked as they
+    check them (`force=True` lifts the size limits); for an exact law (a dict of token tuples to
+    Fractions), the N at which `check_law` detects TV ≥ `tv` of that full law with power ≥ 1 − β
+    at level α (docs/GATE.md, "What the statistics promise")."""
+    alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
     if isinstance(target, Case):
+        check_case(target)
         if horizon is not None:
             if tokens is not None:
                 raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
             from .horizon import plan
 
-            a, b, d = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_rate("tv", tv)
-            return plan(target, horizon, alpha=a, tv=d, beta=b, rounds=rounds).n
-        n_tok = target.tokens if tokens is None else tokens
-        if isinstance(n_tok, bool) or not isinstance(n_tok, int) or n_tok < 1:
-            raise StatsError(f"tokens={n_tok!r} must be an integer >= 1")
-        return samples_for(target_law(target, n_tok), tv, alpha, beta)
+            return plan(
+                target, validate.whole("horizon", horizon, min=2), alpha=alpha, tv=tv, beta=beta, rounds=rounds
+            ).n
+        n_tok = target.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
+        validate.gate_size(
+            target, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=bool(force)
+        )
+        return samples_for(_target_law(target, n_tok), tv, alpha, beta)
     if isinstance(target, Mapping):
         if tokens is not None or horizon is not None or rounds:
             raise StatsError("tokens=, horizon= and rounds= apply to a case; an exact law is planned as it is")
@@ -75,9 +96,8 @@ def detectable_tv(
 ) -> float:
     """The smallest TV of the full law that `check_law` with `n` samples detects with power ≥ 1 − β
     at level α (the tested cells' plus the pooled mass)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise StatsError(f"n={n!r} must be an integer >= 1 (the number of samples)")
-    return law_detectable_tv(law, n, _check_rate("alpha", alpha), _check_rate("beta", beta))
+    alpha, beta, _ = gate_rates(alpha, beta, 0.5, "pearson")
+    return law_detectable_tv(law, validate.whole("n", n, min=1), alpha, beta)
 
 
 __all__ = ["detectable_tv", "plan_samples", "processed", "target_law", "total_variation"]

@@ -15,6 +15,8 @@ from rheo_ref.errors import CaseError
 from rheo_ref.numbers import json_float, json_int
 from rheo_ref.validate import integer, show
 
+from .lossless.validate import MAX_TOKENS, gate_size
+
 EPILOG = """\
 decoders:
   assisted       target.generate(ids, assistant_model=draft, do_sample=True)
@@ -108,33 +110,10 @@ def parse_gen(items: list[str]) -> dict[str, Any]:
 
 
 MAX_WORKERS = 64  # sampling processes
-MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens or the case
-MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
-MAX_SAMPLES = 10**6  # samples the test needs (at least the two-cell χ² test's N at --tv, --alpha, --beta)
 
 
 def _no_constant(name: str) -> None:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
-
-
-def check_gate_size(case: Any, tokens: int, *, alpha: float, tv: float, beta: float) -> None:
-    """Refuse up front what the gate cannot pay for: more tokens or context than allowed, an exact
-    law over `rheo exact`'s size limit, a sample count (a lower bound: two cells) over MAX_SAMPLES."""
-    from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
-    from rheo_ref.validate import within_limit
-
-    from .stats import min_num_samples
-
-    integer("tokens", tokens, min=1, max=MAX_TOKENS)
-    if len(case.context) > MAX_CONTEXT:
-        raise CaseError(f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,}")
-    check_law_size(case, tokens, DEFAULT_MAX_LAW_SIZE, name="tokens")
-    within_limit(
-        f"samples the test needs at --tv {tv:g}, --alpha {alpha:g}, --beta {beta:g} (at least)",
-        min_num_samples(tv, alpha, beta, 2),
-        MAX_SAMPLES,
-        override="a larger --tv or --alpha, or a smaller 1 - --beta",
-    )
 
 
 def run_gate_hf(args: argparse.Namespace) -> int:
@@ -147,7 +126,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
 
     from .hf import HFDecoder, gate_hf
-    from .stats import StatsError
+    from .stats import StatsError, min_num_samples
 
     for name in ("alpha", "tv", "beta"):
         v = getattr(args, name)
@@ -162,8 +141,14 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         if args.tokens is not None:
             raise CaseError(f"--tokens {args.tokens} and --horizon {args.horizon}: give one")
     case = load_case(args.case)
-    check_gate_size(
-        case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
+    gate_size(  # the API's own limits (rheo.lossless.validate), named by their flags
+        case,
+        args.tokens if args.tokens is not None else case.tokens,
+        alpha=args.alpha,
+        tv=args.tv,
+        beta=args.beta,
+        needed=min_num_samples(args.tv, args.alpha, args.beta, 2),
+        flags=True,
     )
     decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
     if decoder.kind != "rheo-lm" and not case.context:  # transformers generates from at least one input id

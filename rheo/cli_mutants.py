@@ -192,19 +192,23 @@ def false_alarms(case: str, seeds: int, *, alpha: float, beta: float, tv: float,
 
 def run_mutants(args: argparse.Namespace) -> int:
     from rheo_ref.errors import CaseError
-    from rheo_ref.validate import integer, within_limit
+    from rheo_ref.validate import integer
     from rheo_ref.variants import MUTANTS, variant_named
 
     from .gate import gate_cases
+    from .lossless.validate import samples_lower_bound
     from .stats import _check_rate, min_num_samples
 
     for name in ("alpha", "beta", "tv"):
         _check_rate(name, getattr(args, name))
-    within_limit(  # each gate test draws at least the two-cell χ² test's N
-        f"samples per gate test at --tv {args.tv:g}, --alpha {args.alpha:g}, --beta {args.beta:g} (at least)",
+    samples_lower_bound(  # each gate test draws at least the two-cell χ² test's N
         min_num_samples(args.tv, args.alpha, args.beta, 2),
-        MAX_SAMPLES,
-        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+        alpha=args.alpha,
+        tv=args.tv,
+        beta=args.beta,
+        flags=True,
+        limit=MAX_SAMPLES,
+        what="samples per gate test",
     )
     for opt, value in (("--case", args.case), ("--fa-case", args.fa_case)):
         if value not in gate_cases() and not (opt == "--case" and value == "auto"):

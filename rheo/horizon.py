@@ -28,21 +28,26 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, overload
 
-from rheo_ref.errors import LosslessError, StatsError
+from rheo_ref.errors import CaseError, LosslessError, SamplerOutputError, StatsError
 from rheo_ref.models import Case
+from rheo_ref.validate import show
 
 from .diagnosis import Cell, Conditional
+from .lossless import validate
 from .stats import (
     DEFAULT_BETA,
     LawTest,
     Sampler,
-    _check_rate,
     check_first_tokens,
     check_gate_args,
     check_law,
-    current_test_seed,
+    gate_rates,
+    gate_seed,
+    hide_lossless,
+    min_num_samples,
     read_batch,
     samples_for,
+    with_tokens,
 )
 from .windows import Law, check_horizon, first_lengths, target_windows, windows_given_first_length
 
@@ -209,7 +214,7 @@ def check_horizon_samples(
     tests = windows(rows, p.windows)
     if p.lengths is not None:
         if lengths is None:
-            raise StatsError("rounds=True: the sampler must return Rounds(tokens, first_lengths)")
+            raise SamplerOutputError("rounds=True: the sampler must return Rounds(tokens, first_lengths)")
         tests.append(
             test([(x,) for x in lengths], {(k,): q for k, q in p.lengths.items()}, "first round's length", ("length",))
         )
@@ -240,14 +245,11 @@ def read_rounds(batch: Any, horizon: int, n: int, rounds: bool) -> tuple[list[tu
     if not rounds:
         return read_batch(batch, horizon, n), None
     if not hasattr(batch, "tokens") or not hasattr(batch, "first_lengths"):
-        raise StatsError(
+        raise SamplerOutputError(
             f"rounds=True: the sampler returned {type(batch).__name__}; it must return an object with "
             "`tokens` and `first_lengths` (rheo.horizon.Rounds, or rheo_fast's Decoded)"
         )
-    lengths = batch.first_lengths
-    lengths = [int(x) for x in (lengths.tolist() if hasattr(lengths, "tolist") else lengths)]
-    if len(lengths) != n or any(x < 1 for x in lengths):
-        raise StatsError(f"rounds=True: first_lengths must hold {n} lengths >= 1, got {len(lengths)}")
+    lengths = validate.first_lengths(batch.first_lengths, n)
     return read_batch(batch.tokens, horizon, n), lengths
 
 
@@ -262,11 +264,13 @@ def horizon_test(
     seed: int,
     statistic: str = "pearson",
     rounds: bool = False,
+    force: bool = False,
 ) -> HorizonTest:
     """The horizon test of a decoder (`rheo.check_lossless(..., horizon=H)`); no raise."""
+    __tracebackhide__ = hide_lossless
     p = plan(case, horizon, alpha=alpha, tv=tv, beta=beta, rounds=rounds)
-    hcase = Case(case.draft, case.target, case.scheme, case.context, p.horizon, case.draft_sample)
-    rows, lengths = read_rounds(sampler(hcase, seed, p.n), p.horizon, p.n, rounds)
+    validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
+    rows, lengths = read_rounds(sampler(with_tokens(case, p.horizon), seed, p.n), p.horizon, p.n, rounds)
     return check_horizon_samples(rows, lengths, p, tv=tv, beta=beta, statistic=statistic, label="horizon vs target law")
 
 
@@ -283,6 +287,7 @@ def check_lossless(
     statistic: str = ...,
     horizon: None = ...,
     rounds: bool = ...,
+    force: bool = ...,
 ) -> LawTest: ...
 
 
@@ -299,6 +304,7 @@ def check_lossless(
     statistic: str = ...,
     horizon: int,
     rounds: bool = ...,
+    force: bool = ...,
 ) -> HorizonTest: ...
 
 
@@ -314,6 +320,7 @@ def check_lossless(
     statistic: str = "pearson",
     horizon: int | None = None,
     rounds: bool = False,
+    force: bool = False,
 ) -> LawTest | HorizonTest:
     """`rheo.check_lossless`: test a decoder against the exact target law and return the record
     (no raise; `assert_lossless` is this plus the raise).
@@ -321,24 +328,44 @@ def check_lossless(
     Without `horizon`: the joint law of its first n tokens (n = `tokens` or `case.tokens`;
     `rheo.stats.check_first_tokens`). With `horizon=H`: every window (x_{k−1}, x_k), k = 2..H, and
     with `rounds=True` (a sampler returning `Rounds`) the first round's length law and the windows
-    given it, split by Bonferroni over the tests, and the record a `HorizonTest`. `alpha` is
-    always what the call may cost a correct decoder: the probability that it rejects one. `sampler(case, seed, num_samples)` returns the emitted token sequences; N is
-    chosen so that TV ≥ `tv` is detected with power 1−`beta`; the seed defaults to one derived
-    from the running pytest test id.
+    given it, split by Bonferroni over the tests; the record is then a `HorizonTest`. `alpha` is
+    always what the call may cost a correct decoder: the probability that it rejects one.
+    `sampler(case, seed, num_samples)` returns the emitted token sequences; N is the least at
+    which TV ≥ `tv` of the full law (of each window) is detected with power 1−`beta`; the seed
+    defaults to one derived from the running pytest test id. Every argument and the sizes
+    `rheo gate-hf` caps are checked before the sampler runs (`rheo.lossless.validate`);
+    `force=True` lifts the size limits.
     """
+    __tracebackhide__ = hide_lossless
+    if not isinstance(rounds, bool) or not isinstance(force, bool):
+        bad = "rounds" if not isinstance(rounds, bool) else "force"
+        raise StatsError(f"{bad}={show(rounds if bad == 'rounds' else force)} must be True or False")
     if horizon is None:
         if rounds:
             raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
         return check_first_tokens(
-            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic
+            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic, force=force
         )
     check_gate_args(sampler, case)
     if tokens is not None:
         raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-    alpha, beta, tv = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_rate("tv", tv)
-    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
+    horizon = validate.whole("horizon", horizon, error=CaseError)
+    alpha, beta, tv = gate_rates(alpha, beta, tv, statistic)
+    seed = gate_seed(seed, case)
+    validate.gate_size(
+        case, 1, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
+    )  # the context and the rates
     return horizon_test(
-        sampler, case, horizon, alpha=alpha, tv=tv, beta=beta, seed=seed, statistic=statistic, rounds=rounds
+        sampler,
+        case,
+        horizon,
+        alpha=alpha,
+        tv=tv,
+        beta=beta,
+        seed=seed,
+        statistic=statistic,
+        rounds=rounds,
+        force=force,
     )
 
 
@@ -355,6 +382,7 @@ def assert_lossless(
     statistic: str = ...,
     horizon: None = ...,
     rounds: bool = ...,
+    force: bool = ...,
 ) -> LawTest: ...
 
 
@@ -371,6 +399,7 @@ def assert_lossless(
     statistic: str = ...,
     horizon: int,
     rounds: bool = ...,
+    force: bool = ...,
 ) -> HorizonTest: ...
 
 
@@ -386,10 +415,11 @@ def assert_lossless(
     statistic: str = "pearson",
     horizon: int | None = None,
     rounds: bool = False,
+    force: bool = False,
 ) -> LawTest | HorizonTest:
     """`rheo.assert_lossless`: `check_lossless`, raising `LosslessError` (with where the law broke)
     when the test rejects. Returns the record (`LawTest`, or `HorizonTest` with `horizon=H`)."""
-    __tracebackhide__ = True  # pytest shows the caller's line and the verdict, not rheo's frames
+    __tracebackhide__ = hide_lossless  # pytest shows the caller's line and the verdict, not rheo's frames
     res = check_lossless(
         sampler,
         case,
@@ -401,6 +431,7 @@ def assert_lossless(
         statistic=statistic,
         horizon=horizon,
         rounds=rounds,
+        force=force,
     )
     if res.detectable_tv > res.tv + 1e-12:  # the plan keeps this; a guard on the promise, not a path
         raise LosslessError(f"{res.summary()}: too few samples to detect TV {res.tv:g} of the full law", res)

@@ -54,9 +54,10 @@ def rheo_lossless(rheo_seed):
     """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=[, horizon=H])."""
 
     from .horizon import assert_lossless
+    from .stats import hide_lossless
 
     def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):
-        __tracebackhide__ = True
+        __tracebackhide__ = hide_lossless
         kwargs.setdefault("seed", rheo_seed)
         return assert_lossless(sampler, case, alpha=alpha, tv=tv, **kwargs)
 

@@ -33,7 +33,6 @@ import math
 import os
 import random
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -43,10 +42,12 @@ from typing import Any
 
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
+from rheo_ref.validate import show
 
 from .cells import MIN_EXPECTED as MIN_EXPECTED  # (part of this module's interface: the gate's pooling threshold)
 from .cells import PoolShape, pool_cells, pooled_mass
 from .diagnosis import Cell, Conditional, top_cells, worst_conditional
+from .lossless import validate
 
 Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
@@ -60,9 +61,7 @@ MARGIN = 2.0  # the noncentrality is solved for miss probability β / MARGIN (se
 
 
 def _check_rate(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 < value < 1:
-        raise StatsError(f"{name}={value!r} must be a number strictly between 0 and 1")
-    return float(value)
+    return validate.rate(name, value)  # any real number type at its exact value (rheo.lossless.validate)
 
 
 def _check_cells(cells: Any) -> int:
@@ -77,6 +76,7 @@ def noncentrality(df: int, alpha: float, beta: float) -> float:
     from scipy.optimize import brentq
     from scipy.stats import chi2, ncx2
 
+    validate.rates(alpha, beta)  # α ≥ 1 − β: power 1 − β already at λ = 0, no root to find
     crit = chi2.isf(alpha, df)
     hi = 1.0
     while ncx2.sf(crit, df, hi) < 1 - beta:
@@ -92,10 +92,10 @@ def _check_margin(margin: Any) -> float:
 
 def min_num_samples(tv: float, alpha: float, beta: float, cells: int, *, margin: float = MARGIN) -> int:
     """Smallest N at which a level-`alpha` χ² test over `cells` cells detects TV ≥ `tv` with power ≥ 1−`beta`."""
-    tv = _check_rate("tv", tv) if tv != 1 else 1.0
-    alpha, beta, cells = _check_rate("alpha", alpha), _check_rate("beta", beta), _check_cells(cells)
+    alpha, beta = validate.rates(alpha, beta)
+    tv, cells = validate.rate("tv", tv, one=True), _check_cells(cells)
     lam = noncentrality(cells - 1, alpha, beta / _check_margin(margin))
-    return max(1, math.ceil(lam / (4 * tv * tv)))
+    return max(1, math.ceil(Fraction(lam) / (4 * Fraction(tv) ** 2)))  # exact: 4δ² underflows at δ = 1e-200
 
 
 def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: float = MARGIN) -> float:
@@ -195,10 +195,10 @@ class LawTest:
         return asdict(self)
 
 
-def _as_tuple(seq: Any) -> tuple[int, ...]:
-    if hasattr(seq, "tolist"):
-        seq = seq.tolist()
-    return tuple(int(t) for t in seq)
+def hide_lossless(excinfo: Any) -> bool:
+    """pytest's `__tracebackhide__` for rheo's frames on the way to a `LosslessError`: a failing
+    gate shows the user's test and the verdict, not rheo's internals (other errors keep them)."""
+    return bool(excinfo.errisinstance(LosslessError))
 
 
 def check_law(
@@ -220,16 +220,11 @@ def check_law(
     conditions on (e.g. "first round of length 3")."""
     from scipy.stats import chi2 as chi2_dist
 
-    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
-    tv = _check_rate("tv", tv) if tv != 1 else 1.0
-    if statistic not in STATISTICS:
-        raise StatsError(f"statistic={statistic!r}; allowed: {', '.join(STATISTICS)}")
-    counts: Counter = Counter()
-    if isinstance(samples, Mapping):
-        for key, c in samples.items():
-            counts[_as_tuple(key)] += int(c)
-    else:
-        counts.update(_as_tuple(s) for s in samples)
+    alpha, beta = validate.rates(alpha, beta)
+    tv = validate.rate("tv", tv, one=True)
+    validate.statistic(statistic, STATISTICS)
+    law = validate.exact_law(law)
+    counts = validate.sample_counts(samples)
     n = sum(counts.values())
     if n < 1:
         raise StatsError("no samples: the sampler returned an empty batch")
@@ -350,6 +345,7 @@ def assert_law(
 ) -> LawTest:
     """Raise `LosslessError` when the samples reject `law` at level `alpha`; also when the test is
     too weak for its claim (detectable TV of the full law at this N above the stated `tv`)."""
+    __tracebackhide__ = hide_lossless
     res = check_law(
         samples, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label, names=names, condition=condition
     )
@@ -478,57 +474,75 @@ def check_first_tokens(
     tokens: int | None = None,
     seed: int | None = None,
     statistic: str = "pearson",
+    force: bool = False,
 ) -> LawTest:
     """The test of a decoder's first n tokens (n = `tokens` or `case.tokens`) against the exact
     target law; no raise (`rheo.check_lossless` / `rheo.assert_lossless` without a horizon).
 
-    `sampler(case, seed, num_samples)` returns `num_samples` emitted token sequences (lists,
-    tuples or rows of a tensor), each at least n tokens long, starting after `case.context`; it
-    is handed the case with `tokens` = n. N is the least at which TV ≥ `tv` of the full law is
-    detected with power 1−`beta` at level `alpha` (`samples_for`). The seed defaults to one
-    derived from the running pytest test id.
+    `sampler(case, seed, num_samples)` is handed the case with `tokens` = n and returns
+    `num_samples` emitted token sequences (`rheo.lossless.validate.sampler_rows`: lists, tuples or
+    rows of an integer array), each at least n tokens long, starting after `case.context`.
+    N is the least at which TV ≥ `tv` of the full law is detected with power 1−`beta` at level
+    `alpha` (`samples_for`). The seed defaults to one derived from the running pytest test id.
+    Every argument, and the sizes `rheo gate-hf` caps (tokens, context, the law, N), are checked
+    before the sampler runs; `force=True` lifts the size limits.
     """
+    __tracebackhide__ = hide_lossless
     from rheo_ref.exact import target_law
 
     check_gate_args(sampler, case)
-    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
-    tv = _check_rate("tv", tv)
-    seed = current_test_seed(repr(case.to_json())) if seed is None else seed
-    n_tok = case.tokens if tokens is None else tokens
-    if isinstance(n_tok, bool) or not isinstance(n_tok, int) or n_tok < 1:
-        raise StatsError(f"tokens={n_tok!r} must be an integer >= 1")
+    alpha, beta, tv = gate_rates(alpha, beta, tv, statistic)
+    n_tok = case.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
+    seed = gate_seed(seed, case)
+    validate.gate_size(
+        case, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=bool(force)
+    )
     law = target_law(case, n_tok)
-    n = samples_for(law, tv, alpha, beta)
-    if n_tok != case.tokens:
-        case = Case(case.draft, case.target, case.scheme, case.context, n_tok, case.draft_sample)
-    out = read_batch(sampler(case, seed, n), n_tok, n)
+    n = validate.planned_samples(samples_for(law, tv, alpha, beta), alpha=alpha, tv=tv, beta=beta, force=bool(force))
+    out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
     return check_law(
         out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
     )
 
 
-def check_gate_args(sampler: Any, case: Any) -> None:
+def gate_rates(alpha: Any, beta: Any, tv: Any, statistic: Any) -> tuple[float, float, float]:
+    """The gate's rates as floats and its statistic, checked (`rheo.lossless.validate`)."""
+    a, b = validate.rates(alpha, beta)
+    validate.statistic(statistic, STATISTICS)
+    return a, b, validate.rate("tv", tv)
+
+
+def gate_seed(seed: Any, case: Case) -> int:
+    """The seed handed to the sampler: an integer in [0, 2^64 − 1], or by default one derived from the
+    running pytest test id (`current_test_seed`)."""
+    if seed is None:
+        return current_test_seed(repr(case.to_json()))
+    return validate.whole("seed", seed, min=0, max=2**64 - 1)
+
+
+def with_tokens(case: Case, tokens: int) -> Case:
+    """The case the sampler is handed: `case` with `tokens` tokens (what it must return)."""
+    if tokens == case.tokens:
+        return case
+    return Case(case.draft, case.target, case.scheme, case.context, tokens, case.draft_sample)
+
+
+def check_case(case: Any) -> Case:
     if not isinstance(case, Case):
         raise StatsError(
             f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(case).__name__}"
         )
+    return case
+
+
+def check_gate_args(sampler: Any, case: Any) -> None:
+    check_case(case)
     if not callable(sampler):
-        raise StatsError(f"sampler {sampler!r} is not callable; it must take (case, seed, num_samples)")
+        raise StatsError(f"sampler {show(sampler)} is not callable; it must take (case, seed, num_samples)")
 
 
 def read_batch(batch: Any, n_tok: int, n: int) -> list[tuple[int, ...]]:
-    """A sampler's n sequences (lists, tuples or rows of a tensor, or the `tokens` of an object that
-    also carries `first_lengths`: rheo.horizon.Rounds, rheo_fast's Decoded), each cut to n_tok tokens."""
-    if hasattr(batch, "tokens") and hasattr(batch, "first_lengths"):
-        batch = batch.tokens
-    if hasattr(batch, "tolist"):  # a tensor or array of rows: convert once, not row by row
-        batch = batch.tolist()
-    out = []
-    for i, s in enumerate(batch):
-        t = _as_tuple(s)
-        if len(t) < n_tok:
-            raise StatsError(f"sample {i} has {len(t)} tokens {list(t)}; the sampler must return at least {n_tok}")
-        out.append(t[:n_tok])
-    if len(out) != n:
-        raise StatsError(f"the sampler returned {len(out)} sequences for num_samples={n}")
-    return out
+    """A sampler's n sequences (lists, tuples or rows of an integer array, or the `tokens` of an object
+    that also carries `first_lengths`: rheo.horizon.Rounds, rheo_fast's Decoded), each cut to n_tok
+    tokens; anything else is a `SamplerOutputError` (`rheo.lossless.validate.sampler_rows`)."""
+    return validate.sampler_rows(batch, n_tok, n)

@@ -48,7 +48,7 @@ from torch import Tensor, nn
 from rheo_ref.errors import CaseError
 from rheo_ref.models import TableModel
 
-from .table_lm import LogTable, allowed_keys, visible_windows
+from .table_lm import LogTable, allowed_keys, check_token_ids, visible_windows
 
 EXACT_INTS = {torch.float16: 2048, torch.bfloat16: 256}  # largest integer every smaller one of which is exact
 
@@ -61,9 +61,18 @@ def _check_dtype(dtype: torch.dtype, largest: int) -> None:
         raise CaseError(f"dtype {dtype} holds integers exactly only up to {bound}; this table needs {largest}")
 
 
+class TableEmbedding(nn.Embedding):
+    """An `nn.Embedding` that names a token id outside 0..V-1 (or a float / bool id tensor) and its
+    position, instead of torch's `IndexError: index out of range in self`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        ids = check_token_ids(input, self.num_embeddings, "the kit embedding's input ids", ndim=None)
+        return super().forward(ids.long())  # [..., 2V]; any integer dtype (nn.Embedding takes int32/int64 only)
+
+
 def table_embedding(V: int, *, dtype: torch.dtype = torch.float64) -> nn.Embedding:
     """token -> [0 (V), one-hot token (V)]: the embedding of the kit's body and draft head."""
-    emb = nn.Embedding(V, 2 * V, dtype=dtype)
+    emb = TableEmbedding(V, 2 * V, dtype=dtype)
     with torch.no_grad():
         emb.weight.zero_()
         emb.weight[:, V:] = torch.eye(V, dtype=dtype)

@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Case, TableModel
+from rheo_ref.models import Case, TableModel, present
 
 from .models import _Table
 
@@ -58,6 +58,27 @@ MODEL_TYPE = "rheo_table_lm"
 def log_rows(rows: Tensor) -> Tensor:
     """log of probability rows [M, V], zeros at NEG."""
     return torch.log(rows).clamp(min=NEG)  # [M, V]
+
+
+def check_token_ids(ids: Any, V: int, what: str = "input_ids", *, ndim: int | None = 2) -> Tensor:
+    """ids: a torch integer tensor ([batch, tokens] when ndim = 2) of token ids in 0..V-1; anything else
+    is a CaseError naming the id and its position (instead of an IndexError deep in an embedding)."""
+    if not isinstance(ids, Tensor):
+        raise CaseError(f"{what} must be a torch integer tensor of token ids, got {type(ids).__name__}")
+    if ids.dtype == torch.bool or ids.dtype.is_floating_point or ids.dtype.is_complex:
+        raise CaseError(f"{what} has dtype {ids.dtype}; allowed: an integer dtype (token ids 0..{V - 1})")
+    if ndim is not None and ids.dim() != ndim:
+        raise CaseError(f"{what} has shape {list(ids.shape)}; allowed: [batch, tokens]")
+    if ndim == 2 and ids.shape[1] == 0:
+        raise CaseError(f"{what} has shape {list(ids.shape)}: no tokens; allowed: [batch, tokens] with tokens >= 1")
+    bad = (ids < 0) | (ids >= V)  # [same shape as ids]
+    if ids.device.type != "meta" and bool(bad.any()):
+        at = tuple(int(x) for x in bad.nonzero()[0])
+        raise CaseError(
+            f"{what}{list(at)} = {int(ids[at])} is outside the vocabulary 0..{V - 1} (vocab_size {V}): "
+            "a token id the model cannot have emitted"
+        )
+    return ids
 
 
 # --- which keys each query sees ------------------------------------------------------------
@@ -227,6 +248,8 @@ def _classes() -> dict[str, Any]:
         ) -> Any:
             if (input_ids is None) == (inputs_embeds is None):
                 raise CaseError("give exactly one of input_ids and inputs_embeds")
+            if input_ids is not None:  # any integer dtype, read as int64 (nn.Embedding takes int32/int64 only)
+                input_ids = check_token_ids(input_ids, self.config.vocab_size).long()  # [B, N]
             tokens = input_ids if input_ids is not None else inputs_embeds.argmax(-1)  # [B, N]
             B, N = tokens.shape
             past = 0 if cache is None else int(cache.get_seq_length())
@@ -319,6 +342,12 @@ def table_lm(table: TableModel, *, strict_positions: bool = True) -> Any:
 def table_lms(case: Case, *, strict_positions: bool = True) -> tuple[Any, Any]:
     """(draft, target) `TableLM`s of one case: the draft is the case's q_samp table (what a
     decoder samples from and verifies with), the target its p table."""
+    if not isinstance(case, Case):
+        raise CaseError(
+            f"table_lms needs a rheo_ref.models.Case (Case.from_json, load_case), got {type(case).__name__}"
+        )
+    if not present(case.q_samp_model):
+        raise CaseError("table_lms: the case has no draft table (its 'draft' or 'draft_sample'); add one")
     return (
         table_lm(case.q_samp_model, strict_positions=strict_positions),
         table_lm(case.target, strict_positions=strict_positions),

@@ -49,6 +49,11 @@ class StatsError(RheoError, ValueError):
     """A bad argument to a statistical test (an error rate outside (0, 1), N < 1, ...)."""
 
 
+class SamplerOutputError(StatsError):
+    """What a sampler returned (or samples handed to a test) is not N token sequences: the message
+    names the value, its sample and token, and what is allowed (`rheo.lossless.validate`)."""
+
+
 class LosslessError(RheoError, AssertionError):
     """A statistical test rejected: the sampler's outcomes do not follow the exact law.
     `result` is the test's record (a `rheo.stats.LawTest`, or a `rheo.horizon.HorizonTest`);

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -24,7 +24,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.family import RoundLaws, family_of
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, law_outcomes
-from rheo_ref.validate import within_limit
+from rheo_ref.validate import check_context, index, within_limit
 from rheo_ref.variants import SPEC, Variant, variant_named
 
 Law = dict[tuple[int, ...], Fraction]
@@ -167,10 +167,13 @@ def mutant_exact(case: Case, mutant: str, *, max_trees: int | None = DEFAULT_MAX
     return VariantExact(case, variant, max_trees=max_trees)
 
 
-def target_law(case: Case, n: int | None = None, context: Context | None = None) -> Law:
-    """p(s_1..s_n | context), zero entries omitted (a loop over prefixes, not a recursion per token)."""
-    n = case.tokens if n is None else n
-    ctx = case.context if context is None else tuple(context)
+def target_law(case: Case, n: int | None = None, context: Sequence[int] | None = None) -> Law:
+    """p(s_1..s_n | context), zero entries omitted (a loop over prefixes, not a recursion per token).
+    `n` >= 1 tokens (default `case.tokens`); `context` a sequence of token ids (default the case's)."""
+    if not isinstance(case, Case):
+        raise CaseError(f"case must be a rheo_ref.models.Case, got {type(case).__name__}")
+    n = case.tokens if n is None else index("n", n, min=1)
+    ctx = case.context if context is None else check_context(context, case.vocab_size)
     out: Law = {}
     pending: list[tuple[Prefix, int, Context, Fraction]] = [(None, 0, ctx, Fraction(1))]
     while pending:
@@ -244,9 +247,10 @@ class ExactReport:
         }
 
 
-def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens") -> Size:
+def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens", override: str | None = None) -> Size:
     """Refuse up front an n-token law estimated at more than `limit` tokens in all (b^n sequences
-    of n tokens, `rheo_ref.sizes.law_outcomes`); return the estimate."""
+    of n tokens, `rheo_ref.sizes.law_outcomes`); return the estimate. `override`: how to go past
+    the limit (default: the CLI's flags)."""
     outcomes, b = law_outcomes(case, n)
     size = outcomes * Size.of(n)
     flag = f"{name} {Size.of(n)}" if name.startswith("-") else f"{name}={Size.of(n)}"
@@ -255,7 +259,7 @@ def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens
         f"a target row gives positive probability)",
         size,
         limit,
-        override="use fewer tokens, a larger --max-law-size, or --force to run anyway",
+        override=override or "use fewer tokens, a larger --max-law-size, or --force to run anyway",
     )
     return size
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from . import numbers
 from .errors import CaseError
 from .family import SchemeLike, scheme_from_json
-from .validate import check_fields, is_int, show
+from .validate import check_fields, index, is_int, show
 
 Row = tuple[Fraction, ...]
 Context = tuple[int, ...]
@@ -133,6 +133,7 @@ class TableModel:
     ) -> TableModel:
         """Build from non-negative integer weights per context, each row normalised; `power` raises
         the weights first (2: the rows at temperature 1/2)."""
+        index("power", power, min=1)  # power 0 makes every row uniform, whatever its weights
         rows = {}
         for key, w in weights.items():
             if any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in w) or not any(w):
@@ -252,7 +253,10 @@ class Case:
     draft_sample: TableModel | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "context", tuple(self.context))
+        if isinstance(self.context, (str, bytes)) or not isinstance(self.context, Sequence):
+            raise CaseError(f"context {show(self.context)} must be a sequence of token ids")
+        object.__setattr__(self, "context", tuple(index("context token", t) for t in self.context))
+        object.__setattr__(self, "tokens", index("tokens", self.tokens, min=1))
         V = self.target.vocab_size
         for mod in (self.draft, self.draft_sample):
             if mod is not None and present(mod) and mod.vocab_size != V:

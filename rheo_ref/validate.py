@@ -6,6 +6,7 @@ Names starting with "-" are flags and print as `--samples 0`; other names are fi
 multi-line message).
 
     integer("--samples", n, min=1)           # an int, not a bool, in range
+    index("tokens", n, min=1)                # the same, numpy / torch integers accepted (API arguments)
     number("--temperature", t, min=0)        # a finite int or float, not a bool, in range
     rate("--alpha", a)                       # a number strictly between 0 and 1
     within_limit("trees per round", est, limit, override="--force")   # TooLargeError
@@ -14,6 +15,7 @@ multi-line message).
 from __future__ import annotations
 
 import math
+import operator
 import reprlib
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +40,37 @@ def show(value: Any) -> str:
 def is_int(value: Any) -> bool:
     """An int and not a bool (JSON true/false must not pass as 1/0)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_bool(value: Any) -> bool:
+    """A Python or numpy boolean (numpy's is no int subclass, but reads as 0/1)."""
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
+
+
+def index(name: str, value: Any, *, min: int | None = None, max: int | None = None, error: type = CaseError) -> int:
+    """`value` as an int: an int or any integer type (numpy, torch: `__index__`), not a bool and not a
+    float (even 2.0), with min <= value <= max; else `error` naming the value and what is allowed."""
+    allowed = f"{label(name, value)} must be an integer {_bounds(min, max)}".rstrip()
+    if is_bool(value):
+        raise error(f"{allowed} (a boolean is not one)")
+    try:
+        i = operator.index(value)
+    except TypeError:
+        raise error(f"{allowed} (int or numpy/torch integer), got {type(value).__name__}") from None
+    if (min is not None and i < min) or (max is not None and i > max):
+        raise error(allowed)
+    return i
+
+
+def check_context(context: Any, vocab_size: int) -> tuple[int, ...]:
+    """A context: a sequence (not a string) of integer token ids in 0..V-1, as a tuple of ints."""
+    if isinstance(context, (str, bytes)) or not isinstance(context, Sequence):
+        raise CaseError(f"context {show(context)} must be a sequence of token ids, got {type(context).__name__}")
+    out = tuple(index(f"context token {i}", t) for i, t in enumerate(context))
+    bad = next((i for i, t in enumerate(out) if not 0 <= t < vocab_size), None)
+    if bad is not None:
+        raise CaseError(f"context token {bad} is {out[bad]}, outside the vocabulary 0..{vocab_size - 1}")
+    return out
 
 
 def check_fields(obj: Any, what: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict:

@@ -16,13 +16,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from scipy.stats import binomtest, chi2, ncx2
 
+from rheo import assert_lossless
 from rheo.gate import MUTANT_CASE, gate_cases
 from rheo.stats import (
     MIN_EXPECTED,
     LosslessError,
     StatsError,
     assert_law,
-    assert_lossless,
     check_law,
     law_sampler,
     min_detectable_tv,
