@@ -141,7 +141,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     from rheo_ref.models import load_case
 
     if importlib.util.find_spec("transformers") is None:
-        raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
+        raise MissingDependencyError("rheo gate-hf needs transformers >= 5: pip install 'rheo[hf]'")
 
     from .hf import HFDecoder, gate_hf
     from .stats import StatsError
