@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rheo_ref import strict_json
 from rheo_ref.errors import CaseError, RheoError
 from rheo_ref.family import DEFAULT_FAMILIES
 from rheo_ref.numbers import flag_float, flag_int
@@ -83,7 +83,7 @@ def _cmd_exact(args: argparse.Namespace) -> int:
         max_trees=None if args.force else args.max_trees,
         max_law_size=None if args.force else args.max_law_size,
     )
-    print(json.dumps(report.to_json()))
+    print(strict_json.dumps(report.to_json()))
     return 0
 
 

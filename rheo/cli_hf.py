@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import json_float, json_int
 from rheo_ref.validate import integer, show
@@ -180,5 +181,5 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         from .diagnosis import plot_worst
 
         report["plot"] = plot_worst(report, args.plot)
-    print(json.dumps(report))
+    print(strict_json.dumps(report))
     return 0 if report["verdict"] == "pass" else 1
