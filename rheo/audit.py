@@ -11,7 +11,6 @@ than rheo `brute trees` counts joint draws and `class trees` what their class me
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from fractions import Fraction
 
 from tqdm import tqdm
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.models import Case, TableModel
@@ -99,7 +99,7 @@ def run_audit(
     print(format_table(rows))
     if json_path is not None:
         with open_atomic(json_path) as fh:
-            json.dump(rows, fh, indent=1)
+            strict_json.dump(rows, fh, indent=1)
     return 0
 
 

@@ -121,7 +121,7 @@ def check_law_of(case: BugCase, check: str, mutant: str | None = None) -> Law:
     if check == "round":
         if mutant is not None:
             return case_law(case, mutant, first_round=True)
-        key = json.dumps(case.to_json(), sort_keys=True)
+        key = json.dumps(case.to_json(), sort_keys=True, allow_nan=False)
         if key not in _BASELINE:
             if len(_BASELINE) > 256:
                 _BASELINE.clear()

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rheo_ref import strict_json
 from rheo_ref.errors import CaseError, RheoError
 from rheo_ref.family import DEFAULT_FAMILIES
 from rheo_ref.numbers import flag_float, flag_int
@@ -42,6 +42,20 @@ size limits: refused up front, before any work, with the estimate: --max-trees (
 and --max-law-size (tokens in all the sequences of the N-token law, b^N x N); --force overrides both.
 exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (docs/CLI.md)."""
 
+# The optional packages (pyproject.toml's extras) and the extra that installs each: a subcommand
+# that needs one that is not installed says so (exit 1), instead of an internal error.
+EXTRAS = {
+    "torch": "fast",
+    "transformers": "hf",
+    "gguf": "model",
+    "accelerate": "model",
+    "safetensors": "model",
+    "dask": "sweep",
+    "distributed": "sweep",
+    "pyarrow": "sweep",
+    "matplotlib": "notebooks",
+}
+
 # Subcommands living in other modules: each exposes register(subparsers).
 PLUGINS = (
     "rheo.cli_sample",
@@ -69,7 +83,7 @@ def _cmd_exact(args: argparse.Namespace) -> int:
         max_trees=None if args.force else args.max_trees,
         max_law_size=None if args.force else args.max_law_size,
     )
-    print(json.dumps(report.to_json()))
+    print(strict_json.dumps(report.to_json()))
     return 0
 
 
@@ -221,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get(DEBUG_ENV):
             raise
+        missing = e.name if isinstance(e, ModuleNotFoundError) else None
+        if missing in EXTRAS:
+            _say("error", f"this needs {missing}, which is not installed: pip install 'rheo[{EXTRAS[missing]}]'")
+            return 1
         _say(
             "internal error",
             f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)",

@@ -11,9 +11,10 @@ and its `--hunt`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from rheo_ref import strict_json
 
 EPILOG = """\
 columns: name · family/pairing · floor (every listed mutant's exact TV on its best check is >= it)
@@ -115,7 +116,7 @@ def run_cases(args: argparse.Namespace) -> int:
     if args.show is not None:
         if args.show not in LIBRARY:
             raise CaseError(f"--show {args.show!r} is not a library case; allowed: {', '.join(LIBRARY)}")
-        print(json.dumps(LIBRARY[args.show]["case"], indent=1))
+        print(strict_json.dumps(LIBRARY[args.show]["case"], indent=1))
         return 0
     from rheo_ref.validate import integer
 
@@ -131,7 +132,7 @@ def run_cases(args: argparse.Namespace) -> int:
                 continue
             r["false_alarm"] = false_alarms(r["name"], args.false_alarms, alpha=args.alpha, beta=args.beta)
     if args.json:
-        print(json.dumps({"alpha": args.alpha, "beta": args.beta, "cases": rows}))
+        print(strict_json.dumps({"alpha": args.alpha, "beta": args.beta, "cases": rows}))
         return 0
     w = sys.stdout.write
     w(f"case library: α={args.alpha:g} per check, power {1 - args.beta:g} at δ = the floor\n")
@@ -324,7 +325,7 @@ def run_hunt(args: argparse.Namespace) -> int:
         },
     }
     if args.json:
-        print(json.dumps(summary))
+        print(strict_json.dumps(summary))
         return 0
     w = sys.stdout.write
     w(

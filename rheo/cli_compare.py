@@ -8,11 +8,11 @@ reference only: it never imports torch.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 import time
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES
@@ -130,7 +130,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.plot:
         plot(rows, args.plot)
     if args.json:
-        print(json.dumps(to_json(rows, case_path=args.case, case=case, tokens=tokens, seconds=seconds)))
+        print(strict_json.dumps(to_json(rows, case_path=args.case, case=case, tokens=tokens, seconds=seconds)))
     else:
         print(format_table(rows, tokens=tokens))
         print(f"{len(rows)} cells in {seconds:.2f} s" + (f"; plot: {args.plot}" if args.plot else ""))

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import json_float, json_int
 from rheo_ref.validate import integer, show
@@ -123,7 +124,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     from rheo_ref.models import load_case
 
     if importlib.util.find_spec("transformers") is None:
-        raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
+        raise MissingDependencyError("rheo gate-hf needs transformers >= 5: pip install 'rheo[hf]'")
 
     from .hf import HFDecoder, gate_hf
     from .stats import StatsError, min_num_samples
@@ -168,5 +169,5 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         from .diagnosis import plot_worst
 
         report["plot"] = plot_worst(report, args.plot)
-    print(json.dumps(report))
+    print(strict_json.dumps(report))
     return 0 if report["verdict"] == "pass" else 1

@@ -11,11 +11,12 @@ against α (and against 0.05, where a miscalibrated test shows at 100 seeds).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from fractions import Fraction
 from typing import Any
+
+from rheo_ref import strict_json
 
 EPILOG = """\
 columns: mutant · gate case · exact TV of each check (joint2, joint3: first 2/3 tokens vs the target law;
@@ -218,7 +219,7 @@ def run_mutants(args: argparse.Namespace) -> int:
         from .fewest import fewest, markdown
 
         result = fewest(alpha=args.alpha, beta=args.beta, only=args.only)
-        print(json.dumps(result) if args.json else markdown(result))
+        print(strict_json.dumps(result) if args.json else markdown(result))
         return 0
     if args.hunt is not None:
         from .cli_cases import run_hunt
@@ -261,7 +262,7 @@ def run_mutants(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - t0, 1),
     }
     if args.json:
-        print(json.dumps(out))
+        print(strict_json.dumps(out))
     else:
         _print_table(out)
     return 0 if ok else 1

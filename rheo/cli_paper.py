@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import check_writable, write_text_atomic
 from rheo_ref.errors import CaseError
 from rheo_ref.validate import integer, show
@@ -31,7 +31,7 @@ def cmd_paper_tables(args: argparse.Namespace) -> int:
         quick_or_full(args.quick, args.seed), out, draft=args.draft, progress=not args.quiet, threads=args.threads
     )
     name = "paper_tables_quick" if args.quick else "paper_tables"
-    write_text_atomic(out / f"{name}.json", json.dumps(res, indent=1))
+    write_text_atomic(out / f"{name}.json", strict_json.dumps(res, indent=1))
     md = markdown(res)
     write_text_atomic(out / f"{name}.md", md)
     plot(res, out / f"{name}.png")

@@ -9,13 +9,13 @@ line (the `rheo` entry point turns every `RheoError` into that).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from rheo_fast.family import fast_family_of
+from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, load_case
 from rheo_ref.sizes import Size, available_memory, batch_bytes, count, gib
@@ -210,7 +210,7 @@ def _sample(args: argparse.Namespace, device: torch.device) -> int:
     if bar is not None:
         bar.close()
     print(
-        json.dumps(
+        strict_json.dumps(
             {
                 "counts": dict(sorted(counts.items())),
                 "first_round": {

@@ -5,9 +5,9 @@ Building the parser imports neither torch nor Dask."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from rheo_ref import strict_json
 from rheo_ref.errors import EnvironmentFailure
 
 EPILOG = """\
@@ -16,14 +16,17 @@ generator, vocab_size, seed, family, scheme, temperature, tokens, method, tau, t
 tv_float, acceptance, enumerated, seconds, error), OUT/sweep.png (τ and TV against temperature,
 one line per scheme), and one JSON line on stdout: cells, computed, skipped, errors, the files,
 seconds (no plot when every cell failed). A cell already in OUT/sweep.csv (same case hash and method) is skipped: an interrupted
-sweep resumes where it stopped. A cell that fails (a refused enumeration, a missing row) gets a
+sweep resumes where it stopped. Refused up front (exit 2): an OUT whose table holds rows of
+another grid, an OUT another sweep is writing (OUT/.sweep.lock), an OUT whose name is not UTF-8,
+a row whose exact tau or tv disagrees with its float. A cell that fails (a refused enumeration, a missing row) gets a
 row with `error` set; the sweep goes on.
 engines: local processes (default, --workers N; 1 runs in this process) or a running Dask
 scheduler (--scheduler tcp://HOST:PORT; its workers need rheo installed).
 size limits, refused up front: at most 100,000 cells; each cell's `tokens`-token law at most
 max_law_size (grid field, default 10^7) tokens in all, as `rheo exact`; --force lifts both.
 exit status: 0 ok (some cells may have failed: their rows say why; --retry-failed runs them again),
-1 every cell failed, 2 bad input (the grid, the scheduler address, --workers, a size refused),
+1 every cell failed or an I/O error (OUT removed mid-run), 2 bad input (the grid, the scheduler
+address, --workers, a size refused, OUT refused as above),
 130 interrupted (the cells finished so far are kept in the table for the resume)."""
 
 
@@ -54,13 +57,14 @@ def register(subparsers) -> None:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from rheo_ref.atomic import check_writable
 
-    from .sweep import check_engine, load_grid, sweep
+    from .sweep import FILES, check_engine, check_paths, load_grid, sweep
 
     check_engine(args.scheduler, args.workers)
     out = Path(args.out) if args.out is not None else Path("reports") / f"sweep-{Path(args.grid).stem}"
+    check_paths(out)
     cells = load_grid(args.grid, force=args.force)
     check_writable(out, folder=True)
-    for name in ("sweep.csv", "sweep.parquet", "sweep.png"):
+    for name in FILES:
         check_writable(out / name)
     result = sweep(
         cells,
@@ -71,7 +75,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         summary_plot=not args.no_plot,
         retry_failed=args.retry_failed,
     )
-    print(json.dumps(result.to_json()))
+    print(strict_json.dumps(result.to_json()))
     if result.rows and all(r["error"] for r in result.rows):
         raise CellsFailed(f"every cell failed ({len(result.rows)}), the first with: {result.rows[0]['error']}")
     return 0

@@ -27,6 +27,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
+from rheo_ref import strict_json
 from rheo_ref.bugclasses.cases import BugCase
 from rheo_ref.bugclasses.decoder import Request
 from rheo_ref.bugclasses.exact import tv
@@ -150,7 +151,7 @@ def hunt(
     todo = [c for c, k in zip(cells, keys) if k not in done]
     with engine(scheduler, workers, fn=run_cell) as runner, path.open("a", encoding="utf-8") as f:
         for row in runner(todo):  # type: ignore[arg-type]  # (the runner takes any cells fn takes)
-            f.write(json.dumps(row) + "\n")
+            f.write(strict_json.dumps(row) + "\n")
             f.flush()
             done[_key(row)] = row
     return [done[k] for k in keys]

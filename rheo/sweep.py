@@ -9,8 +9,10 @@ The cells run on an existing engine, never on a scheduler of ours:
   need rheo installed; `distributed.LocalCluster` makes one on this machine).
 Files are written atomically (a temporary name in the same folder, then `os.replace`), the CSV
 every few seconds while cells finish, so an interrupted sweep resumes from what it wrote: a cell
-whose (case hash, method) is in the table is skipped. Dask, pyarrow and matplotlib are imported
-only where they are used.
+whose (case hash, method) is in the table is skipped. Nothing in the folder is lost: a table that
+holds rows of another grid, a folder another sweep is writing (a lock, `.sweep.lock`), a path
+pyarrow cannot take and a row whose exact τ or TV disagrees with its float are refused before
+any cell runs. Dask, pyarrow and matplotlib are imported only where they are used.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from rheo_ref import numbers
 from rheo_ref.atomic import write_with
-from rheo_ref.errors import CaseError, MissingDependencyError
+from rheo_ref.errors import CaseError, MissingDependencyError, OutputError
 from rheo_ref.grid import COLUMN_NAMES, COLUMNS, Cell, grid_cells, run_cell
 from rheo_ref.models import read_json_file, read_text_file
 from rheo_ref.validate import integer, show
@@ -43,6 +46,8 @@ WRITE_EVERY = 5.0  # seconds between rewrites of the CSV while cells finish
 MAX_GRID_BYTES = 16 * 2**20  # a grid file (a `given` table of V = 100 with context_length 2 is ~2 MiB)
 MAX_TABLE_BYTES = 256 * 2**20  # a sweep.csv read back on resume
 MAX_WORKERS = 1024  # local processes
+FILES = ("sweep.csv", "sweep.parquet", "sweep.png")
+LOCK = ".sweep.lock"  # held (fcntl.lockf) by the sweep writing the folder; gone when it ends
 
 
 def load_grid(path: str, *, force: bool = False) -> list[Cell]:
@@ -160,6 +165,23 @@ def _typed(row: dict) -> dict:
     return out
 
 
+def _agrees(row: dict, where: str, fix: str) -> None:
+    """A row's exact τ and TV and their floats say the same (a resumed row is trusted only then)."""
+    for name in ("tau", "tv"):
+        exact, approx = row[name], row[f"{name}_float"]
+        if not exact and approx is None:
+            continue
+        try:  # not numbers.rational: an exact τ may have hundreds of digits
+            value = float(Fraction(exact)) if exact else None
+        except (ValueError, ZeroDivisionError, OverflowError):
+            raise CaseError(f"{where}: {name} {show(exact)} is not an exact rational; {fix}") from None
+        if value is None or approx is None or value != approx:
+            raise CaseError(
+                f"{where}: {name} {show(exact)} is {value!r} but {name}_float is {approx!r}: the row disagrees "
+                f"with itself and is not trusted; {fix}"
+            )
+
+
 def read_table(path: Path) -> list[dict]:
     """The rows of a sweep's CSV (none if it does not exist); a file that is not one this command
     wrote (other columns, a value of the wrong type, damaged bytes) is refused in one line."""
@@ -178,6 +200,7 @@ def read_table(path: Path) -> list[dict]:
             row = _typed(r)
             if not re.fullmatch(r"[0-9a-f]{16}", row["case_hash"] or "") or not row["method"]:
                 raise CaseError(f"{path} line {i}: case_hash {show(row['case_hash'])} is not a case hash; {fix}")
+            _agrees(row, f"{path} line {i}", fix)
             rows.append(row)
         return rows
     except (csv.Error, ValueError, OverflowError) as e:
@@ -212,8 +235,6 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from fractions import Fraction
-
     import matplotlib.pyplot as plt
 
     ok = [r for r in rows if not r["error"]]
@@ -289,16 +310,90 @@ def sweep(
     """Run the cells not yet in `out`/sweep.csv, writing the table as they finish (module docstring);
     `retry_failed`: the cells whose row there has an error run again. After an interruption the
     table keeps every cell that finished, the ones not yet reported by the engine included."""
+    t0 = time.perf_counter()
+    check_paths(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(out):
+        return _sweep(cells, out, t0, scheduler, workers, progress, summary_plot, retry_failed)
+
+
+def check_paths(out: Path) -> None:
+    """Refuse up front an output folder whose files pyarrow or matplotlib could not open (they take
+    UTF-8 names; a name that is not UTF-8 would fail after every cell ran)."""
+    for path in (out, *(out / name for name in FILES)):
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:
+            raise OutputError(
+                f"cannot write {str(path)!r}: the path is not UTF-8 (the Parquet and PNG writers refuse it); "
+                f"allowed: an --out whose name is UTF-8"
+            ) from None
+
+
+@contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold `out`/.sweep.lock while the sweep writes the folder: a second sweep into it is refused.
+    A POSIX record lock (fcntl.lockf) is released by the system when the process ends, however it
+    ends, and is not inherited by the worker processes."""
+    import fcntl
+
+    path = out / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise OutputError(f"cannot write {str(path)!r}: {e.strerror or e}; allowed: a writable --out folder") from None
+    held = False
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = os.path.exists(path) and os.stat(path).st_ino == os.fstat(fd).st_ino  # not unlinked meanwhile
+        except OSError:
+            pass
+        if not held:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise OutputError(
+                f"{str(out)!r} is being written by another rheo sweep (process {holder}); allowed: wait until "
+                f"it ends, or another --out"
+            )
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        if held:
+            try:
+                os.unlink(path)
+            except OSError:  # the folder is gone: nothing to tidy
+                pass
+        os.close(fd)
+
+
+def _sweep(
+    cells: list[Cell],
+    out: Path,
+    t0: float,
+    scheduler: str | None,
+    workers: int | None,
+    progress: bool,
+    summary_plot: bool,
+    retry_failed: bool,
+) -> SweepResult:
     from tqdm import tqdm
 
-    t0 = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, pq_path, png_path = out / "sweep.csv", out / "sweep.parquet", out / "sweep.png"
+    csv_path, pq_path, png_path = (out / name for name in FILES)
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         cells = list({c.key: c for c in cells}.values())  # the same case twice is one cell
         keys = [c.key for c in cells]
     found = {(r["case_hash"], r["method"]): r for r in read_table(csv_path)}
+    ours = set(keys)
+    foreign = [r for k, r in found.items() if k not in ours]
+    if foreign:
+        r = foreign[0]
+        raise OutputError(
+            f"{str(csv_path)!r} holds {len(foreign):,} row(s) of another grid (the first: table {show(r['table'])}, "
+            f"scheme {r['scheme']}, T={r['temperature']}, method {r['method']}): this grid's table would drop "
+            f"them; allowed: the same grid (a resume), a grid that contains those cells, or another --out"
+        )
     done = {k: found[k] for k in keys if k in found and not (retry_failed and found[k]["error"])}
     todo = [c for c in cells if c.key not in done]
 

@@ -14,7 +14,9 @@ a process killed mid-write may leave one (hidden, never the target's name).
     check_writable(path)                    # before long work: refuse an output that cannot be written
 
 Failures raise `OutputError` (a path that cannot be written: exit 2) or `EnvironmentFailure`
-(a full disk, an I/O error: exit 1), one line naming the path.
+(a full disk, an I/O error: exit 1), one line naming the path. A folder that `check_writable`
+accepted before the work and that fails later (removed or made read-only mid-run) is the
+environment's failure, not the input's: exit 1.
 """
 
 from __future__ import annotations
@@ -59,7 +61,15 @@ _PATH_ERRNOS = {
 }
 
 
-def _output_error(path: Path, e: OSError) -> OutputError | EnvironmentFailure:
+# folders `check_writable` accepted in this process (absolute paths)
+_CHECKED: set[str] = set()
+
+
+def _output_error(path: Path, e: OSError, *, up_front: bool = False) -> OutputError | EnvironmentFailure:
+    if e.errno in _PATH_ERRNOS and not up_front and os.path.abspath(path.parent) in _CHECKED:
+        return EnvironmentFailure(
+            f"writing {str(path)!r} failed: {e.strerror or e} (its folder was writable when checked before the work)"
+        )
     if e.errno in _PATH_ERRNOS:
         return OutputError(
             f"cannot write {str(path)!r}: {e.strerror or e}; allowed: a file path in an existing, writable folder"
@@ -179,7 +189,8 @@ def check_writable(
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise _output_error(path, e) from None
+        raise _output_error(path, e, up_front=True) from None
+    _CHECKED.add(os.path.abspath(where))
     return path
 
 

@@ -90,7 +90,7 @@ class Cell:
 
 def case_hash(case: Case) -> str:
     """16 hex digits of the SHA-256 of the case's canonical JSON (tables, scheme, context, tokens)."""
-    text = json.dumps(case.to_json(), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(case.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -240,7 +240,7 @@ def grid_cells(grid: Any, *, force: bool = False) -> list[Cell]:
 
 def scheme_label(case: Case) -> str:
     """The scheme as compact JSON (its `family` included when static)."""
-    return json.dumps(case.scheme.to_json(), separators=(",", ":"))
+    return json.dumps(case.scheme.to_json(), separators=(",", ":"), allow_nan=False)
 
 
 def run_cell(cell: Cell) -> dict:

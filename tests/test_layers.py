@@ -18,7 +18,7 @@ LINT = Path(sys.executable).parent / "lint-imports"
 
 def lint(cwd: Path, config: Path) -> subprocess.CompletedProcess:
     if not LINT.exists():
-        pytest.fail(f"{LINT} is missing: install the test extra (pip install -e '.[test]')")
+        pytest.fail(f"{LINT} is missing: install the dev extra (pip install -c constraints.txt -e '.[dev]')")
     return subprocess.run(
         [str(LINT), "--config", str(config), "--no-cache"],
         cwd=cwd,

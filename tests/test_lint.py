@@ -18,7 +18,7 @@ BIN = Path(sys.executable).parent
 def tool(name: str) -> str:
     path = BIN / name
     if not path.exists():
-        pytest.fail(f"{path} is missing: install the test extra (pip install -e '.[test]')")
+        pytest.fail(f"{path} is missing: install the dev extra (pip install -c constraints.txt -e '.[dev]')")
     return str(path)
 
 

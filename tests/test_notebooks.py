@@ -19,7 +19,9 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def run_notebook(name: str, reports: Path) -> str:
-    env = dict(os.environ, MPLBACKEND="Agg", RHEO_REPORTS=str(reports))
+    # the repository root on the path: the notebooks import proofs/, which the wheel does not install
+    path = os.pathsep.join(p for p in (str(NOTEBOOKS.parent), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, MPLBACKEND="Agg", RHEO_REPORTS=str(reports), PYTHONPATH=path)
     proc = subprocess.run(
         [sys.executable, str(NOTEBOOKS / name)],
         capture_output=True,

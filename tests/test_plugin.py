@@ -4,28 +4,19 @@ which the gate must reject."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import doc_example
 
 from rheo.stats import seed_for
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "GATE.md"
 BROKEN = (
     "generator=g)",
     'generator=g, variant=__import__("rheo_ref.variants").variants.MUTANTS["verify-q-not-qtilde"])',
 )
-
-
-def doc_example(marker: str = "TableTreeModel") -> str:
-    """The python example of docs/GATE.md that mentions `marker` (there is exactly one)."""
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    found = [b for b in blocks if marker in b]
-    assert len(found) == 1, f"docs/GATE.md must hold exactly one python example using {marker}"
-    return found[0]
 
 
 def run_pytest(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
@@ -57,7 +48,7 @@ def test_the_documented_example_passes_and_catches_a_broken_decoder(tmp_path):
     """The example of docs/GATE.md (α = 1e-3, detects TV ≥ 0.05 with power 0.99) passes on the
     fast path, and fails once its decoder runs the verify-q-not-qtilde mutant."""
     pytest.importorskip("rheo_fast.decode")
-    src = doc_example()
+    src = doc_example("TableTreeModel")
     ok = run_pytest(tmp_path, src)
     assert ok.returncode == 0 and "1 passed" in ok.stdout, ok.stdout + ok.stderr
     assert src.count(BROKEN[0]) == 1

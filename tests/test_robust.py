@@ -129,7 +129,7 @@ def slow_dump(obj, fh, **kw):  # json.dump, chunk by chunk, slowly, saying when 
         if i == 50:
             print("writing", flush=True)
         time.sleep(0.0005)
-audit.json.dump = slow_dump
+json.dump = slow_dump  # the audit writes through rheo_ref.strict_json, which calls json.dump
 sys.exit(main(["audit", "--no-stats", "--json", sys.argv[1]]))
 """
 

@@ -9,7 +9,6 @@ per scheme), and optionally JSON.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import check_writable, savefig_atomic, write_text_atomic
 
 from .decode import METHODS, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
@@ -349,7 +349,7 @@ def write_report(res: dict[str, Any], args: Any, name: str, md: str, draw: Any) 
     write_text_atomic(out / f"{name}.md", md)
     draw(out / f"{name}.png")
     if args.json:
-        write_text_atomic(args.json, json.dumps(res, indent=1))
+        write_text_atomic(args.json, strict_json.dumps(res, indent=1))
     print(md)
     print(f"wrote {out / (name + '.md')} and {out / (name + '.png')} ({res['wall_seconds']:.0f} s)")
     return 0

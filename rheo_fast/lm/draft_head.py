@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import write_with
 from rheo_ref.errors import CorruptFileError, MissingDependencyError
 
@@ -182,7 +183,7 @@ def save_head(head: DraftHead, path: Path, meta: dict[str, Any]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in head.state_dict().items()}
-    md = {"config": json.dumps(asdict(head.cfg)), "meta": json.dumps(meta)}
+    md = {"config": strict_json.dumps(asdict(head.cfg)), "meta": strict_json.dumps(meta)}
     write_with(path, lambda tmp: save_file(tensors, tmp, metadata=md))  # a killed run leaves the old file or none
 
 

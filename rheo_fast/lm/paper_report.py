@@ -9,6 +9,9 @@ Intervals (all 95%):
   expectation given the tree: Rao–Blackwellised). Differences to the reference setting (m = 1, or
   T = 1) per prompt (same prompt, same per-round coins), then a Student t interval over prompts.
   A difference is *separated* when its interval excludes 0.
+A value that cannot be computed (an interval of one prompt, a ratio of zero variances) is a NaN
+carrying its reason (`rheo_ref.strict_json.undefined`): `nan` in the markdown, null with the
+reason beside it in the JSON.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import Any
+
+from rheo_ref.strict_json import undefined
 
 PAPER_TABLE4 = {"topk": 0.800, "rheo_rrsw": 0.835, "rheo_ot": 0.854}
 PAPER_COVERAGE = {"128": 0.910, "256": 0.918, "512": 0.922, "1024": 0.941, "full": 1.0}
@@ -33,9 +38,10 @@ def cluster_ci(groups: list[list[float]]) -> dict[str, Any]:
     """Mean over all values and its cluster-robust 95% interval (clusters: the groups)."""
     xs = [x for g in groups for x in g]
     n, G = len(xs), len([g for g in groups if g])
-    mean = sum(xs) / n if n else float("nan")
+    mean = sum(xs) / n if n else undefined("no values")
     if G < 2:
-        return {"mean": mean, "ci95": [float("nan"), float("nan")], "n_contexts": n}
+        no = undefined(f"{G} prompt(s) with values: an interval needs two")
+        return {"mean": mean, "ci95": [no, no], "n_contexts": n}
     ss = sum(sum(x - mean for x in g) ** 2 for g in groups if g)
     se = math.sqrt(G / (G - 1) * ss) / n
     h = _tq(G - 1) * se
@@ -48,9 +54,10 @@ def t_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, floa
     from scipy.stats import t
 
     n = len(xs)
-    mean = sum(xs) / n if n else float("nan")
+    mean = sum(xs) / n if n else undefined("no values")
     if n < 2:
-        return float("nan"), mean, float("nan")
+        no = undefined(f"{n} value(s): an interval needs two")
+        return no, mean, no
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     h = float(t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n)
     return mean - h, mean, mean + h
@@ -65,7 +72,7 @@ def t_ci(xs: list[float]) -> tuple[float, list[float]]:
 def _var(xs: list[float]) -> float:
     n = len(xs)
     if n < 2:
-        return float("nan")
+        return undefined(f"{n} value(s): a variance needs two")
     mu = sum(xs) / n
     return sum((x - mu) ** 2 for x in xs) / (n - 1)
 
@@ -79,7 +86,7 @@ def summarise_tables(units: list[dict], cfg: Any) -> tuple[dict, list]:
     t4: dict[str, Any] = {k: {**cluster_ci([r[k] for r in rows]), "paper": PAPER_TABLE4[k]} for k in PAPER_TABLE4}
     n = sum(len(r["rheo_ot"]) for r in rows)
     below = [[float(a < b - 1e-12) for a, b in zip(r["rheo_ot"], r["rheo_rrsw"])] for r in rows]
-    t4["ot_below_rrsw_fraction"] = sum(map(sum, below)) / n if n else float("nan")
+    t4["ot_below_rrsw_fraction"] = sum(map(sum, below)) / n if n else undefined("no contexts")
     t4["ot_below_rrsw_count"] = int(sum(map(sum, below)))
     for name, a, b in (("ot_minus_rrsw", "rheo_ot", "rheo_rrsw"), ("rrsw_minus_topk", "rheo_rrsw", "topk")):
         d = cluster_ci([[x - y for x, y in zip(r[a], r[b])] for r in rows])
@@ -142,7 +149,9 @@ def ablation(units: list[dict], field: str, values: list, ref: Any, fixed: tuple
         e = [x for u in by[v] for x in u["emitted"]]
         x = [x for u in by[v] for x in u["expected"]]
         var[f"{field}={v}"] = {
-            "per_round": _var(x) / _var(e) if _var(e) > 0 else float("nan"),
+            "per_round": _var(x) / _var(e)
+            if _var(e) > 0
+            else undefined("the realised round lengths do not vary (or fewer than two rounds): no variance ratio"),
             "rounds": len(e),
             "paired_diff": (_var(d_rb) / _var(d_pl)) if v != ref and _var(d_pl) > 0 else None,
         }
@@ -182,8 +191,8 @@ def summarise(results: dict[str, list[dict]], cfg: Any, *, head_meta: dict | Non
     ]
     per_round_gap = [[a - b for a, b in zip(u["expected"], u["emitted"])] for u in abl]
     rb = {
-        "per_round": num / den if den else float("nan"),
-        "paired_diff_mean": sum(diffs) / len(diffs) if diffs else float("nan"),
+        "per_round": num / den if den else undefined("no setting has a variance ratio"),
+        "paired_diff_mean": sum(diffs) / len(diffs) if diffs else undefined("no paired differences"),
         "by_setting": var,
         "mean_rb_minus_plain_per_round": cluster_ci(per_round_gap),
         "mean_plain_per_round": e / max(sum(u["rounds"] for u in abl), 1),
@@ -199,7 +208,7 @@ def summarise(results: dict[str, list[dict]], cfg: Any, *, head_meta: dict | Non
     logs = [math.log(ms(rheo[k]) / ms(topk[k])) for k in common if ms(topk[k]) > 0 and ms(rheo[k]) > 0]
     lm, lci = t_ci(logs)
     drafting = {
-        "ratio": r_ms / k_ms if k_ms else float("nan"),
+        "ratio": r_ms / k_ms if k_ms else undefined("no top-K drafting time on common prompts"),
         "ci95": [math.exp(c) if not math.isnan(c) else c for c in lci],
         "rheo_ms_per_round": r_ms,
         "topk_ms_per_round": k_ms,

@@ -41,6 +41,7 @@ from rheo_fast.families.rheo.round import check_round as _check_round
 from rheo_fast.families.rheo.round import run_round
 from rheo_fast.family import layout_for
 from rheo_fast.models import DenseRows, draft_probs, target_probs
+from rheo_ref import strict_json
 from rheo_ref.atomic import write_text_atomic
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.scheme import Scheme
@@ -80,7 +81,7 @@ class PaperConfig:
 
     def key(self, draft_id: str) -> str:
         """Work-folder key: the configuration and the draft head's identity."""
-        return hashlib.sha256(json.dumps([asdict(self), draft_id]).encode()).hexdigest()[:12]
+        return hashlib.sha256(json.dumps([asdict(self), draft_id], allow_nan=False).encode()).hexdigest()[:12]
 
 
 def settings(cfg: PaperConfig) -> list[tuple[int, float]]:
@@ -342,7 +343,7 @@ def run(
             if tgt is None:
                 tgt = load_target(threads=threads)
             rec = table_unit(tgt, head, u, cfg) if kind == "table" else ablation_unit(tgt, head, *u, cfg)
-            write_text_atomic(f, json.dumps(rec))
+            write_text_atomic(f, strict_json.dumps(rec))
             results[kind].append(rec)
             bar.update(1)
     res = summarise(results, cfg, head_meta=meta)

@@ -24,6 +24,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from rheo_ref import strict_json
 from rheo_ref.atomic import write_with
 
 from .draft_head import DraftHead, HeadConfig, draft_path, read_safetensors, save_head
@@ -140,7 +141,7 @@ def _distillation_data(cfg: TrainConfig, model: Any, tok: Any, progress: bool) -
             }
             path = (
                 cache_dir()
-                / f"draft_data_{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]}.safetensors"
+                / f"draft_data_{hashlib.sha256(json.dumps(key, sort_keys=True, allow_nan=False).encode()).hexdigest()[:16]}.safetensors"
             )
             todo.append((part, xc, dtype, path))
     data_model = None
@@ -282,7 +283,7 @@ def train(cfg: TrainConfig, *, out: Path | None = None, progress: bool = True, l
     path = draft_path(out)
     save_head(head, path, result)
     result["path"] = str(path)
-    log(json.dumps(result, indent=1))
+    log(strict_json.dumps(result, indent=1))
     return result
 
 

@@ -17,6 +17,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.bestfirst import BestFirstRounds
 from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.tree import check_build
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, expansions
@@ -48,6 +49,10 @@ class RheoRounds:
         if method == "dp" and rules is not SPEC_RULES:
             raise CaseError("method 'dp' verifies by the spec's rules only; mutants run with method 'brute'")
         self.case, self.method, self.rules = case, method, rules
+        if method != "dp":  # dp builds its trees best-first, without recursion
+            check_build(
+                case.scheme_as(Scheme), f"method {method!r} on the rheo scheme {case.scheme_as(Scheme).describe()}"
+            )
         self.enumerated = 0
         self._progress = progress
         self._trees: Trees = trees or (lambda ctx: enumerate_trees(case, ctx, method))

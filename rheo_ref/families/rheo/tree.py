@@ -16,10 +16,11 @@ from fractions import Fraction
 from math import log
 from typing import Protocol
 
-from rheo_ref.errors import CaseError
+from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import Expansion, expand
 from rheo_ref.models import Context, Row
+from rheo_ref.sizes import expansions
 
 ONE = Fraction(1)
 
@@ -121,10 +122,28 @@ def children(nodes: Sequence[Node], kept: frozenset[int] | None = None) -> dict[
     return out
 
 
+# `build_tree` recurses once per expansion and once more per level: at most 2E + D + 32 frames for E
+# expansions of D levels (measured by tests/test_files_kept.py), so 200 expansions stay within ~630
+# of Python's default 1,000 frames, leaving the rest to its caller (the CLI, a test runner).
+MAX_BUILD_EXPANSIONS = 200
+BUILD_FRAMES = 3 * MAX_BUILD_EXPANSIONS + 32  # 2E + D + 32 with D <= E
+
+
+def check_build(scheme: Scheme, what: str) -> None:
+    """Refuse, before any work, a scheme whose tree building would recurse past Python's stack."""
+    E = expansions(scheme.K, scheme.W, scheme.D)
+    if E > MAX_BUILD_EXPANSIONS:
+        raise TooLargeError(
+            f"{what}: building its tree recurses once per expansion, {E:,} expansions a round "
+            f"(K={scheme.K}, W={scheme.W}, D={scheme.D}); allowed: at most {MAX_BUILD_EXPANSIONS} (Python's stack)"
+        )
+
+
 def build_tree(
     draft: RowModel, draft_sample: RowModel, context: Context, scheme: Scheme, chooser: Chooser
 ) -> Iterator[tuple[Fraction, Nodes]]:
     """Every tree the chooser allows, with its probability (before the global rerank)."""
+    check_build(scheme, "scheme")
     root = Node(0, -1, 0, "root", -1, (), ONE)
 
     def expand_queue(

@@ -24,7 +24,7 @@ from fractions import Fraction
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.enumerate import BruteChooser
 from rheo_ref.families.rheo.scheme import Scheme
-from rheo_ref.families.rheo.tree import Nodes, build_tree, rerank
+from rheo_ref.families.rheo.tree import Nodes, build_tree, check_build, rerank
 from rheo_ref.families.static.exact import METHODS, Law, SubtreeLaws, brute_round_law, context_length, q_support
 from rheo_ref.families.static.scheme import StaticScheme, estimate_subtrees, shape_of
 from rheo_ref.families.tsubame.scheme import TsubameScheme
@@ -67,7 +67,8 @@ class Planner:
 
     def __init__(self, case: Case) -> None:
         self.case = case
-        case.scheme_as(TsubameScheme)
+        sch = case.scheme_as(TsubameScheme)
+        check_build(topk_scheme(sch), f"the tsubame plan of D={sch.D}, R={sch.R}")
         self._nodes: dict[Context, Nodes] = {}
         self._plans: dict[Context, tuple[int, ...]] = {}
 
