@@ -28,7 +28,7 @@ from rheo.bugclasses import CLASS_OF, check_law_of, checks, convict_n, run_check
 from rheo.case_library import LIBRARY
 from rheo.cli import main
 from rheo.cli_cases import bug_mutant_rows, library_case_of
-from rheo.gate import ALPHA, BETA, CHECKS, DELTA, FAMILY_ALPHA, family_alpha, gate_cases
+from rheo.gate import BETA, CHECKS, DELTA, FAMILY_ALPHA, alpha_per_test, family_alpha, gate_cases
 from rheo.hunt import random_case, refine
 from rheo.hunt_block import block_case
 from rheo.stats import check_law, min_num_samples, samples_for
@@ -39,6 +39,8 @@ from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS, bfloat16
 from rheo_ref.errors import CaseError
 from rheo_ref.variants import MUTANTS
+
+ALPHA = alpha_per_test()  # the gate's per-test α, derived from the registered rows
 
 CASES = {name: BugCase.from_json(e["case"]) for name, e in LIBRARY.items() if e["family"] == "bugclasses"}
 LOSSLESS = {"draft-as-point-mass"}  # token-level point-mass verification is valid for any draft

@@ -20,9 +20,21 @@ import pytest
 from rheo.bugclasses import checks
 from rheo.case_library import LIBRARY
 from rheo.cli_cases import library_gate_case, library_rows
-from rheo.gate import ALPHA, BETA, CHECKS, DELTA, FAMILY_ALPHA, family_alpha, gate_cases, library_tests, run_check
+from rheo.gate import (
+    BETA,
+    CHECKS,
+    DELTA,
+    FAMILY_ALPHA,
+    alpha_per_test,
+    family_alpha,
+    gate_cases,
+    library_tests,
+    run_check,
+)
 from rheo.hunt import shared_floor, shared_mutants
 from rheo_ref.bugclasses.cases import BugCase
+
+ALPHA = alpha_per_test()  # the gate's per-test α, derived from the registered rows
 
 SHARED = [name for name, e in LIBRARY.items() if e["family"] != "bugclasses"]
 

@@ -3,8 +3,11 @@
 Its own `eagenerate` runs unmodified on the kit; its output must fit the *exact law of eagle as
 coded* (`rheo.eagle_law.Eagle`), which is lossless at T = 1 and lossy under temperature / top-k /
 top-p because the bonus after an accepted leaf comes from the raw p (eagle/model/utils.py lines 407-411).
-Quick rows: α = 1e-3, δ = 0.25 (power 0.99), the first 7 tokens (the first root, the 5 draft levels
-of `mc_sim_7b_63`, the bonus after its deepest leaf); slow rows: δ = 0.1, every setting, two seeds.
+Quick rows: α = 1e-3, δ = 0.25 (power 0.99), the horizon test of the first 7 tokens (every window
+(x_{k−1}, x_k), k ≤ 7: the first root, the 5 draft levels of `mc_sim_7b_63`, the bonus after its
+deepest leaf), each window's full law; slow rows: δ = 0.1, every setting, two seeds. (The joint law
+of 7 tokens has up to 16,384 outcomes, mostly light: a promise about its full law needs ~80,000
+samples at δ = 0.25; the windows need ~500.)
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import pytest
 
 from rheo.hf import HFDecoder, decode_batch, gate_hf
 from rheo.hf_laws import Processing
-from rheo.stats import check_law, samples_for, seed_for
+from rheo.horizon import check_horizon_samples, plan
+from rheo.stats import check_law, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law, tv
 from rheo_ref.models import load_case
@@ -70,12 +74,13 @@ def sample(gen, seed, num):
 
 
 def judge(gen, seed, delta):
-    """Sample once (N from the planner); the samples against the target law and against eagle's own law."""
+    """Sample once (N from the horizon planner); the samples' windows against the target's, and the
+    samples' joint law against eagle's own (a consistency check at that N)."""
     coded, target = laws(gen)
-    n = samples_for(target, delta, 1e-3, 0.01)
-    samples = sample(gen, seed, n)
+    hp = plan(Processing.from_gen(gen).case(CASE), N_TOKENS, alpha=1e-3, tv=delta, beta=0.01, rounds=False)
+    samples = [tuple(s) for s in sample(gen, seed, hp.n)]
     return (
-        check_law(samples, target, alpha=1e-3, tv=delta),
+        check_horizon_samples(samples, None, hp, tv=delta, beta=0.01),
         check_law(samples, coded, alpha=1e-3, tv=delta),
         tv(coded, target),
     )

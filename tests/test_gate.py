@@ -18,7 +18,6 @@ import pytest
 
 from rheo.families.rheo import SCHEMES
 from rheo.gate import (
-    ALPHA,
     BETA,
     CHECKS,
     DELTA,
@@ -34,6 +33,8 @@ from rheo.stats import seed_for
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.tree import min_score_gap
+
+ALPHA = alpha_per_test()  # the gate's per-test α, derived from the registered rows
 
 pytest.importorskip("rheo_fast.decode", reason="the gate drives the fast path (rheo_fast)")
 
