@@ -14,17 +14,15 @@ joint law of the first tokens (`HorizonTest`; with `rounds=True` and a sampler r
 also given the first round's length); a rejection carries where it broke (`LawTest.top_cells`,
 `LawTest.worst_conditional`; `LosslessError.cells`, `LosslessError.conditional`).
 
-and the pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry point) gives the
+and the pytest plugin (`rheo.lossless.plugin`, loaded by the `pytest11` entry point) gives the
 `lossless` marker and the `rheo_seed` / `rheo_lossless` fixtures. Importing this package does
 not import torch or scipy.
 """
 
-from rheo_ref.errors import RheoError
-from rheo_ref.models import Case, load_case
-
-from .api import plan_samples, processed, target_law, tv
-from .horizon import HorizonTest, Rounds, assert_lossless, default_horizon
-from .stats import (
+from rheo.decoders.laws import processed
+from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, default_horizon
+from rheo.lossless.planning import plan_samples, target_law, tv
+from rheo.lossless.stats import (
     LawTest,
     LosslessError,
     StatsError,
@@ -34,6 +32,8 @@ from .stats import (
     min_num_samples,
     seed_for,
 )
+from rheo_ref.errors import RheoError
+from rheo_ref.models import Case, load_case
 
 __all__ = [
     "Case",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from rheo.family import suite_families
 from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
@@ -24,8 +25,6 @@ from rheo_ref.family import MAX_NODES, family_of
 from rheo_ref.models import AnyScheme, Case
 from rheo_ref.sizes import Size
 from rheo_ref.variants import SPEC
-
-from .family import suite_families
 
 
 @dataclass(frozen=True)

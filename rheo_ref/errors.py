@@ -51,9 +51,9 @@ class StatsError(RheoError, ValueError):
 
 class LosslessError(RheoError, AssertionError):
     """A statistical test rejected: the sampler's outcomes do not follow the exact law.
-    `result` is the test's record (a `rheo.stats.LawTest`, or a `rheo.horizon.HorizonTest`);
+    `result` is the test's record (a `rheo.lossless.stats.LawTest`, or a `rheo.lossless.horizon.HorizonTest`);
     `cells` are its cells with the largest standardised residuals and `conditional` the
-    conditional law that deviates most (`rheo.diagnosis`), where the record has them."""
+    conditional law that deviates most (`rheo.lossless.diagnosis`), where the record has them."""
 
     def __init__(self, message: str, result: Any) -> None:
         super().__init__(message)

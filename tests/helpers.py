@@ -12,10 +12,10 @@ CASES = Path(__file__).parent / "cases"
 
 
 def run_rheo(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo.cli)."""
+    """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")
     return subprocess.run(
-        [sys.executable, "-m", "rheo.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "rheo", *args], capture_output=True, text=True, timeout=timeout, env=env
     )
 
 

@@ -1,9 +1,9 @@
-"""Each mutant's best case (rheo.best_cases; docs/GATE.md, "The fewest samples") and the
+"""Each mutant's best case (rheo.mutants.best_cases; docs/GATE.md, "The fewest samples") and the
 before/after table (`rheo mutants --fewest`).
 
 - Every best case is the hunt cell it names, refined as recorded: rebuilt from its seed, index and
   refine steps (at the level the search ran at) it is the stored case (the refined ones `slow`);
-  `rheo.hunt.refine` aimed at a mutant never raises its samples_to_convict, and `rheo mutants --hunt
+  `rheo.mutants.hunt.refine` aimed at a mutant never raises its samples_to_convict, and `rheo mutants --hunt
   --refine` refines only the mutants named in --only.
 - `rheo mutants` runs each bug class on its best case: samples_to_convict there is ≤ the one on its
   library case, and ≤ 600 for every detectable class but `block-token-residual`, whose best case
@@ -19,14 +19,14 @@ import json
 
 import pytest
 
-from rheo.best_cases import ALPHA_FOUND, BEST_CASES, BEST_HUNTED
-from rheo.bugclasses import bug_row, min_possible_samples
 from rheo.cli import main
-from rheo.cli_cases import bug_mutant_rows
-from rheo.gate import ALPHA, BETA
-from rheo.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
-from rheo.hunt_block import block_case
-from rheo.stats import min_num_samples
+from rheo.lossless.stats import min_num_samples
+from rheo.mutants.best_cases import ALPHA_FOUND, BEST_CASES, BEST_HUNTED
+from rheo.mutants.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
+from rheo.mutants.hunt_block import block_case
+from rheo.mutants.library import bug_mutant_rows
+from rheo.selfgate.bugclasses import bug_row, min_possible_samples
+from rheo.selfgate.matrix import ALPHA, BETA
 from rheo_ref.bugclasses.cases import BugCase, mutant_tvs
 from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS

@@ -1,7 +1,7 @@
 """eagle-llm 1.2.1 (EAGLE-1) judged on the stand-in kit (docs/THIRD_PARTY.md §6).
 
 Its own `eagenerate` runs unmodified on the kit; its output must fit the *exact law of eagle as
-coded* (`rheo.eagle_law.Eagle`), which is lossless at T = 1 and lossy under temperature / top-k /
+coded* (`rheo.decoders.eagle.law.Eagle`), which is lossless at T = 1 and lossy under temperature / top-k /
 top-p because the bonus after an accepted leaf comes from the raw p (eagle/model/utils.py lines 407-411).
 Quick rows: α = 1e-3, δ = 0.25 (power 0.99), the first 7 tokens (the first root, the 5 draft levels
 of `mc_sim_7b_63`, the bonus after its deepest leaf); slow rows: δ = 0.1, every setting, two seeds.
@@ -13,16 +13,16 @@ from fractions import Fraction
 
 import pytest
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf
-from rheo.hf_laws import Processing
-from rheo.stats import check_law, samples_for, seed_for
+from rheo.decoders.gate import HFDecoder, decode_batch, gate_hf
+from rheo.decoders.laws import Processing
+from rheo.lossless.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law, tv
 from rheo_ref.models import load_case
 
 eagle = pytest.importorskip("eagle.model.ea_model")
 
-from rheo.eagle_law import TREE, Eagle  # noqa: E402
+from rheo.decoders.eagle.law import TREE, Eagle  # noqa: E402
 
 CASE = load_case("tests/cases/eagle.json")
 N_TOKENS = 7  # root + depth 5 + the bonus after the deepest leaf

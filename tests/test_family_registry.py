@@ -34,7 +34,7 @@ import rheo_fast.family as fast_registry
 import rheo_ref.family as ref_registry
 from rheo.cli import main
 from rheo.compare import Cell
-from rheo.gate import (
+from rheo.selfgate.matrix import (
     CHECKS,
     DELTA,
     FAMILY_ALPHA,

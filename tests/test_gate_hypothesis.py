@@ -11,8 +11,8 @@ import json
 import pytest
 from hypothesis import given
 
-from rheo.gate import fast_sampler
-from rheo.stats import assert_lossless, seed_for
+from rheo.lossless.stats import assert_lossless, seed_for
+from rheo.selfgate.matrix import fast_sampler
 from rheo_ref.families.rheo.strategies import cases
 
 pytest.importorskip("rheo_fast.decode")

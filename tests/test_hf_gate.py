@@ -2,8 +2,8 @@
 rheo's own LM code path, run on `TableLM`s of tests/cases/hf.json (V = 4, first-order tables,
 context [0, 1, 2, 0, 1], which repeats for prompt lookup).
 
-Every row is `rheo.hf.gate_hf`: the decoder's first n tokens against the exact (processed) target
-law, N from α and δ (`rheo.stats.samples_for`, power 0.99), the seed fixed by the test id.
+Every row is `rheo.decoders.gate.gate_hf`: the decoder's first n tokens against the exact (processed) target
+law, N from α and δ (`rheo.lossless.stats.samples_for`, power 0.99), the seed fixed by the test id.
 - default profile (`lossless`): α = 1e-3, δ = 0.25, n = 2 (16 cells, N ≈ 240, 1-4 s each);
 - `slow`: α = 1e-4, δ = 0.05, n = 3 (64 cells, N ≈ 10,600; n = 4 for four drafts, N ≈ 17,300).
 Family-wise false-alarm probability: at most 8 × 1e-3 (default) and 12 × 1e-4 (slow).
@@ -27,9 +27,9 @@ pytest.importorskip("transformers")
 import torch
 from helpers import CASES
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf
-from rheo.hf_laws import Chain, Processing, lookup_candidates, lookup_drafter, table_drafter, table_row
-from rheo.stats import check_law, samples_for, seed_for
+from rheo.decoders.gate import HFDecoder, decode_batch, gate_hf
+from rheo.decoders.laws import Chain, Processing, lookup_candidates, lookup_drafter, table_drafter, table_row
+from rheo.lossless.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.scheme import Scheme
@@ -102,7 +102,7 @@ ENSEMBLE = ("ensemble:1/2", {"num_assistant_tokens": 2, **EXACT_THR})
 
 def test_ensemble_exact_tv_is_the_static_chain_s():
     """The reference states the exact TV of transformers' static ensemble verification: rheo_ref's
-    static chain with `ensemble_weight` and rheo.hf_laws' chain give the same law."""
+    static chain with `ensemble_weight` and rheo.decoders.laws' chain give the same law."""
     n = 2
     case = Case(
         CASE.draft, CASE.target, StaticScheme("branching", (1, 1), "iid", "specinfer", Fraction(1, 2)), CASE.context, n
@@ -201,7 +201,7 @@ def raw_q_candidates(self, generation_args):
 def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(monkeypatch, rheo_seed):
     """The bug class of transformers #47932 (DFlash, MTP), planted in the assisted generator: drafts
     sampled from the processed q (T = 1/2, top-k 3, top-p 0.9, applied twice as transformers does) but
-    verified with the raw q. Exact TV on the first 3 tokens ≈ 0.209 (rheo.hf_laws.Chain with the raw q
+    verified with the raw q. Exact TV on the first 3 tokens ≈ 0.209 (rheo.decoders.laws.Chain with the raw q
     in the ratio); the samples fit that law (α = 1e-3, δ = 0.3) and the gate, at N sized to detect
     TV 0.208, rejects the target law (≈ 8 s)."""
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
@@ -251,7 +251,7 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
 def test_a_broken_rheo_lm_path_is_rejected(rheo_seed):
     """rheo's LM path on TableLM running the verify-q-not-qtilde mutant (exact TV 0.264 on the first
     2 tokens, rheo_ref.families.rheo.mutants): rejected at α = 1e-3, δ = 0.25 (N ≈ 240, ≈ 2 s)."""
-    from rheo.stats import assert_lossless
+    from rheo.lossless.stats import assert_lossless
     from rheo_fast.lm.decode import generate_tree
     from rheo_fast.lm.table_head import table_tree_model
     from rheo_ref.errors import LosslessError
@@ -316,7 +316,7 @@ def test_assistant_options_given_to_generate_are_ignored(monkeypatch):
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("w", ["1", "1/2", "1/4"])
 def test_transformers_chain_is_rheo_ref_s_static_chain(k, w):
-    """With a table draft, no confidence stop and drafts capped at n, rheo.hf_laws.Chain equals rheo_ref's
+    """With a table draft, no confidence stop and drafts capped at n, rheo.decoders.laws.Chain equals rheo_ref's
     static chain (branching [1]*min(k, n), iid, specinfer, ensemble_weight w), exactly."""
     n = 3
     weight = Fraction(w)
@@ -327,7 +327,7 @@ def test_transformers_chain_is_rheo_ref_s_static_chain(k, w):
 
 
 def test_processing_matches_transformers_warpers():
-    """rheo.hf_laws.Processing against transformers' own TemperatureLogitsWarper, TopK and TopP, on
+    """rheo.decoders.laws.Processing against transformers' own TemperatureLogitsWarper, TopK and TopP, on
     every row of the case's tables (logits as TableLM gives them)."""
     from transformers.generation.logits_process import (
         LogitsProcessorList,
@@ -371,7 +371,7 @@ def test_processing_refuses_what_float_rounding_would_decide():
 
 
 def test_lookup_candidates_are_transformers_s():
-    """rheo.hf_laws.lookup_candidates against transformers' PromptLookupCandidateGenerator on random contexts."""
+    """rheo.decoders.laws.lookup_candidates against transformers' PromptLookupCandidateGenerator on random contexts."""
     import random
 
     from transformers.generation.candidate_generator import PromptLookupCandidateGenerator

@@ -1,7 +1,7 @@
 """sequential-speculative-decoding 0.1.1 (`seqspecdecod`) judged on TableLMs (docs/THIRD_PARTY.md §7).
 
 Its own `speculative_generate` runs unmodified; its output must fit the *exact law of its rule as
-coded* (`rheo.seqspec_law.SeqSpec`): `standard` and `naive_hsd` are lossless exactly, `capped_hsd` is
+coded* (`rheo.decoders.seqspec.law.SeqSpec`): `standard` and `naive_hsd` are lossless exactly, `capped_hsd` is
 not (its ratios are read at the wrong positions: capped_hsd.py lines 68-75, 210, 243-253).
 Case tests/cases/hf.json (V = 4), γ = 3, the first 4 tokens (every draft level of the first round and
 its bonus). Quick rows: α = 1e-3, δ = 0.25 (power 0.99); slow rows: δ = 0.1, every setting, two seeds.
@@ -13,16 +13,16 @@ from fractions import Fraction
 
 import pytest
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf
-from rheo.hf_laws import Processing
-from rheo.stats import check_law, samples_for, seed_for
+from rheo.decoders.gate import HFDecoder, decode_batch, gate_hf
+from rheo.decoders.laws import Processing
+from rheo.lossless.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law, tv
 from rheo_ref.models import load_case
 
 pytest.importorskip("seqspecdecod")
 
-from rheo.seqspec_law import SeqSpec
+from rheo.decoders.seqspec.law import SeqSpec
 
 CASE = load_case("tests/cases/hf.json")
 GAMMA, N_TOKENS = 3, 4  # γ draft levels + the bonus after the deepest

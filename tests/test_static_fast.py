@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.cli import main
-from rheo.gate import fast_verdict
-from rheo.stats import assert_law, check_law, seed_for
+from rheo.lossless.stats import assert_law, check_law, seed_for
+from rheo.selfgate.matrix import fast_verdict
 from rheo_fast.decode import decode
 from rheo_fast.families.static.round import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
 from rheo_fast.models import TableTreeModel, as_rows
@@ -395,7 +395,7 @@ def test_bad_input_exits_2_with_one_line(sample, obj, args, needle):
 def test_the_audit_shows_the_static_family():
     """`rheo audit`'s static rows: both shape kinds, the four lossless pairings and the lossy
     wor + specinfer, labelled lossy exactly where the exact TV (classes) is > 0."""
-    from rheo.audit import audit_cases
+    from rheo.selfgate.audit import audit_cases
 
     static = [(label, case) for label, case in audit_cases() if case.scheme.family == "static"]
     assert {c.scheme.kind for _, c in static} == {"delayed", "branching"}

@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from rheo.stats import check_law, seed_for
+from rheo.lossless.stats import check_law, seed_for
 from rheo_fast.decode import decode
 from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
 from rheo_fast.family import layout_for

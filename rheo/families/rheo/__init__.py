@@ -7,7 +7,7 @@ from typing import Any
 
 from rheo.compare import Cell
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case
+from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case, Proxy
 

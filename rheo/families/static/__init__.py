@@ -7,7 +7,7 @@ from typing import Any
 
 from rheo.compare import Cell
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case, gate_cases
+from rheo.selfgate.matrix import GateCase, gate_case, gate_cases
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, StaticScheme
 from rheo_ref.models import Case
 from rheo_ref.variants import MUTANTS

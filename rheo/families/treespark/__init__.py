@@ -8,7 +8,7 @@ from typing import Any
 
 from rheo.compare import Cell
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case
+from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.models import Case
 

@@ -8,7 +8,7 @@ from typing import Any
 from rheo.compare import Cell
 from rheo.families.static import AUDIT_PAIRINGS
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case
+from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case

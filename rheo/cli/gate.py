@@ -1,0 +1,183 @@
+"""`rheo gate-hf CASE.json --decoder NAME`: gate a transformers decoder on the case's table models.
+
+Builds a draft and a target `TableLM` from the case (q_samp and p), runs the decoder N times from the
+case's context (N from α, δ and β, as `rheo.assert_lossless` chooses it) and prints the verdict as
+one JSON object. See docs/THIRD_PARTY.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rheo_ref.errors import CaseError
+from rheo_ref.numbers import json_float, json_int
+from rheo_ref.validate import integer, show
+
+EPILOG = """\
+decoders:
+  assisted       target.generate(ids, assistant_model=draft, do_sample=True)
+  ensemble:W     the same with assistant_ensemble_weight=W (a rational in (0, 1), e.g. 1/2; lossy)
+  prompt-lookup  target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True) (k = 3 unless --gen)
+  rheo-lm        rheo's real-model path (KV caches, tree masks, compaction) on the case's rheo scheme
+  eagle          eagle-llm 1.2.1's EaModel.eagenerate (EAGLE-1), unmodified, on the stand-in kit
+                 (rheo_fast.kit); needs vocab_size >= 10 and pip install --no-deps eagle-llm==1.2.1
+  seqspec:METHOD sequential-speculative-decoding 0.1.1's speculative_generate(method=METHOD), unmodified,
+                 METHOD = standard | naive_hsd | capped_hsd (hierarchical speculative decoding);
+                 pip install --no-deps sequential-speculative-decoding==0.1.1
+--gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):
+  assisted, ensemble: num_assistant_tokens, num_assistant_tokens_schedule, assistant_confidence_threshold
+                      (set on the draft's generation_config, where transformers reads them), temperature,
+                      top_k, top_p
+  prompt-lookup:      prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p
+  rheo-lm:            temperature
+  eagle:              temperature (default 1), top_k or top_p (not both: eagle applies top-p first)
+  seqspec:            gamma (draft tokens a round, 1..8, default 5), temperature (default 1; the package's
+                      own, on draft and target), top_k, top_p (the package has none: the tables are processed)
+  temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
+output (one JSON object):
+  decoder, transformers  the decoder and the installed transformers version
+  gen                    the generate options in effect (given, then transformers' defaults)
+  verdict                pass, or REJECT when the first `tokens` tokens do not fit the exact target law
+  N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv
+  detectable_tv          smallest TV detected with power 1-beta at this N (<= tv)
+  p_value, cells         of the chi-square test (cells after pooling)
+  exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
+                         does not know the decoder's law (the heuristic schedule)
+  seconds, ms_per_sample wall time of the sampling and the test
+  horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
+  worst_conditional, worst_cells, summary  where the law deviates most (a rejection's diagnosis)
+exit status: 0 pass, 1 REJECT, 2 bad input."""
+
+
+def register(subparsers: Any) -> None:
+    sp = subparsers.add_parser(
+        "gate-hf",
+        help="gate a transformers decoder on table language models",
+        description="Run a Hugging Face transformers decoder (or rheo's LM path) on TableLMs "
+        "built from a case and test its output law exactly.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
+    sp.add_argument(
+        "--decoder",
+        required=True,
+        metavar="NAME",
+        help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle | seqspec:METHOD",
+    )
+    sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
+    sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
+    sp.add_argument("--beta", type=float, default=0.01, help="miss probability at TV = --tv (default 0.01)")
+    sp.add_argument("--gen", action="append", default=[], metavar="KEY=VALUE", help="a generate option (repeatable)")
+    sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
+    sp.add_argument("--workers", type=int, default=1, help="sampling processes (default 1)")
+    sp.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="H",
+        help="test every window (x_{k-1}, x_k), k = 2..H, instead of the first tokens' joint law; --alpha is "
+        "then the family-wise total, split by Bonferroni (docs/GATE.md)",
+    )
+    sp.add_argument(
+        "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"
+    )
+    sp.set_defaults(func=run_gate_hf)
+
+
+def parse_gen(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE strings -> a dict; VALUE is JSON when it parses (3, 0.5, true), else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CaseError(f"--gen {item!r} must be KEY=VALUE, e.g. num_assistant_tokens=2")
+        try:  # JSON numbers within the number grammar's bounds (rheo_ref.numbers)
+            out[key] = json.loads(value, parse_int=json_int, parse_float=json_float, parse_constant=_no_constant)
+        except json.JSONDecodeError:
+            out[key] = value
+        except (CaseError, RecursionError) as e:
+            raise CaseError(f"--gen {show(item)}: {e if isinstance(e, CaseError) else 'nested too deep'}") from None
+    return out
+
+
+MAX_WORKERS = 64  # sampling processes
+MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens or the case
+MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
+MAX_SAMPLES = 10**6  # samples the test needs (at least the two-cell χ² test's N at --tv, --alpha, --beta)
+
+
+def _no_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
+
+
+def check_gate_size(case: Any, tokens: int, *, alpha: float, tv: float, beta: float) -> None:
+    """Refuse up front what the gate cannot pay for: more tokens or context than allowed, an exact
+    law over `rheo exact`'s size limit, a sample count (a lower bound: two cells) over MAX_SAMPLES."""
+    from rheo.lossless.stats import min_num_samples
+    from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
+    from rheo_ref.validate import within_limit
+
+    integer("tokens", tokens, min=1, max=MAX_TOKENS)
+    if len(case.context) > MAX_CONTEXT:
+        raise CaseError(f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,}")
+    check_law_size(case, tokens, DEFAULT_MAX_LAW_SIZE, name="tokens")
+    within_limit(
+        f"samples the test needs at --tv {tv:g}, --alpha {alpha:g}, --beta {beta:g} (at least)",
+        min_num_samples(tv, alpha, beta, 2),
+        MAX_SAMPLES,
+        override="a larger --tv or --alpha, or a smaller 1 - --beta",
+    )
+
+
+def run_gate_hf(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from rheo_ref.errors import MissingDependencyError
+    from rheo_ref.models import load_case
+
+    if importlib.util.find_spec("transformers") is None:
+        raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
+
+    from rheo.decoders.gate import HFDecoder, gate_hf
+    from rheo.lossless.stats import StatsError
+
+    for name in ("alpha", "tv", "beta"):
+        v = getattr(args, name)
+        if not 0 < v < 1:
+            raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
+    integer("--workers", args.workers, min=1, max=MAX_WORKERS)
+    integer("--seed", args.seed, min=0, max=2**63 - 1)
+    if args.tokens is not None:
+        integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
+    if args.horizon is not None:
+        integer("--horizon", args.horizon, min=2, max=MAX_TOKENS)
+        if args.tokens is not None:
+            raise CaseError(f"--tokens {args.tokens} and --horizon {args.horizon}: give one")
+    case = load_case(args.case)
+    check_gate_size(
+        case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
+    )
+    decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
+    if decoder.kind != "rheo-lm" and not case.context:  # transformers generates from at least one input id
+        raise CaseError(f"decoder {decoder.name} needs a case context of at least 1 token; the case's is []")
+    report = gate_hf(
+        case,
+        decoder,
+        alpha=args.alpha,
+        tv=args.tv,
+        beta=args.beta,
+        seed=args.seed,
+        tokens=args.tokens,
+        workers=args.workers,
+        horizon=args.horizon,
+    )
+    if args.plot:
+        from rheo.lossless.diagnosis import plot_worst
+
+        report["plot"] = plot_worst(report, args.plot)
+    print(json.dumps(report))
+    return 0 if report["verdict"] == "pass" else 1
