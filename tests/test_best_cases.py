@@ -32,7 +32,7 @@ from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 from rheo_ref.variants import MUTANTS
 
-GOAL = 600  # issue 22: every detectable mutant convicted with at most 600 samples on its best case
+GOAL = 600  # the goal: every detectable mutant convicted with at most 600 samples on its best case
 NOT_YET = {"draft-bfloat16"}  # float-level: its library case
 # above the goal on every case of the hunt's space: its TV <= (5√5 − 11)/2 with γ <= 2 (proofs claim 11.1)
 ABOVE_GOAL = {"block-token-residual": min_num_samples((5 * 5**0.5 - 11) / 2, ALPHA, BETA, 2)}

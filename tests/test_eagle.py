@@ -12,8 +12,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from helpers import run_cli
 
-from rheo.decoders.gate import HFDecoder, decode_batch, gate_hf
+from rheo.decoders import DecoderRun
+from rheo.decoders.gate import decode_batch, gate_hf
 from rheo.decoders.laws import Processing
 from rheo.lossless.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
@@ -65,7 +67,7 @@ def test_eagle_at_temperature_one_is_lossless_exactly():
 
 
 def sample(gen, seed, num):
-    dec = HFDecoder.parse("eagle", gen)
+    dec = DecoderRun.parse("eagle", gen)
     return decode_batch(CASE.to_json(), dec, list(CASE.context), N_TOKENS, seed, num)
 
 
@@ -127,7 +129,7 @@ def test_a_position_slip_in_eagles_loop_is_refused_by_the_kit(monkeypatch):
 
 
 def test_exact_tv_is_reported_by_the_gate():
-    res = gate_hf(CASE, HFDecoder.parse("eagle", {"top_k": 2}), alpha=1e-3, tv=0.5, tokens=3, seed=0)
+    res = gate_hf(CASE, DecoderRun.parse("eagle", {"top_k": 2}), alpha=1e-3, tv=0.5, tokens=3, seed=0)
     assert Fraction(res["exact_tv"]) == tv(*laws({"top_k": 2}, 3)) and res["package"] == "eagle-llm 1.2.1"
 
 
@@ -142,15 +144,7 @@ def test_exact_tv_is_reported_by_the_gate():
 )
 def test_bad_eagle_options_are_refused(gen, case, match):
     with pytest.raises(CaseError, match=match):
-        HFDecoder.parse("eagle", gen).sampler(case)
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from rheo.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+        DecoderRun.parse("eagle", gen).sampler(case)
 
 
 def test_gate_hf_help_lists_eagle(capsys):

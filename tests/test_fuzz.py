@@ -46,6 +46,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rheo.cli.main import build_parser, main
+from rheo.decoders import examples as decoder_examples
 from rheo_ref import strategies as rs
 
 SCALE = 10 if os.environ.get("RHEO_HYPOTHESIS_PROFILE") == "nightly" else 1
@@ -74,6 +75,7 @@ SUBCOMMANDS = (
     "draft-ceiling",
     "train-draft",
     "compare",
+    "gate",
     "gate-hf",
     "sweep",
     "paper-tables",
@@ -527,24 +529,11 @@ def test_compare_argument_vectors(files, path, argv):
 # --- gate-hf -------------------------------------------------------------------------------------
 
 GATE_HF_FLAGS = {
-    "--decoder": st.sampled_from(
-        [
-            "assisted",
-            "prompt-lookup",
-            "ensemble:1/2",
-            "ensemble:x",
-            "ensemble:2",
-            "rheo-lm",
-            "eagle",
-            "eagle:1",
-            "seqspec:standard",
-            "seqspec:naive_hsd",
-            "seqspec:capped_hsd",
-            "seqspec",
-            "seqspec:x",
-            "nope",
-            "",
-        ]
+    # every registered decoder's valid names (the registry's: a decoder added later joins), and broken ones
+    "--decoder": st.deferred(
+        lambda: st.sampled_from(
+            [*decoder_examples(), "ensemble:x", "ensemble:2", "eagle:1", "seqspec", "seqspec:x", "nope", ""]
+        )
     ),
     "--alpha": FLOAT_TEXT,
     "--tv": FLOAT_TEXT,
@@ -597,10 +586,21 @@ def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
 
+def decoders_reach_the_sampling(case: str) -> list[str]:
+    """Every registered decoder's valid names on `case`, through `rheo gate`: those that reach the sampling."""
+    reached = []
+    for decoder in decoder_examples():
+        if invoke(["gate", case, "--decoder", decoder, "--workers", "2"]).reached:
+            reached.append(decoder)
+    return reached
+
+
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
-    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"):
-        assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
+    assert decoders_reach_the_sampling(case_path(files, "small")) == decoder_examples()
+    assert {"assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"} <= {
+        *decoder_examples()
+    }  # (the built-in ones are registered)
 
 
 # --- sweep ---------------------------------------------------------------------------------------
@@ -1106,7 +1106,7 @@ def test_the_console_script_exits_cleanly(files, argv):
     assert r.returncode == 2, r.stderr
 
 
-# --- issue 25: one generator per class of hostile input found outside this harness ---------------
+# --- one generator per class of hostile input found outside this harness ---------------
 
 # 1. numbers: texts a reader would not read as a number, in every place a user writes one
 NUMBER_TEXT = st.one_of(

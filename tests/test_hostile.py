@@ -1,4 +1,4 @@
-"""Hostile inputs found outside the project's own fuzzing harness (issue 25), one regression test
+"""Hostile inputs found outside the project's own fuzzing harness, one regression test
 per class, each refused up front with exit 2 and one line (or run correctly):
 
 1. the one number grammar (rheo_ref.numbers): ASCII digits, bounded length, in every user number;

@@ -1,8 +1,9 @@
-"""`rheo gate-hf CASE.json --decoder NAME`: gate a transformers decoder on the case's table models.
+"""`rheo gate CASE.json --decoder NAME` (alias `gate-hf`): gate a decoder under test on the case's table models.
 
 Builds a draft and a target `TableLM` from the case (q_samp and p), runs the decoder N times from the
 case's context (N from α, δ and β, as `rheo.assert_lossless` chooses it) and prints the verdict as
-one JSON object. See docs/THIRD_PARTY.md.
+one JSON object. The decoders, their help and their `--gen` keys are the registry's
+(`rheo.decoders`; docs/DECODERS.md). See docs/THIRD_PARTY.md.
 """
 
 from __future__ import annotations
@@ -11,34 +12,16 @@ import argparse
 import json
 from typing import Any
 
+from rheo.decoders import decoders
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import json_float, json_int
 from rheo_ref.validate import integer, show
 
-EPILOG = """\
-decoders:
-  assisted       target.generate(ids, assistant_model=draft, do_sample=True)
-  ensemble:W     the same with assistant_ensemble_weight=W (a rational in (0, 1), e.g. 1/2; lossy)
-  prompt-lookup  target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True) (k = 3 unless --gen)
-  rheo-lm        rheo's real-model path (KV caches, tree masks, compaction) on the case's rheo scheme
-  eagle          eagle-llm 1.2.1's EaModel.eagenerate (EAGLE-1), unmodified, on the stand-in kit
-                 (rheo_fast.kit); needs vocab_size >= 10 and pip install --no-deps eagle-llm==1.2.1
-  seqspec:METHOD sequential-speculative-decoding 0.1.1's speculative_generate(method=METHOD), unmodified,
-                 METHOD = standard | naive_hsd | capped_hsd (hierarchical speculative decoding);
-                 pip install --no-deps sequential-speculative-decoding==0.1.1
---gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):
-  assisted, ensemble: num_assistant_tokens, num_assistant_tokens_schedule, assistant_confidence_threshold
-                      (set on the draft's generation_config, where transformers reads them), temperature,
-                      top_k, top_p
-  prompt-lookup:      prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p
-  rheo-lm:            temperature
-  eagle:              temperature (default 1), top_k or top_p (not both: eagle applies top-p first)
-  seqspec:            gamma (draft tokens a round, 1..8, default 5), temperature (default 1; the package's
-                      own, on draft and target), top_k, top_p (the package has none: the tables are processed)
+OUTPUT = """\
   temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
 output (one JSON object):
-  decoder, transformers  the decoder and the installed transformers version
-  gen                    the generate options in effect (given, then transformers' defaults)
+  decoder, transformers  the decoder and the installed transformers version (package: a third party's)
+  gen                    the generate options in effect (given, then the decoder's defaults)
   verdict                pass, or REJECT when the first `tokens` tokens do not fit the exact target law
   N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv
   detectable_tv          smallest TV detected with power 1-beta at this N (<= tv)
@@ -51,13 +34,34 @@ output (one JSON object):
 exit status: 0 pass, 1 REJECT, 2 bad input."""
 
 
+def _block(head: str, text: str, width: int) -> list[str]:
+    """`head` padded to `width`, then `text`'s lines, the later ones indented under the first."""
+    first, *rest = text.splitlines() or [""]
+    return [f"  {head:{width}} {first}".rstrip(), *(" " * (width + 3) + line for line in rest)]
+
+
+def epilog() -> str:
+    """The decoders and their --gen keys, from the registry (a registered decoder shows here)."""
+    known = decoders().values()
+    width = max(len(d.spelling) for d in known)
+    lines = ["decoders:"]
+    for d in known:
+        lines += _block(d.spelling, d.summary, width)
+    lines.append("--gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):")
+    gw = max(len(d.name) + 1 for d in known)
+    for d in known:
+        lines += _block(d.name + ":", d.gen_help or "(none)", gw)
+    return "\n".join(lines) + "\n" + OUTPUT
+
+
 def register(subparsers: Any) -> None:
     sp = subparsers.add_parser(
-        "gate-hf",
-        help="gate a transformers decoder on table language models",
-        description="Run a Hugging Face transformers decoder (or rheo's LM path) on TableLMs "
-        "built from a case and test its output law exactly.",
-        epilog=EPILOG,
+        "gate",
+        aliases=["gate-hf"],
+        help="gate a decoder under test (transformers', eagle, ...) on table language models",
+        description="Run a decoder under test (transformers' speculative decoding, rheo's LM path, a third "
+        "party's) on TableLMs built from a case and test its output law exactly.",
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
@@ -65,7 +69,7 @@ def register(subparsers: Any) -> None:
         "--decoder",
         required=True,
         metavar="NAME",
-        help="assisted | prompt-lookup | ensemble:W | rheo-lm | eagle | seqspec:METHOD",
+        help=" | ".join(d.spelling for d in decoders().values()),
     )
     sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
     sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
@@ -136,15 +140,16 @@ def check_gate_size(case: Any, tokens: int, *, alpha: float, tv: float, beta: fl
 def run_gate_hf(args: argparse.Namespace) -> int:
     import importlib.util
 
+    from rheo.decoders import DecoderRun
+    from rheo.decoders.gate import gate_hf
+    from rheo.lossless.stats import StatsError
     from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
-    if importlib.util.find_spec("transformers") is None:
-        raise MissingDependencyError("rheo gate-hf needs transformers >= 5 (pip install -e '.[model]')")
-
-    from rheo.decoders.gate import HFDecoder, gate_hf
-    from rheo.lossless.stats import StatsError
-
+    entry = decoders().get(args.decoder.partition(":")[0])
+    for module in entry.requires if entry is not None else ():
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
     for name in ("alpha", "tv", "beta"):
         v = getattr(args, name)
         if not 0 < v < 1:
@@ -161,9 +166,13 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     check_gate_size(
         case, args.tokens if args.tokens is not None else case.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta
     )
-    decoder = HFDecoder.parse(args.decoder, parse_gen(args.gen))
-    if decoder.kind != "rheo-lm" and not case.context:  # transformers generates from at least one input id
-        raise CaseError(f"decoder {decoder.name} needs a case context of at least 1 token; the case's is []")
+    decoder = DecoderRun.parse(args.decoder, parse_gen(args.gen))
+    need = decoder.entry.min_context
+    if len(case.context) < need:  # transformers generates from at least one input id
+        raise CaseError(
+            f"decoder {decoder.name} needs a case context of at least {need} token{'s' if need > 1 else ''}; "
+            f"the case's is {list(case.context)}"
+        )
     report = gate_hf(
         case,
         decoder,

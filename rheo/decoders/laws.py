@@ -3,11 +3,11 @@
 Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits when its models are
 `TableLM`s of a case, as far as rheo knows the decoder exactly.
 
-- `process_table`: the processed law that sampling targets when `generate` gets temperature /
+- `Processing` (`.table`, `.case`; `processed` for a whole case): the processed law that sampling targets when `generate` gets temperature /
   top-k / top-p (transformers' warpers, in its order: temperature, top-k, top-p), exactly. A
   temperature must be 1/k (rows to the power k); a boundary that float rounding decides (a top-k
   near-tie, a top-p cumulative mass within 1e-6 of 1 − top_p, tied tokens across it) is refused.
-- `chain_round_law`: one round of chain speculative sampling as transformers runs it
+- `Chain.round_law`: one round of chain speculative sampling as transformers runs it
   (`_speculative_sampling`; prompt lookup's "sample y ~ p, keep x while y = x" is the same law
   with q the point mass on x): a *drafter* proposes tokens one at a time (a table draft, with
   transformers' confidence stop; or prompt lookup's block of candidates), each drafted x is
@@ -17,7 +17,7 @@ Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits wh
   With a table drafter, no confidence stop and the verified q equal to the drafted one this is
   rheo_ref's static chain (`branching [1]*k`, iid, specinfer, `ensemble_weight` w): the tests
   check that the two agree.
-- `chain_token_law`: rounds composed up to n tokens (memoised by the whole context: prompt lookup
+- `Chain.token_law`: rounds composed up to n tokens (memoised by the whole context: prompt lookup
   reads all of it).
 
 Draft lengths: transformers caps a round's drafts at max_length − cur_len − 1 (`Chain.horizon`).
@@ -35,10 +35,11 @@ from fractions import Fraction
 from typing import Any
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law, compose
+from rheo_ref.laws import normalise as _normalise
 from rheo_ref.models import Case, Context, Row, TableModel, present
 from rheo_ref.verifier_laws import specinfer_accept, specinfer_reject
 
-Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
 FLOAT_MARGIN = 1e-6  # how close to a processing boundary an exact value may come before float rounding decides it
 
@@ -110,11 +111,6 @@ class Processing:
         ds = None if case.draft_sample is None else self.table(case.draft_sample)
         draft = self.table(case.draft) if present(case.draft) else case.draft  # absent: a decoder with its own
         return Case(draft, self.table(case.target), case.scheme, case.context, case.tokens, ds)
-
-
-def _normalise(r: Sequence[Fraction]) -> Row:
-    z = sum(r, ZERO)
-    return tuple(x / z for x in r)
 
 
 def _top_k(r: Row, k: int, where: str) -> Row:
@@ -248,22 +244,8 @@ class Chain:
 
     def token_law(self, n: int, context: Context) -> Law:
         """Law of the first n tokens from `context` (rounds composed; memo by the whole context)."""
-        memo: dict[tuple[int, Context], Law] = {}
         start = len(context)
-
-        def law(k: int, ctx: Context) -> Law:
-            if (k, ctx) not in memo:
-                out: Law = defaultdict(Fraction)
-                for s, pr in self.round_law(ctx, len(ctx) - start).items():
-                    if len(s) >= k:
-                        out[s[:k]] += pr
-                    else:
-                        for rest, pr2 in law(k - len(s), ctx + s).items():
-                            out[s + rest] += pr * pr2
-                memo[(k, ctx)] = dict(out)
-            return memo[(k, ctx)]
-
-        return law(n, tuple(context))
+        return compose(lambda ctx: self.round_law(ctx, len(ctx) - start), tuple(context), n, memo={})
 
 
 def _bonus(out: Law, head: tuple[int, ...], prob: Fraction, r: Row) -> None:

@@ -1,5 +1,5 @@
-"""Statistical tests of losslessness: the χ²/G goodness-of-fit trio (STYLE.md, after
-tensorflow_probability's `statistical_testing.py`).
+"""Statistical tests of losslessness: the χ²/G goodness-of-fit trio (after
+tensorflow_probability's `statistical_testing.py`: the assertion, what N detects, the N needed).
 
 A sampler's outcomes are compared with an exact law (a dict from token tuples to `Fraction`s):
 - `assert_law` (the assertion), `min_detectable_tv` (what N samples detect),
@@ -42,9 +42,9 @@ from rheo.lossless.cells import (
 from rheo.lossless.cells import pool_cells
 from rheo.lossless.diagnosis import Cell, Conditional, top_cells, worst_conditional
 from rheo_ref.errors import LosslessError, StatsError
+from rheo_ref.laws import Law
 from rheo_ref.models import Case
 
-Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
 
 STATISTICS = ("pearson", "g")

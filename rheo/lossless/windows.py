@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context
 
-Law = dict[tuple[int, ...], Fraction]
 RoundLaw = Callable[[Context], Mapping[tuple[int, ...], Fraction]]
 Windows = dict[int, Law]  # k -> law of (x_{k-1}, x_k), k = 2..H
 State = tuple[int, Context, int]  # (tokens emitted so far, visible context, last token)

@@ -25,8 +25,7 @@ from rheo_ref.bugclasses.cases import BugCase, case_law, request_law
 from rheo_ref.bugclasses.decoder import Models, decode
 from rheo_ref.bugclasses.exact import marginal, tv
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
-
-Law = Mapping[tuple[int, ...], Fraction]
+from rheo_ref.laws import Law
 
 # The class of each of the twenty algorithmic mutants (rheo_ref.variants.MUTANTS); the bug classes'
 # are their numbers (rheo_ref.bugclasses.mutants)

@@ -33,9 +33,10 @@ from fractions import Fraction
 
 from rheo.decoders.laws import Processing
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law, compose
+from rheo_ref.laws import normalise as _normalise
 from rheo_ref.models import Context, Row, TableModel
 
-Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
 
 # eagle.model.choices.mc_sim_7b_63 (eagle-llm 1.2.1): the paths of the 25 tree nodes below the root
@@ -56,11 +57,6 @@ def tree_children(tree: tuple[tuple[int, ...], ...]) -> dict[tuple[int, ...], in
         if any(path + (c,) not in tree for c in range(k)):
             raise CaseError(f"tree node {list(path)} has children numbered with gaps; eagle numbers them 0..k-1")
     return dict(kids)
-
-
-def _normalise(r: list[Fraction]) -> Row:
-    z = sum(r, ZERO)
-    return tuple(x / z for x in r)
 
 
 class Eagle:
@@ -114,20 +110,7 @@ class Eagle:
 
     def after_root(self, ctx: Context, n: int) -> Law:
         """Law of the next n tokens after a round's root (the last token of ctx)."""
-        if n == 0:
-            return {(): ONE}
-        key = (self._key(ctx), n)
-        if key in self._after:
-            return self._after[key]
-        out: Law = defaultdict(Fraction)
-        for s, ps in self.node_law((), ctx).items():
-            if len(s) >= n:
-                out[s[:n]] += ps
-            else:
-                for s2, p2 in self.after_root(tuple(ctx) + s, n - len(s)).items():
-                    out[s + s2] += ps * p2
-        self._after[key] = dict(out)
-        return self._after[key]
+        return compose(lambda c: self.node_law((), c), tuple(ctx), n, memo=self._after, key=self._key)
 
     def token_law(self, context: Context, n: int) -> Law:
         """Law of the first n tokens eagenerate emits from `context` (the first from the processed p)."""

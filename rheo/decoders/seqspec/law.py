@@ -35,9 +35,9 @@ from fractions import Fraction
 from rheo.decoders.laws import Processing
 from rheo.decoders.seqspec.sampler import CRASH, METHODS
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law, compose, normalise
 from rheo_ref.models import Context, Row, TableModel
 
-Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
 NAN = None  # 0/0 in the package's floats: a coin that is never accepted
 
@@ -47,11 +47,6 @@ def coin(num: Fraction, den: Fraction) -> Fraction:
     if den == 0:
         return ONE if num > 0 else ZERO
     return max(ZERO, min(ONE, num / den))
-
-
-def _normalise(r: list[Fraction]) -> Row | None:
-    z = sum(r, ZERO)
-    return None if z == 0 else tuple(x / z for x in r)
 
 
 class SeqSpec:
@@ -108,7 +103,7 @@ class SeqSpec:
         w = ONE
         for t, x in enumerate(xs):
             a = coin(ps[t][x], qs[t][x])
-            res = _normalise([max(ZERO, ps[t][y] - qs[t][y]) for y in range(self.V)])
+            res = normalise([max(ZERO, ps[t][y] - qs[t][y]) for y in range(self.V)], on_zero="none")
             if a < 1:
                 _draw(out, xs[:t], res, w * (1 - a))
             w *= a
@@ -148,7 +143,7 @@ class SeqSpec:
             if left == 0:
                 out[seq] += w
                 return
-            res = _normalise([max(ZERO, Pc * p[y] - Qc * q[y]) for y in range(self.V)]) or p
+            res = normalise([max(ZERO, Pc * p[y] - Qc * q[y]) for y in range(self.V)], on_zero="none") or p
             for y, ry in enumerate(res):
                 if ry:
                     nxt = ctx + seq + (y,)
@@ -204,29 +199,14 @@ class SeqSpec:
         q_prefix = ONE
         for i in range(tau):
             q_prefix *= qs[i][xs[i]]
-        res = _normalise([max(ZERO, qv * q_prefix * (r - 1)) for qv, r in zip(qs[tau + 1], r_star)])
+        res = normalise([max(ZERO, qv * q_prefix * (r - 1)) for qv, r in zip(qs[tau + 1], r_star)], on_zero="none")
         _draw(out, xs[: tau + 1], res, w)
 
     # --- many rounds
 
     def after(self, ctx: tuple[int, ...], n: int) -> Law:
         """Law of the next n tokens after ctx (a crash: n tokens CRASH)."""
-        if n == 0:
-            return {(): ONE}
-        key = (self._key(ctx), n)
-        if key in self._after:
-            return self._after[key]
-        out: Law = defaultdict(Fraction)
-        for s, ps in self.round_law(ctx).items():
-            if s == (CRASH,):
-                out[(CRASH,) * n] += ps
-            elif len(s) >= n:
-                out[s[:n]] += ps
-            else:
-                for s2, p2 in self.after(ctx + s, n - len(s)).items():
-                    out[s + s2 if s2[:1] != (CRASH,) else (CRASH,) * n] += ps * p2
-        self._after[key] = dict(out)
-        return self._after[key]
+        return compose(self.round_law, tuple(ctx), n, memo=self._after, key=self._key, absorbing=CRASH)
 
     def token_law(self, context: Context, n: int) -> Law:
         """Law of the first n tokens speculative_generate emits after `context`."""
