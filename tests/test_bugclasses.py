@@ -34,10 +34,10 @@ from rheo.selfgate.case_library import LIBRARY
 from rheo.selfgate.matrix import ALPHA, BETA, CHECKS, DELTA, FAMILY_ALPHA, family_alpha, gate_cases
 from rheo_ref.bugclasses.cases import BugCase, case_law, mutant_tvs, request_law
 from rheo_ref.bugclasses.decoder import Request, top_k, top_p
-from rheo_ref.bugclasses.exact import tv
 from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS, bfloat16
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import tv
 from rheo_ref.variants import MUTANTS
 
 CASES = {name: BugCase.from_json(e["case"]) for name, e in LIBRARY.items() if e["family"] == "bugclasses"}

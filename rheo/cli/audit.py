@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rheo.cli import flags
 from rheo_ref.errors import CaseError
 from rheo_ref.family import DEFAULT_FAMILIES
 from rheo_ref.validate import integer, show
@@ -32,9 +33,9 @@ def register(sub) -> None:
         description="Audit a built-in matrix of schemes: exact TV to the target, tau, brute vs classes "
         "enumeration sizes and times, and the fast path's statistical verdict.",
     )
-    au.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
+    flags.json_file(au, what="the table")
     au.add_argument("--no-stats", action="store_true", help="skip the fast path's statistical verdict column")
-    au.add_argument("--seed", type=int, default=0, help="seed of the statistical column (default 0)")
+    flags.seed(au, of="the statistical column")
     au.add_argument(
         "--family",
         action="append",

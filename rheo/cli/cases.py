@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from rheo.cli import flags
 from rheo.mutants.library import false_alarms, library_rows
 
 EPILOG = """\
@@ -26,10 +27,10 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    flags.json_table(sp)
     sp.add_argument("--show", metavar="NAME", help="print the case NAME (JSON)")
-    sp.add_argument("--alpha", type=float, default=ALPHA, help=f"level of each check (default {ALPHA:g})")
-    sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = floor (default {BETA:g})")
+    flags.alpha(sp, default=ALPHA, what="level of each check")
+    flags.beta(sp, default=BETA, at="floor")
     sp.add_argument(
         "--false-alarms",
         type=int,

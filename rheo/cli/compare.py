@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 
+from rheo.cli import flags
 from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES
@@ -69,7 +70,7 @@ def register(subparsers) -> None:
     sp.add_argument(
         "--tokens", type=int, default=None, help="length of the law whose TV is reported (default: the case's)"
     )
-    sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    flags.json_table(sp)
     sp.add_argument("--plot", metavar="FILE", help="write tau against the node budget to FILE (.png, .svg, .pdf)")
     sp.add_argument(
         "--max-trees",

@@ -12,6 +12,7 @@ import argparse
 import json
 from typing import Any
 
+from rheo.cli import flags
 from rheo.decoders import decoders
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import json_float, json_int
@@ -71,13 +72,13 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help=" | ".join(d.spelling for d in decoders().values()),
     )
-    sp.add_argument("--alpha", type=float, default=1e-3, help="false-alarm probability (default 1e-3)")
+    flags.alpha(sp, default=1e-3, what="false-alarm probability")
     sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
-    sp.add_argument("--beta", type=float, default=0.01, help="miss probability at TV = --tv (default 0.01)")
+    flags.beta(sp, default=0.01, at="--tv")
     sp.add_argument("--gen", action="append", default=[], metavar="KEY=VALUE", help="a generate option (repeatable)")
     sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
-    sp.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
-    sp.add_argument("--workers", type=int, default=1, help="sampling processes (default 1)")
+    flags.seed(sp, of="the sampling")
+    flags.workers(sp, of="sampling processes")
     sp.add_argument(
         "--horizon",
         type=int,

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rheo.cli import flags
 from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import rational
@@ -208,11 +209,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _report_options(p: argparse.ArgumentParser) -> None:
     """The options bench-model and draft-ceiling share: prompt sample, outputs, tree sizes, draft."""
-    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    flags.json_file(p, what="the results")
     p.add_argument("--prompts", type=int, default=2, help="prompts per set (default 2)")
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--out", default="reports", help="report folder (default reports/)")
-    p.add_argument("--seed", type=int, default=0)
+    flags.seed(p, of="the decoding")
     _tree_options(p)
 
 
@@ -244,7 +245,7 @@ def register(sub: Any) -> None:
     g.add_argument("--temperature", type=float, default=1.0, help="T (0 = greedy; default 1)")
     g.add_argument("--max-new-tokens", type=int, default=128)
     g.add_argument("--raw", action="store_true", help="feed the prompt as raw text (code completion), no chat template")
-    g.add_argument("--seed", type=int, default=0)
+    flags.seed(g, of="the decoding")
     _tree_options(g)
     g.add_argument("--threads", type=int, default=None)
     g.set_defaults(func=cmd_generate)
@@ -286,7 +287,7 @@ def register(sub: Any) -> None:
         "packages; writes draft_head.safetensors to $RHEO_CACHE (default ~/.cache/rheo).",
     )
     t.add_argument("--tiny", action="store_true", help="a seconds-long setting for tests")
-    t.add_argument("--seed", type=int, default=0)
+    flags.seed(t, of="the training")
     t.add_argument("--epochs", type=int, default=None)
     t.add_argument("--windows", type=int, default=None, help="training windows of 256 tokens")
     t.add_argument("--out", default=None, help="output file (default: $RHEO_CACHE/draft_head.safetensors)")

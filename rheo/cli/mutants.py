@@ -17,6 +17,7 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from rheo.cli import flags
 from rheo.mutants.library import bug_mutant_rows, refined
 from rheo.mutants.runner import false_alarms, mutant_rows
 
@@ -53,11 +54,9 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    sp.add_argument(
-        "--alpha", type=float, default=ALPHA, help=f"false-alarm probability of each test (default {ALPHA:g})"
-    )
-    sp.add_argument("--beta", type=float, default=BETA, help=f"miss probability at TV = --tv (default {BETA:g})")
+    flags.json_table(sp)
+    flags.alpha(sp, default=ALPHA, what="false-alarm probability of each test")
+    flags.beta(sp, default=BETA, at="--tv")
     sp.add_argument(
         "--tv", type=float, default=DELTA, help=f"the TV δ each test detects with power 1-β (default {DELTA:g})"
     )
@@ -108,7 +107,7 @@ def register(subparsers) -> None:
         help="after the hunt, improve each bug-class mutant's best case by STEPS steps of seeded local search "
         "(rheo.mutants.hunt.refine, seed --hunt-seed) that lower its samples_to_convict (default 0: off; ~0.1 s a step)",
     )
-    sp.add_argument("--workers", type=int, default=1, help="local processes of the hunt (default 1)")
+    flags.workers(sp, of="local processes of the hunt")
     sp.set_defaults(func=run_mutants)
 
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rheo.cli import flags
 from rheo.cli.lm import MAX_SEED, MAX_THREADS
 from rheo_ref.atomic import check_writable, write_text_atomic
 from rheo_ref.errors import CaseError
@@ -50,7 +51,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--quick", action="store_true", help="the test size (a minute), not the documented run")
     p.add_argument("--out", default="reports", help="report folder (default reports/)")
-    p.add_argument("--seed", type=int, default=0)
+    flags.seed(p, of="the sampling")
     p.add_argument("--draft", default=None, help="draft head file (default: the cache folder)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from rheo.cli import flags
 from rheo_fast.family import fast_family_of
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case, load_case
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
     )
     sp.add_argument("case", help="case file in the section-10 JSON format")
     sp.add_argument("--samples", type=int, required=True, metavar="N", help="number of independent continuations")
-    sp.add_argument("--seed", type=int, required=True, metavar="S", help="seed of the torch.Generator")
+    flags.seed(sp, of="the torch.Generator", required=True)
     sp.add_argument("--device", default="cpu", metavar="DEV", help="cpu or cuda (default cpu)")
     sp.add_argument(
         "--batch", type=int, default=None, metavar="B", help="trials per vectorised batch (default: up to 65536)"

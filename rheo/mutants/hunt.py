@@ -31,9 +31,9 @@ from rheo.mutants.hunt_block import block_case
 from rheo.selfgate.bugclasses import bug_laws, bug_row
 from rheo_ref.bugclasses.cases import BugCase
 from rheo_ref.bugclasses.decoder import Request
-from rheo_ref.bugclasses.exact import tv
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import tv
 from rheo_ref.models import TableModel
 
 # Mutants whose effect no case of a verification mode can show (their step is not read there),

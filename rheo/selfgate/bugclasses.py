@@ -23,9 +23,9 @@ from typing import Any
 from rheo.lossless.stats import LawTest, check_law, min_num_samples, pool_cells, samples_for, seed_for
 from rheo_ref.bugclasses.cases import BugCase, case_law, request_law
 from rheo_ref.bugclasses.decoder import Models, decode
-from rheo_ref.bugclasses.exact import marginal, tv
+from rheo_ref.bugclasses.exact import marginal
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
-from rheo_ref.laws import Law
+from rheo_ref.laws import Law, tv
 
 # The class of each of the twenty algorithmic mutants (rheo_ref.variants.MUTANTS); the bug classes'
 # are their numbers (rheo_ref.bugclasses.mutants)
