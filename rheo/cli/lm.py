@@ -1,4 +1,5 @@
-"""Subcommands for the real models: `rheo generate`, `rheo bench-model`, `rheo draft-ceiling`, `rheo train-draft`.
+"""What the real-model subcommands share (`rheo generate`, `rheo bench-model`, `rheo draft-ceiling`,
+`rheo train-draft`, one module each in `rheo.cli`): their limits, tree and report options and checks.
 
 Imports of torch/transformers happen inside the commands, so `rheo --help` works without them.
 Every command checks its arguments first (values, sizes against their limits, output paths)
@@ -9,17 +10,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
 from rheo.cli import flags
 from rheo_ref.atomic import check_writable
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import rational
 from rheo_ref.sizes import available_memory, batch_bytes, gib, nodes
-from rheo_ref.validate import integer, number, show, within_limit
+from rheo_ref.validate import integer, show, within_limit
 
 DEFAULT_METHOD = "rheo"
 MAX_CONTEXT = 8192  # SmolLM2-135M-Instruct's context window (max_position_embeddings)
@@ -115,98 +113,6 @@ def check_report(args: argparse.Namespace) -> None:
         check_writable(args.json)
 
 
-def cmd_generate(args: argparse.Namespace) -> int:
-    check_tree(args)
-    check_run(args)
-    number("--temperature", args.temperature, min=0)
-    if args.raw and not args.prompt:
-        raise CaseError("--prompt '' with --raw: allowed: a non-empty text (the model needs a context)")
-    import torch
-
-    from rheo_fast.lm.decode import LMTreeModel, TreeSize, describe, generate_ar, generate_tree, scheme_for
-    from rheo_fast.lm.draft_head import load_head
-    from rheo_fast.lm.target import load_target
-
-    size = TreeSize(K=args.K, W=args.W, D=args.D, R=args.R)
-    sc = scheme_for(args.method, size)  # a size the family refuses is refused before any model load
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    head = None if args.method == "ar" else load_head(args.draft)[0]  # fail fast, before loading the target
-    if head is not None and args.K > head.cfg.draft_vocab:
-        raise CaseError(f"-K {args.K} must be <= the draft head's vocabulary ({head.cfg.draft_vocab})")
-    tgt = load_target()
-    tok = tgt.tokenizer
-    if args.raw:
-        ids = tok(args.prompt)["input_ids"]
-    else:
-        ids = tok.apply_chat_template(
-            [{"role": "user", "content": args.prompt}], tokenize=False, add_generation_prompt=True
-        )
-        ids = tok(ids)["input_ids"]
-    gen = torch.Generator().manual_seed(args.seed)
-    out: list[int] = []
-    shown = [""]
-
-    def stream(new: list[int]) -> None:
-        out.extend(new)
-        text = tok.decode(out, skip_special_tokens=True)
-        sys.stdout.write(text[len(shown[0]) :])
-        sys.stdout.flush()
-        shown[0] = text
-
-    if head is None or sc is None:  # autoregressive
-        res = generate_ar(
-            tgt.model,
-            ids,
-            T=args.temperature,
-            max_new=args.max_new_tokens,
-            generator=gen,
-            eos=tgt.eos_ids,
-            on_tokens=stream,
-        )
-    else:
-        lm = LMTreeModel(tgt.model, head, T=args.temperature, S=args.S)
-        res = generate_tree(lm, ids, sc, max_new=args.max_new_tokens, generator=gen, eos=tgt.eos_ids, on_tokens=stream)
-    shape = "" if sc is None else f" {describe(sc)} S={args.S}"
-    print(
-        f"\n[{args.method}{shape} T={args.temperature:g}] {len(res.tokens)} tokens in {res.rounds} rounds: "
-        f"τ={res.tau:.2f}, {res.tokens_per_s:.1f} tokens/s ({res.seconds:.1f} s, prefill {res.prefill_seconds:.1f} s)"
-        + ("" if sc is None else f", {res.draft_forwards / max(res.rounds, 1):.2f} draft forwards per round")
-    )
-    return 0
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    check_report(args)
-    numbers("--temperatures", args.temperatures, lo=0)
-    check_schemes(list(_methods()) if args.methods is None else methods("--methods", args.methods), args)
-    from rheo_fast.lm.bench import run_bench
-
-    return run_bench(args)
-
-
-def cmd_ceiling(args: argparse.Namespace) -> int:
-    check_report(args)
-    numbers("--alphas", args.alphas, lo=0, hi=1)
-    methods("--methods", args.methods, tree_only=True, rheo_family=True)
-    from rheo_fast.lm.ceiling import run_ceiling
-
-    return run_ceiling(args)
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    check_run(args)
-    for flag in ("epochs", "windows"):
-        if getattr(args, flag) is not None:
-            integer(f"--{flag}", getattr(args, flag), min=1, max=1000 if flag == "epochs" else 10**9)
-    # save_head creates the folder; the default is $RHEO_CACHE/draft_head.safetensors (rheo_fast.lm.target)
-    default = Path(os.environ.get("RHEO_CACHE") or Path.home() / ".cache" / "rheo") / "draft_head.safetensors"
-    check_writable(args.out if args.out is not None else default, parents=True)
-    from rheo_fast.lm.train_draft import cmd_train_draft
-
-    return cmd_train_draft(args)
-
-
 def _report_options(p: argparse.ArgumentParser) -> None:
     """The options bench-model and draft-ceiling share: prompt sample, outputs, tree sizes, draft."""
     flags.json_file(p, what="the results")
@@ -226,72 +132,3 @@ def _tree_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-S", type=int, default=128, help="sparse truncation of the draft logits (default 128)")
     p.add_argument("--draft", default=None, help="draft head file (default: the cache folder)")
     p.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
-
-
-def register(sub: Any) -> None:
-    g = sub.add_parser(
-        "generate",
-        help="decode with SmolLM2-135M (target) and the trained draft head",
-        description="Stream text decoded by a scheme on the real models, then a one-line summary "
-        "(τ = tokens per round, tokens/s).",
-    )
-    g.add_argument("--prompt", required=True, help="user message (chat template) or raw text with --raw")
-    g.add_argument(
-        "--method",
-        choices=_methods(),
-        default=DEFAULT_METHOD,
-        help="decoding scheme (default rheo: m=1, OT verification)",
-    )
-    g.add_argument("--temperature", type=float, default=1.0, help="T (0 = greedy; default 1)")
-    g.add_argument("--max-new-tokens", type=int, default=128)
-    g.add_argument("--raw", action="store_true", help="feed the prompt as raw text (code completion), no chat template")
-    flags.seed(g, of="the decoding")
-    _tree_options(g)
-    g.add_argument("--threads", type=int, default=None)
-    g.set_defaults(func=cmd_generate)
-
-    b = sub.add_parser(
-        "bench-model",
-        help="τ, tokens/s and speedup of every scheme on HumanEval + MT-bench",
-        description="Benchmark schemes at T in {1, 0.5} (default) on a fixed prompt sample, the same "
-        "seed per prompt for every method; τ per prompt with a 95% t interval over prompts, draft "
-        "forwards and target tokens per round; writes reports/bench_model.md and reports/bench_model.png.",
-    )
-    b.add_argument("--temperatures", default="1,0.5", help="comma-separated T values (default 1,0.5)")
-    b.add_argument(
-        "--methods",
-        default=None,
-        help=f"comma-separated methods of {', '.join(_methods())} (default: all of them)",
-    )
-    _report_options(b)
-    b.set_defaults(func=cmd_bench)
-
-    c = sub.add_parser(
-        "draft-ceiling",
-        help="τ and projected speedup against draft quality (oracle-mixed drafts)",
-        description="Decode at T = 1 with drafts q_α = trunc_S((1-α) q_head + α p) mixed with the "
-        "target's own p, measure τ and the draft's overlap with p, and project the "
-        "speedup over autoregressive decoding a real draft of that overlap would give "
-        "(the oracle's target forwards are timed and subtracted). Writes "
-        "reports/draft_ceiling.md and reports/draft_ceiling.png.",
-    )
-    c.add_argument("--alphas", default="0,0.25,0.5,0.75,1", help="mixing weights in [0, 1] (default 0,0.25,0.5,0.75,1)")
-    c.add_argument("--methods", default="chain,topk,rheo", help="tree schemes (default chain,topk,rheo)")
-    _report_options(c)
-    c.set_defaults(func=cmd_ceiling)
-
-    t = sub.add_parser(
-        "train-draft",
-        help="distil the EAGLE-style draft head from the target (about 14 min on 2 quiet cores)",
-        description="Train the draft head reproducibly from --seed on text shipped in installed "
-        "packages; writes draft_head.safetensors to $RHEO_CACHE (default ~/.cache/rheo).",
-    )
-    t.add_argument("--tiny", action="store_true", help="a seconds-long setting for tests")
-    flags.seed(t, of="the training")
-    t.add_argument("--epochs", type=int, default=None)
-    t.add_argument("--windows", type=int, default=None, help="training windows of 256 tokens")
-    t.add_argument("--out", default=None, help="output file (default: $RHEO_CACHE/draft_head.safetensors)")
-    t.add_argument("--threads", type=int, default=None)
-    t.add_argument("--quiet", action="store_true")
-    t.add_argument("--force", action="store_true", help="run even when a size estimate exceeds its limit")
-    t.set_defaults(func=cmd_train)

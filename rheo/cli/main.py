@@ -11,7 +11,21 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rheo.cli import audit, cases, compare, exact, gate, lm, mutants, paper, sample, sweep
+from rheo.cli import (
+    audit,
+    bench_model,
+    cases,
+    compare,
+    draft_ceiling,
+    exact,
+    gate,
+    generate,
+    mutants,
+    paper,
+    sample,
+    sweep,
+    train_draft,
+)
 from rheo_ref.errors import CaseError, RheoError
 from rheo_ref.numbers import flag_float, flag_int
 from rheo_ref.validate import integer
@@ -22,7 +36,21 @@ MAX_ARGV_CHARS = 1 << 20  # characters of all the arguments together
 
 
 # The subcommands, in `rheo --help`'s order: each module exposes register(subparsers).
-SUBCOMMANDS = (exact, audit, sample, mutants, lm, paper, compare, gate, sweep, cases)
+SUBCOMMANDS = (
+    exact,
+    audit,
+    sample,
+    mutants,
+    generate,
+    bench_model,
+    draft_ceiling,
+    train_draft,
+    paper,
+    compare,
+    gate,
+    sweep,
+    cases,
+)
 
 
 class Parser(argparse.ArgumentParser):
