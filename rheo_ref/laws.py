@@ -70,7 +70,9 @@ def compose(
         else:
             rest = compose(round_law, context + s, n - len(s), memo=memo, key=key, absorbing=absorbing)
             for s2, p2 in rest.items():
-                crashed = absorbing is not None and s2[:1] == (absorbing,)
-                out[(absorbing,) * n if crashed else s + s2] += ps * p2
+                if absorbing is not None and s2[:1] == (absorbing,):  # crashed later: n tokens of it
+                    out[(absorbing,) * n] += ps * p2
+                else:
+                    out[s + s2] += ps * p2
     memo[k] = dict(out)
     return memo[k]

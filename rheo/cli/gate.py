@@ -148,9 +148,10 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     from rheo_ref.models import load_case
 
     entry = decoders().get(args.decoder.partition(":")[0])
-    for module in entry.requires if entry is not None else ():
-        if importlib.util.find_spec(module) is None:
-            raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
+    if entry is not None:  # (an unknown name is refused with the allowed ones below)
+        for module in entry.requires:
+            if importlib.util.find_spec(module) is None:
+                raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
     for name in ("alpha", "tv", "beta"):
         v = getattr(args, name)
         if not 0 < v < 1:
