@@ -36,7 +36,7 @@ from rheo_ref.atomic import savefig_atomic, write_text_atomic
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import expand
-from rheo_ref.grid import Cell
+from rheo_ref.grid import GridCell
 from rheo_ref.models import Case, Proxy
 
 REPORTS = Path(os.environ.get("RHEO_REPORTS", "reports"))
@@ -57,7 +57,7 @@ def case_for(i, proxy="rheo", verify="rheo", **changes):
 def sweep_tv_tau(cases):
     """(exact TV of the case's token law to the target, exact τ) per case, by `rheo sweep`'s runner
     on local processes; (None, None) where the case is refused (scaled:s with s × rheo > 1)."""
-    rows = run([Cell(case) for case in cases])
+    rows = run([GridCell(case) for case in cases])
     return [(None, None) if r["error"] else (Fraction(r["tv"]), Fraction(r["tau"])) for r in rows]
 
 

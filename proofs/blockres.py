@@ -4,7 +4,7 @@ token from the token-level residual max(p − q, 0) instead of max(w_τ·p − q
 11.1 With γ ≤ 2 draft tokens (and at most 3 tokens checked, the hunt's cases), every check's
      exact TV of the mutant is ≤ (5√5 − 11)/2 = x⁵ ≈ 0.0902, x = (√5 − 1)/2, on every case (any
      rows, any logits processors): so no such case convicts it with fewer than
-     `rheo.stats.min_num_samples((5√5 − 11)/2, α, β, 2)` samples (about 1,800 at the gate's α and
+     `rheo.lossless.stats.min_num_samples((5√5 − 11)/2, α, β, 2)` samples (about 1,800 at the gate's α and
      β; tests/test_bugclasses.py computes it). PROVED.
 
 Argument (the lemmas marked * are checked here with sympy, the rest is stated):
@@ -29,7 +29,7 @@ Argument (the lemmas marked * are checked here with sympy, the rest is stated):
   (1 − x)² − (1 − x)⁴/x² where (1 − x)² ≤ x²/2 (else D ≤ u/4 as before), i.e. x ≥ 2 − √2; the
   maximum of φ on [2 − √2, 1] is x⁵ at the golden x (*: the roots of φ' and the ends).
 - Tight: p = (x², x, 0), q = (0, x², x), w = x give D = x⁵; the hunt's block draw plants it with
-  rational weights (`skeleton_case`, planted by the hunt's block draw `rheo.hunt_block` too):
+  rational weights (`skeleton_case`, planted by the hunt's block draw `rheo.mutants.hunt_block` too):
   p = (5/13, 8/13, 0), q = (0, 5/13, 8/13), w = 5/8; the decoder's exact law
   (rheo_ref.bugclasses.exact) gives the mutant round and joint3 TVs 75/832 ≈ 0.0901 (*, here).
 

@@ -77,7 +77,7 @@ from rheo_ref.exact import Exact
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.slots import ranked
 from rheo_ref.family import family_of
-from rheo_ref.grid import Cell, run_cells
+from rheo_ref.grid import GridCell, run_cells
 from rheo_ref.models import Case, Proxy
 from rheo_ref.variants import SPEC
 
@@ -122,7 +122,7 @@ def exact_acceptance(case: Case) -> Fraction:
 def both_of(cases: list[Case], what: str) -> list[tuple[Fraction, Fraction]]:
     """(OT value, RRSw value) of `tau` or `acceptance` for each case, exactly: one sweep of the
     cases x the two orders by the grid runner that `rheo sweep` wraps (rheo_ref.grid)."""
-    cells = [Cell(case.with_scheme(verify=v)) for case in cases for v in ("rheo", "rrsw")]
+    cells = [GridCell(case.with_scheme(verify=v)) for case in cases for v in ("rheo", "rrsw")]
     vals = []
     for row in run_cells(cells):
         require(not row["error"], f"exact computation failed: {row['error']}")

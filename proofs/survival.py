@@ -55,7 +55,7 @@ from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import path_tokens, rerank_key
 from rheo_ref.family import family_of
-from rheo_ref.grid import Cell, run_cells
+from rheo_ref.grid import GridCell, run_cells
 from rheo_ref.models import Case, Proxy
 from rheo_ref.variants import SPEC
 
@@ -273,7 +273,7 @@ def check_ot_large_proxy() -> Outcome:
             proxy = rng.choice(["const:1", "scaled:2"])
             case = Case(q, p, Scheme(K, m, W, D, R, Proxy.parse(proxy), "rheo"), (rng.randrange(V),), 2)
             if family_of(case.scheme).estimate(case, "classes", SPEC) <= MAX_TREES:
-                yield Cell(case, method="classes")
+                yield GridCell(case, method="classes")
 
     n = skipped = 0
     cells, todo = tee(candidates())

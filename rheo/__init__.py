@@ -16,19 +16,19 @@ cost a correct decoder. `check_lossless` returns the record (`LawTest`, or `Hori
 `horizon=H`); `assert_lossless` raises `LosslessError` on a rejection, carrying the record
 (`.result`), where it broke (`.top_cells`, `.conditional`); verdicts read `pass` or `REJECT`.
 
-The pytest plugin (`rheo.pytest_plugin`, loaded by the `pytest11` entry point) gives the
+The pytest plugin (`rheo.lossless.plugin`, loaded by the `pytest11` entry point) gives the
 `lossless` marker and the `rheo_seed` / `rheo_lossless` fixtures. Importing this package does
 not import torch or scipy. Deprecated spellings, kept for one release with a warning: `tv`
 (now `total_variation`), `min_num_samples` and `min_detectable_tv` (now `plan_samples` and
 `detectable_tv`, which need no pooled cell count).
 """
 
+from rheo.decoders.laws import processed
+from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
+from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
+from rheo.lossless.stats import LawTest, assert_law, check_law, seed_for
 from rheo_ref.errors import LosslessError, RheoError, SamplerOutputError, StatsError
 from rheo_ref.models import Case, load_case
-
-from .api import detectable_tv, plan_samples, processed, target_law, total_variation
-from .horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
-from .stats import LawTest, assert_law, check_law, seed_for
 
 __all__ = [
     "Case",
@@ -63,9 +63,9 @@ def __getattr__(name: str) -> object:
 
         warnings.warn(f"rheo.{name} is deprecated; use rheo.{_DEPRECATED[name]}", DeprecationWarning, stacklevel=2)
         if name == "tv":
-            from .api import total_variation as value
+            from rheo.lossless.planning import total_variation as value
         else:
-            from . import stats
+            from rheo.lossless import stats
 
             value = getattr(stats, name)
         return value

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from rheo.family import suite_families
 from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
@@ -25,11 +26,9 @@ from rheo_ref.models import AnyScheme, Case
 from rheo_ref.sizes import Size
 from rheo_ref.variants import SPEC
 
-from .family import suite_families
-
 
 @dataclass(frozen=True)
-class Cell:
+class CompareCell:
     """One scheme of the comparison: `label` names it at this budget, `series` across budgets
     (the plot's line), `pairing` its sampling + verifier."""
 
@@ -46,7 +45,7 @@ class Cell:
 class Row:
     """What the comparison measured for one cell (τ and TV exact)."""
 
-    cell: Cell
+    cell: CompareCell
     tau: Fraction
     tv: Fraction
     seconds: float
@@ -77,7 +76,7 @@ def rules() -> str:
     return " ".join(fam.compare_rule for fam in suite_families().values() if fam.compare_rule)
 
 
-def cells_for(N: int, vocab_size: int) -> list[Cell]:
+def cells_for(N: int, vocab_size: int) -> list[CompareCell]:
     """Every cell with N draft nodes: each registered family's, in registry order."""
     if isinstance(N, bool) or not isinstance(N, int) or not 1 <= N <= MAX_NODES:
         raise CaseError(f"--nodes {N!r} must be an integer in 1..{MAX_NODES}")
@@ -112,8 +111,8 @@ def compare(
     tokens: int | None = None,
     max_trees: int | None = DEFAULT_MAX_TREES,
     max_law_size: int | None = DEFAULT_MAX_LAW_SIZE,
-    select: Callable[[Cell], bool] | None = None,
-    progress: Callable[[list[tuple[Cell, Case]]], Iterable[tuple[Cell, Case]]] | None = None,
+    select: Callable[[CompareCell], bool] | None = None,
+    progress: Callable[[list[tuple[CompareCell, Case]]], Iterable[tuple[CompareCell, Case]]] | None = None,
 ) -> list[Row]:
     """Every cell of every budget in `nodes` (those `select` keeps) on the case's tables and context.
 
@@ -219,7 +218,7 @@ def check_plot_path(path: str) -> None:
 
 def plot(rows: Sequence[Row], path: str) -> None:
     """τ against the node budget, one line per scheme (series x verifier), one panel for the
-    family or pairing (`Cell.panel`), the REFERENCE series dashed in the others; written atomically
+    family or pairing (`CompareCell.panel`), the REFERENCE series dashed in the others; written atomically
     (a temporary file, then rename)."""
     import matplotlib
 

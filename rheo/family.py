@@ -5,7 +5,7 @@ defining `SUITE`, loaded on first use; a test's toy family or a third party's jo
 `register`). The gate, `rheo compare` and `rheo audit` iterate it and never name a family:
 
 - `gate_schemes`: the gate's schemes by name (unique across families);
-- `gate_rows()`: the family's rows of the gate matrix (`rheo.gate.GateCase` by row name);
+- `gate_rows()`: the family's rows of the gate matrix (`rheo.selfgate.matrix.GateCase` by row name);
 - `mutant_rows`: the rows its mutants' negative controls run on, and `mutant_cases(mutant)` those
   of them one mutant may run on (default: all of them);
 - `compare_cells(N, V)` and `compare_rule`: its `rheo compare` cells at a budget of N draft nodes

@@ -35,11 +35,11 @@ from typing import Any
 from rheo_ref import numbers
 from rheo_ref.atomic import write_with
 from rheo_ref.errors import CaseError, MissingDependencyError, OutputError
-from rheo_ref.grid import COLUMN_NAMES, COLUMNS, Cell, grid_cells, run_cell
+from rheo_ref.grid import COLUMN_NAMES, COLUMNS, GridCell, grid_cells, run_cell
 from rheo_ref.models import read_json_file, read_text_file
 from rheo_ref.validate import integer, show
 
-Runner = Callable[[list[Cell]], Iterator[dict]]
+Runner = Callable[[list[GridCell]], Iterator[dict]]
 WRITE_EVERY = 5.0  # seconds between rewrites of the CSV while cells finish
 
 
@@ -50,7 +50,7 @@ FILES = ("sweep.csv", "sweep.parquet", "sweep.png")
 LOCK = ".sweep.lock"  # held (fcntl.lockf) by the sweep writing the folder; gone when it ends
 
 
-def load_grid(path: str, *, force: bool = False) -> list[Cell]:
+def load_grid(path: str, *, force: bool = False) -> list[GridCell]:
     """The cells of a grid file; every problem is one `CaseError` line, before any work."""
     return grid_cells(read_json_file(path, "grid file", MAX_GRID_BYTES), force=force)
 
@@ -89,11 +89,11 @@ class _Harvest:
     """A runner over futures that also hands back, after an interruption, the rows of the cells
     that finished but were not yielded yet (`finished`), so that the table keeps them."""
 
-    def __init__(self, submit: Callable[[Cell], Any], completed: Callable[[list], Iterator[Any]]) -> None:
+    def __init__(self, submit: Callable[[GridCell], Any], completed: Callable[[list], Iterator[Any]]) -> None:
         self.submit, self.completed = submit, completed
         self.futures: list[Any] = []
 
-    def __call__(self, cells: list[Cell]) -> Iterator[dict]:
+    def __call__(self, cells: list[GridCell]) -> Iterator[dict]:
         self.futures = [self.submit(c) for c in cells]
         for f in self.completed(self.futures):
             yield f.result()
@@ -283,7 +283,7 @@ class SweepResult:
 
 
 def run(
-    cells: list[Cell], *, scheduler: str | None = None, workers: int | None = None, progress: bool = False
+    cells: list[GridCell], *, scheduler: str | None = None, workers: int | None = None, progress: bool = False
 ) -> list[dict]:
     """The rows of `cells`, one per cell in their order, computed on an engine (no files): what
     the notebooks call. A case that appears twice is computed once."""
@@ -298,7 +298,7 @@ def run(
 
 
 def sweep(
-    cells: list[Cell],
+    cells: list[GridCell],
     out: Path,
     *,
     scheduler: str | None = None,
@@ -368,7 +368,7 @@ def _locked(out: Path) -> Iterator[None]:
 
 
 def _sweep(
-    cells: list[Cell],
+    cells: list[GridCell],
     out: Path,
     t0: float,
     scheduler: str | None,

@@ -56,9 +56,10 @@ class SamplerOutputError(StatsError):
 
 class LosslessError(RheoError, AssertionError):
     """A statistical test rejected: the sampler's outcomes do not follow the exact law.
-    `result` is the test's record (a `rheo.stats.LawTest`, or a `rheo.horizon.HorizonTest`);
-    `top_cells` are its cells with the largest standardised residuals and `conditional` the
-    conditional law that deviates most (`rheo.diagnosis`), where the record has them.
+    `result` is the test's record (a `rheo.lossless.stats.LawTest`, or a
+    `rheo.lossless.horizon.HorizonTest`); `top_cells` are its cells with the largest standardised
+    residuals and `conditional` the conditional law that deviates most (`rheo.lossless.diagnosis`),
+    where the record has them.
 
     A verdict, not bad input: the `rheo` command exits 1 on it (docs/CLI.md)."""
 

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.family import RoundLaws, family_of
+from rheo_ref.laws import Law, tv
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, law_outcomes
 from rheo_ref.validate import check_context, index, within_limit
 from rheo_ref.variants import SPEC, Variant, variant_named
 
-Law = dict[tuple[int, ...], Fraction]
 Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
 ZERO = Fraction(0)
 METHODS = ("dp", "classes", "brute")  # what a family's `rounds` is asked for (a family may run one for another)
@@ -194,11 +194,6 @@ def joined(prefix: Prefix, last: tuple[int, ...]) -> tuple[int, ...]:
         prefix, chunk = prefix
         chunks.append(chunk)
     return tuple(t for chunk in reversed(chunks) for t in chunk)
-
-
-def tv(a: Mapping, b: Mapping) -> Fraction:
-    """Exact total-variation distance between two laws given as dicts."""
-    return sum((abs(a.get(k, ZERO) - b.get(k, ZERO)) for k in set(a) | set(b)), ZERO) / 2
 
 
 def round_law(case: Case, method: str = "classes", context: Context | None = None) -> Law:

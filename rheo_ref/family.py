@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law
 from rheo_ref.registry import Registry, T
 from rheo_ref.validate import show
 
-Law = dict[tuple[int, ...], Fraction]
 DEFAULT_FAMILIES = ("rheo", "static", "tsubame", "treespark")  # modules rheo_ref.families.<name>, each with FAMILY
 MAX_DEPTH = 100  # levels of a kept tree whose verification recurses level by level (~250 exhaust Python's stack)
 MAX_NODES = 256  # draft nodes per round of any scheme; larger ones are refused as bad input

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
 
+from rheo_ref.laws import normalise
+
 from .errors import CaseError
 from .models import Case, Row, TableModel
 
@@ -20,8 +22,8 @@ STYLES = ("uniform", "close", "zipf")
 
 
 def normalised(weights: Sequence[int | Fraction]) -> Row:
-    z = sum(weights)
-    return tuple(Fraction(w) / z for w in weights)
+    """Integer or rational weights over their sum (`rheo_ref.laws.normalise`)."""
+    return normalise([Fraction(w) for w in weights])
 
 
 def random_row(rng: random.Random, V: int, *, max_weight: int = 6, zeros: bool = True) -> Row:

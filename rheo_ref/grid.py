@@ -70,7 +70,7 @@ COLUMN_NAMES = [name for name, _ in COLUMNS]
 
 
 @dataclass(frozen=True)
-class Cell:
+class GridCell:
     """One cell: the case, how to compute it, and the labels its row carries."""
 
     case: Case
@@ -179,7 +179,7 @@ def _tables(spec: Any, where: str) -> Tables:
     return out
 
 
-def grid_cells(grid: Any, *, force: bool = False) -> list[Cell]:
+def grid_cells(grid: Any, *, force: bool = False) -> list[GridCell]:
     """The cells of a grid (module docstring), in grid order: tables × schemes × temperatures.
     Refused up front, before any table is generated: more than MAX_CELLS cells, or a cell whose
     `tokens`-token law is estimated over `max_law_size` (as `rheo exact`); `force` lifts both."""
@@ -234,7 +234,7 @@ def grid_cells(grid: Any, *, force: bool = False) -> list[Cell]:
                     tokens,
                     temper(sample or draft, T, "draft_sample") if hot else sample,
                 )
-                cells.append(Cell(case, {**labels, "temperature": str(T)}, method, max_trees))
+                cells.append(GridCell(case, {**labels, "temperature": str(T)}, method, max_trees))
     return cells
 
 
@@ -243,7 +243,7 @@ def scheme_label(case: Case) -> str:
     return json.dumps(case.scheme.to_json(), separators=(",", ":"), allow_nan=False)
 
 
-def run_cell(cell: Cell) -> dict:
+def run_cell(cell: GridCell) -> dict:
     """One row of the tidy table. A bad cell (a refused enumeration, a scaled proxy above 1, a
     missing row) gives a row with `error` set and no numbers, so a sweep never stops on it."""
     case = cell.case
@@ -276,7 +276,7 @@ def run_cell(cell: Cell) -> dict:
     return row
 
 
-def run_cells(cells: Iterable[Cell], mapper: Callable[..., Iterable[dict]] = map) -> Iterator[dict]:
+def run_cells(cells: Iterable[GridCell], mapper: Callable[..., Iterable[dict]] = map) -> Iterator[dict]:
     """The rows of `cells`, in the order `mapper` yields them (the builtin map: in order)."""
     yield from mapper(run_cell, cells)
 

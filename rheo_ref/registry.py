@@ -29,9 +29,10 @@ class Registry(Generic[T]):
         *,
         check: Callable[[T], None] | None = None,
         replace: bool = False,
+        noun: str = "family",
     ) -> None:
         self.kind, self.package, self.attr, self.defaults = kind, package, attr, tuple(defaults)
-        self.check, self.replace = check, replace
+        self.check, self.replace, self.noun = check, replace, noun
         self._entries: dict[str, T] = {}
         self._loaded = False
 
@@ -49,7 +50,7 @@ class Registry(Generic[T]):
             raise CaseError(f"register: {entry!r} is not a {self.kind.__module__}.{self.kind.__name__}")
         name: str = getattr(entry, "name")  # noqa: B009
         if not self.replace and name in self._entries and self._entries[name] is not entry:
-            raise CaseError(f"family {name!r} is already registered; allowed: a new name")
+            raise CaseError(f"{self.noun} {name!r} is already registered; allowed: a new name")
         if self.check is not None:
             self.check(entry)
         self._entries[name] = entry
@@ -58,7 +59,7 @@ class Registry(Generic[T]):
     def unregister(self, name: str) -> None:
         """Remove an entry added by `register`; the built-in ones stay."""
         if name in self.defaults:
-            raise CaseError(f"family {name!r} is built in; allowed: families added by register()")
+            raise CaseError(f"{self.noun} {name!r} is built in; allowed: those added by register()")
         self._entries.pop(name, None)
 
     def entries(self) -> Mapping[str, Any]:

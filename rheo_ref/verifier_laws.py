@@ -33,9 +33,9 @@ from fractions import Fraction
 from typing import Literal
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law, normalise
 from rheo_ref.models import Context, Row, TableModel
 
-Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
 
 SiblingOrder = Literal["draw", "token_id"]
@@ -71,12 +71,6 @@ READ_BY = {
 }
 
 
-def normalise(r: Sequence[Fraction]) -> Row:
-    """r / Σr; the zero row stays zero (a sibling law with nothing left to draw)."""
-    z = sum(r, ZERO)
-    return tuple(x / z for x in r) if z else tuple(ZERO for _ in r)
-
-
 def positive_part(a: Sequence[Fraction], b: Sequence[Fraction]) -> list[Fraction]:
     """(a - b)+ entrywise."""
     return [max(ZERO, x - y) for x, y in zip(a, b)]
@@ -94,7 +88,7 @@ def specinfer_reject(r: Row, q: Row) -> Row:
     """What is left of r once a child drawn from q is rejected (whatever its token)."""
     rest = positive_part(r, q)
     assert sum(rest, ZERO) > 0, "a rejection of probability 0 was followed"
-    return normalise(rest)
+    return normalise(rest, on_zero="zeros")
 
 
 # --- rrsw --------------------------------------------------------------------------------------
@@ -109,7 +103,9 @@ def rrsw_reject(r: Row, s: Row, x: int) -> tuple[Row, Row]:
     loses x and is renormalised."""
     rest = positive_part(r, s)
     assert sum(rest, ZERO) > 0, "a rejection of probability 0 was followed"
-    return normalise(rest), normalise([ZERO if t == x else st for t, st in enumerate(s)])
+    return normalise(rest, on_zero="zeros"), normalise(
+        [ZERO if t == x else st for t, st in enumerate(s)], on_zero="zeros"
+    )
 
 
 def topdown_accept(r: Row, s: Row, x: int, verify: str, weight: Fraction = ONE) -> Fraction:
@@ -170,7 +166,7 @@ def traversal_reject(
         new_alpha = S / (S + 1 - alpha) if S else ZERO
     new_Mb = tuple(t / S for t in R) if S else Mb
     mode = sampling if steps.ms_update == "own" else OTHER_SAMPLING[sampling]
-    new_Ms = normalise([ZERO if t == x else m for t, m in enumerate(Ms)]) if mode == "wor" else Ms
+    new_Ms = normalise([ZERO if t == x else m for t, m in enumerate(Ms)], on_zero="zeros") if mode == "wor" else Ms
     return new_alpha, new_Mb, new_Ms
 
 

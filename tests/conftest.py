@@ -9,7 +9,7 @@ Hypothesis profiles, chosen by RHEO_HYPOTHESIS_PROFILE (docs/GATE.md):
 - `ci` (the default): derandomized, so every run, parallel or not, tries the same examples;
 - `dev`: random, modest example counts;
 - `nightly`: many more examples, random.
-Seeds of statistical tests come from the test id (rheo.pytest_plugin's `rheo_seed`), so they
+Seeds of statistical tests come from the test id (rheo.lossless.plugin's `rheo_seed`), so they
 do not depend on which worker runs a test; RHEO_SEED_SALT varies them all (nightly). The plugin
 itself is loaded through its pytest11 entry point; tests/ only chooses the profile.
 """

@@ -7,7 +7,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from rheo_ref.generate import greedy_case
+from rheo_ref.models import Case, TableModel
 
 CASES = Path(__file__).parent / "cases"
 GATE_DOC = Path(__file__).resolve().parents[1] / "docs" / "GATE.md"
@@ -22,10 +27,10 @@ def doc_example(marker: str) -> str:
 
 
 def run_rheo(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo.cli)."""
+    """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")
     return subprocess.run(
-        [sys.executable, "-m", "rheo.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "rheo", *args], capture_output=True, text=True, timeout=timeout, env=env
     )
 
 
@@ -37,3 +42,61 @@ def write_case(tmp_path: Path, obj, name: str = "case.json") -> str:
 
 def load_json(name: str) -> dict:
     return json.loads((CASES / name).read_text())
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """`rheo ARGV` in this process: (exit status, stdout, stderr), captured by pytest's `capsys`."""
+    from rheo.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- the coupling harness of the fast-path tests (fast path and reference replay fed the same coins) --
+
+
+class Stream:
+    """Per round, one block [trials, C] of float64 coins, C the scheme's coins a round (its family's
+    layout, `rheo_fast.family.layout_for`); a share `zeros` of them is exactly 0 (the boundary cases)."""
+
+    def __init__(self, scheme: Any, seed: int, zeros: float, trials: int = 1) -> None:
+        import torch
+
+        from rheo_fast.family import layout_for
+
+        self.n = layout_for(scheme).n_coins
+        self.gen = torch.Generator().manual_seed(seed)
+        self.zeros, self.trials, self.blocks = zeros, trials, []
+
+    def __call__(self, i: int) -> Any:
+        import torch
+
+        while len(self.blocks) <= i:
+            c = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64)  # [B, C]
+            zero = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64) < self.zeros  # [B, C]
+            self.blocks.append(torch.where(zero, 0.0, c))  # [B, C]
+        return self.blocks[i]
+
+    def trial(self, b: int) -> Callable[[int], list[float]]:
+        return lambda i: self(i)[b].tolist()
+
+
+def squared(t: TableModel) -> TableModel:
+    """The rows at temperature 1/2, exactly: each row squared and renormalised."""
+    rows = {}
+    for k, row in t.probs.items():
+        z = sum(x * x for x in row)
+        rows[k] = tuple(x * x / z for x in row)
+    return TableModel(t.vocab_size, t.context_length, rows, t.name)
+
+
+def exact_case(case: Case, T: float) -> Case:
+    """The tables the fast path samples from at temperature T (1, 1/2 or 0), exactly (q_rank stays)."""
+    if T == 0:
+        return greedy_case(case)
+    if T == 0.5:
+        return Case(
+            case.draft, squared(case.target), case.scheme, case.context, case.tokens, squared(case.q_samp_model)
+        )
+    return case

@@ -182,7 +182,7 @@ def test_extreme_or_malformed_arguments_are_refused_before_the_sampler_runs(kwar
 
 
 def test_the_size_limits_are_the_clis_and_force_lifts_them():
-    import rheo.cli_hf as cli_hf
+    import rheo.cli.gate as cli_hf
 
     assert cli_hf.MAX_TOKENS is validate.MAX_TOKENS and not hasattr(cli_hf, "MAX_SAMPLES")
     one = Case.from_json({"target": {"vocab_size": 2, "context_length": 0, "probs": {"": ["1", "0"]}}})
@@ -196,7 +196,7 @@ def test_the_size_limits_are_the_clis_and_force_lifts_them():
 
 
 def test_min_num_samples_is_exact_at_tiny_tv():
-    from rheo.stats import min_num_samples
+    from rheo.lossless.stats import min_num_samples
 
     assert min_num_samples(1e-200, 1e-3, 0.01, 2) > 10**400
 
@@ -312,4 +312,4 @@ def test_a_failing_gate_shows_the_users_test_and_the_verdict_not_rheos_frames(tm
     assert r.returncode == 1 and "1 failed" in out, out
     assert "def test_my_decoder" in out and "REJECT" in out and "LosslessError" in out, out
     rheo_root = str(Path(rheo.__file__).parent)
-    assert rheo_root not in out and "rheo/stats.py" not in out and "rheo/horizon.py" not in out, out
+    assert rheo_root not in out and "rheo/lossless/stats.py" not in out and "rheo/lossless/horizon.py" not in out, out

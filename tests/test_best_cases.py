@@ -1,9 +1,9 @@
-"""Each mutant's best case (rheo.best_cases; docs/GATE.md, "The fewest samples") and the
+"""Each mutant's best case (rheo.mutants.best_cases; docs/GATE.md, "The fewest samples") and the
 before/after table (`rheo mutants --fewest`).
 
 - Every best case is the hunt cell it names, refined as recorded: rebuilt from its seed, index and
   refine steps (at the level the search ran at) it is the stored case (the refined ones `slow`);
-  `rheo.hunt.refine` aimed at a mutant never raises its samples_to_convict, and `rheo mutants --hunt
+  `rheo.mutants.hunt.refine` aimed at a mutant never raises its samples_to_convict, and `rheo mutants --hunt
   --refine` refines only the mutants named in --only.
 - `rheo mutants` runs each bug class on its best case: samples_to_convict there is ≤ the one on its
   library case, and ≤ 600 for every detectable class but `block-token-residual`, whose best case
@@ -19,14 +19,14 @@ import json
 
 import pytest
 
-from rheo.best_cases import ALPHA_FOUND, BEST_CASES, BEST_HUNTED
-from rheo.bugclasses import bug_row, min_possible_samples
 from rheo.cli import main
-from rheo.cli_cases import bug_mutant_rows
-from rheo.gate import BETA, alpha_per_test
-from rheo.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
-from rheo.hunt_block import block_case
-from rheo.stats import min_num_samples
+from rheo.lossless.stats import min_num_samples
+from rheo.mutants.best_cases import ALPHA_FOUND, BEST_CASES, BEST_HUNTED
+from rheo.mutants.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
+from rheo.mutants.hunt_block import block_case
+from rheo.mutants.library import bug_mutant_rows
+from rheo.selfgate.bugclasses import bug_row, min_possible_samples
+from rheo.selfgate.matrix import BETA, alpha_per_test
 from rheo_ref.bugclasses.cases import BugCase, mutant_tvs
 from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
@@ -34,7 +34,7 @@ from rheo_ref.variants import MUTANTS
 
 ALPHA = alpha_per_test()
 
-GOAL = 600  # issue 22: every detectable mutant convicted with at most 600 samples on its best case
+GOAL = 600  # the goal: every detectable mutant convicted with at most 600 samples on its best case
 NOT_YET = {"draft-bfloat16"}  # float-level: its library case
 # above the goal on every case of the hunt's space: its TV <= (5√5 − 11)/2 with γ <= 2 (proofs claim 11.1)
 ABOVE_GOAL = {"block-token-residual": min_num_samples((5 * 5**0.5 - 11) / 2, ALPHA, BETA, 2)}

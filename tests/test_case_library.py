@@ -1,10 +1,10 @@
 """The case library's shared cases of the algorithmic families (`rheo cases`; docs/GATE.md,
-"Pick a case"): per family and verifier pairing, one hunted case (`rheo.hunt.shared_case`) on
+"Pick a case"): per family and verifier pairing, one hunted case (`rheo.mutants.hunt.shared_case`) on
 which every mutant of that pairing has exact TV ≥ the stated floor.
 
 - Each case's floor holds: every listed mutant's exact TV on its best check (from its exact
   counterpart, `rheo_ref.mutants`) is ≥ the floor, and the list is every detectable mutant of the
-  pairing (`rheo.hunt.shared_mutants`); each case is the hunt cell its `hunt` entry names, and the
+  pairing (`rheo.mutants.hunt.shared_mutants`); each case is the hunt cell its `hunt` entry names, and the
   shared hunt resumes from its file and keeps each pairing's best floor.
 - (lossless) Each case is a gate row: the correct fast path passes the gate's four checks at the
   gate's α, β and δ (counted in the family-wise α bound with the matrix and the bug-class rows).
@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import pytest
 
-from rheo.bugclasses import checks
-from rheo.case_library import LIBRARY
-from rheo.cli_cases import library_gate_case, library_rows
-from rheo.gate import (
+from rheo.mutants.hunt import shared_floor, shared_mutants
+from rheo.mutants.library import library_gate_case, library_rows
+from rheo.selfgate.bugclasses import checks
+from rheo.selfgate.case_library import LIBRARY
+from rheo.selfgate.matrix import (
     BETA,
     CHECKS,
     DELTA,
@@ -31,7 +32,6 @@ from rheo.gate import (
     library_tests,
     run_check,
 )
-from rheo.hunt import shared_floor, shared_mutants
 from rheo_ref.bugclasses.cases import BugCase
 
 ALPHA = alpha_per_test()  # the gate's per-test α, derived from the registered rows
@@ -87,14 +87,14 @@ def test_every_mutant_is_rejected_at_the_floor(name, rheo_seed):
 
 @pytest.mark.parametrize("name", SHARED)
 def test_each_case_is_the_hunt_cell_it_names(name):
-    from rheo.hunt import shared_case
+    from rheo.mutants.hunt import shared_case
 
     h = LIBRARY[name]["hunt"]
     assert shared_case(h["base"], h["seed"], h["i"], label=h.get("label")).case.to_json() == LIBRARY[name]["case"]
 
 
 def test_the_shared_hunt_resumes_and_keeps_the_best_floor(tmp_path):
-    from rheo.hunt import best, hunt
+    from rheo.mutants.hunt import best, hunt
 
     base = "tsubame-w1-wor-traversal/T1"
     cells = hunt(tmp_path, seed=1, cases=2, alpha=ALPHA, beta=BETA, verify="token", shared=[base])

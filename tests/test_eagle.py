@@ -1,7 +1,7 @@
 """eagle-llm 1.2.1 (EAGLE-1) judged on the stand-in kit (docs/THIRD_PARTY.md §6).
 
 Its own `eagenerate` runs unmodified on the kit; its output must fit the *exact law of eagle as
-coded* (`rheo.eagle_law.Eagle`), which is lossless at T = 1 and lossy under temperature / top-k /
+coded* (`rheo.decoders.eagle.law.Eagle`), which is lossless at T = 1 and lossy under temperature / top-k /
 top-p because the bonus after an accepted leaf comes from the raw p (eagle/model/utils.py lines 407-411).
 Quick rows: α = 1e-3, δ = 0.25 (power 0.99), the horizon test of the first 7 tokens (every window
 (x_{k−1}, x_k), k ≤ 7: the first root, the 5 draft levels of `mc_sim_7b_63`, the bonus after its
@@ -15,18 +15,20 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from helpers import run_cli
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf
-from rheo.hf_laws import Processing
-from rheo.horizon import check_horizon_samples, plan
-from rheo.stats import check_law, seed_for
+from rheo.decoders import DecoderRun
+from rheo.decoders.gate import decode_batch, gate_hf
+from rheo.decoders.laws import Processing
+from rheo.lossless.horizon import check_horizon_samples, plan
+from rheo.lossless.stats import check_law, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law, tv
 from rheo_ref.models import load_case
 
 eagle = pytest.importorskip("eagle.model.ea_model")
 
-from rheo.eagle_law import TREE, Eagle  # noqa: E402
+from rheo.decoders.eagle.law import TREE, Eagle  # noqa: E402
 
 CASE = load_case("tests/cases/eagle.json")
 N_TOKENS = 7  # root + depth 5 + the bonus after the deepest leaf
@@ -69,7 +71,7 @@ def test_eagle_at_temperature_one_is_lossless_exactly():
 
 
 def sample(gen, seed, num):
-    dec = HFDecoder.parse("eagle", gen)
+    dec = DecoderRun.parse("eagle", gen)
     return decode_batch(CASE.to_json(), dec, list(CASE.context), N_TOKENS, seed, num)
 
 
@@ -132,7 +134,7 @@ def test_a_position_slip_in_eagles_loop_is_refused_by_the_kit(monkeypatch):
 
 
 def test_exact_tv_is_reported_by_the_gate():
-    res = gate_hf(CASE, HFDecoder.parse("eagle", {"top_k": 2}), alpha=1e-3, tv=0.5, tokens=3, seed=0)
+    res = gate_hf(CASE, DecoderRun.parse("eagle", {"top_k": 2}), alpha=1e-3, tv=0.5, tokens=3, seed=0)
     assert Fraction(res["exact_tv"]) == tv(*laws({"top_k": 2}, 3)) and res["package"] == "eagle-llm 1.2.1"
 
 
@@ -147,15 +149,7 @@ def test_exact_tv_is_reported_by_the_gate():
 )
 def test_bad_eagle_options_are_refused(gen, case, match):
     with pytest.raises(CaseError, match=match):
-        HFDecoder.parse("eagle", gen).sampler(case)
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from rheo.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+        DecoderRun.parse("eagle", gen).sampler(case)
 
 
 def test_gate_hf_help_lists_eagle(capsys):

@@ -19,7 +19,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from rheo.stats import seed_for
+from rheo.lossless.stats import seed_for
 from rheo_fast.expected import expected_emitted, one_level_acceptance
 from rheo_fast.families.rheo.round import run_round
 from rheo_fast.family import layout_for

@@ -1,10 +1,10 @@
 """The gate's false-alarm measurement: the correct fast path under many seeds is rejected at a
-rate consistent with the level (docs/GATE.md, "The fewest samples"; issue 22).
+rate consistent with the level (docs/GATE.md, "The fewest samples").
 
 Each seed runs one gate test (seed i: check i mod 4) on the false-alarm case and reads its
 p-value at α = 0.05; the count of rejections is compared with Binomial(seeds, 0.05) by a
 two-sided binomial test at level ALPHA_META = 0.01 (the test fails when its p-value is below it).
-Seeds are fixed (`rheo.stats.seed_for` of the seed index), never chosen because they pass.
+Seeds are fixed (`rheo.lossless.stats.seed_for` of the seed index), never chosen because they pass.
 
 - (slow) 1,000 seeds at the gate's δ, α and β (`rheo mutants --seeds 1000`): rate consistent with
   0.05 and with α.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binom, binomtest
 
-from rheo.cli_mutants import false_alarms
-from rheo.gate import BETA, DELTA, MUTANT_CASE, alpha_per_test, exact_tvs, gate_cases
+from rheo.mutants.runner import false_alarms
+from rheo.selfgate.matrix import BETA, DELTA, MUTANT_CASE, alpha_per_test, exact_tvs, gate_cases
 
 ALPHA_META = 0.01
 QUICK_SEEDS = 120

@@ -33,8 +33,8 @@ import rheo.family as suite_registry
 import rheo_fast.family as fast_registry
 import rheo_ref.family as ref_registry
 from rheo.cli import main
-from rheo.compare import Cell
-from rheo.gate import (
+from rheo.compare import CompareCell
+from rheo.selfgate.matrix import (
     CHECKS,
     DELTA,
     FAMILY_ALPHA,
@@ -162,7 +162,7 @@ SUITE = suite_registry.SuiteFamily(
         "toy/T1": gate_case("toy/T1", "toy"),
         "toy/T0.5/zeros": gate_case("toy/T0.5/zeros", "toy", zeros=True, temp="0.5"),
     },
-    compare_cells=lambda N, V: [Cell(N, "toy", "toy AR", "toy AR", "none", ToyScheme(), "toy")],
+    compare_cells=lambda N, V: [CompareCell(N, "toy", "toy AR", "toy AR", "none", ToyScheme(), "toy")],
     compare_rule="toy: no draft node.",
     audit_rows=lambda q, p: [("toy AR", Case(q, p, ToyScheme(), (0,), 3))],
 )

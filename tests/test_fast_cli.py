@@ -9,7 +9,7 @@ import pytest
 from helpers import load_json, run_rheo, write_case
 
 from rheo.cli import main
-from rheo.stats import assert_law, check_law
+from rheo.lossless.stats import assert_law, check_law
 from rheo_ref.exact import Exact
 from rheo_ref.models import Case
 

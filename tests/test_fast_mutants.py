@@ -66,7 +66,7 @@ def case_for(variant: Variant) -> Case:
     if variant.family == "tsubame":
         return tsubame_mutant_case()
     if variant.family == "treespark":  # its gate case: traversal at a binding θ (sigmoid calibration)
-        from rheo.gate import gate_cases
+        from rheo.selfgate.matrix import gate_cases
 
         return gate_cases()["treespark-traversal-theta/T1"].case
     if variant.family != "static":
@@ -105,7 +105,7 @@ def test_mutant_changes_outputs_under_the_same_coins(mutant):
 def test_a_static_setting_changes_only_the_verifiers_that_read_it(mutant):
     """On the verifiers that do not read its setting (READ_BY), a static mutant emits exactly
     what the spec emits under the same coins: READ_BY, which chooses the gate cases of its
-    negative control (rheo.gate.mutant_cases), is what the fast path does."""
+    negative control (rheo.selfgate.matrix.mutant_cases), is what the fast path does."""
     (setting,) = MUTANTS[mutant].changed()
     for verify in VERIFIERS:
         case = static_mutant_case("wor", verify)

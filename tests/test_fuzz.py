@@ -6,7 +6,7 @@ sizes; argument vectors with hostile values for every flag, unknown flags, bad a
 paths) and drives each subcommand's `main(argv)` in this process, asserting the CLI contract:
 
 - the exit status is 0, 1, 2 or 130; no traceback on stderr; at most two stderr lines (argparse
-  prints usage + error); never the last-resort "internal error" line of `rheo.cli.main` (a bug);
+  prints usage + error); never the last-resort "internal error" line of `rheo.cli.main.main` (a bug);
 - an output file is afterwards absent, the previous file, or complete (parses);
 - generated *valid* cases exit 0, so the harness cannot pass by refusing everything.
 
@@ -45,7 +45,8 @@ from helpers import load_json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rheo.cli import build_parser, main
+from rheo.cli.main import build_parser, main
+from rheo.decoders import examples as decoder_examples
 from rheo_ref import strategies as rs
 
 SCALE = 10 if os.environ.get("RHEO_HYPOTHESIS_PROFILE") == "nightly" else 1
@@ -74,6 +75,7 @@ SUBCOMMANDS = (
     "draft-ceiling",
     "train-draft",
     "compare",
+    "gate",
     "gate-hf",
     "sweep",
     "paper-tables",
@@ -527,24 +529,11 @@ def test_compare_argument_vectors(files, path, argv):
 # --- gate-hf -------------------------------------------------------------------------------------
 
 GATE_HF_FLAGS = {
-    "--decoder": st.sampled_from(
-        [
-            "assisted",
-            "prompt-lookup",
-            "ensemble:1/2",
-            "ensemble:x",
-            "ensemble:2",
-            "rheo-lm",
-            "eagle",
-            "eagle:1",
-            "seqspec:standard",
-            "seqspec:naive_hsd",
-            "seqspec:capped_hsd",
-            "seqspec",
-            "seqspec:x",
-            "nope",
-            "",
-        ]
+    # every registered decoder's valid names (the registry's: a decoder added later joins), and broken ones
+    "--decoder": st.deferred(
+        lambda: st.sampled_from(
+            [*decoder_examples(), "ensemble:x", "ensemble:2", "eagle:1", "seqspec", "seqspec:x", "nope", ""]
+        )
     ),
     "--alpha": FLOAT_TEXT,
     "--tv": FLOAT_TEXT,
@@ -578,9 +567,9 @@ def stub_gate_hf():
     """The sampling itself (transformers generate, seconds to minutes) stands in: every argument
     that reaches it passed its checks."""
     mp = pytest.MonkeyPatch()
-    import rheo.hf
+    import rheo.decoders.gate
 
-    mp.setattr(rheo.hf, "gate_hf", _reached)
+    mp.setattr(rheo.decoders.gate, "gate_hf", _reached)
     yield
     mp.undo()
 
@@ -597,10 +586,21 @@ def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
 
+def decoders_reach_the_sampling(case: str) -> list[str]:
+    """Every registered decoder's valid names on `case`, through `rheo gate`: those that reach the sampling."""
+    reached = []
+    for decoder in decoder_examples():
+        if invoke(["gate", case, "--decoder", decoder, "--workers", "2"]).reached:
+            reached.append(decoder)
+    return reached
+
+
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
-    for decoder in ("assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"):
-        assert invoke(["gate-hf", case_path(files, "small"), "--decoder", decoder, "--workers", "2"]).reached, decoder
+    assert decoders_reach_the_sampling(case_path(files, "small")) == decoder_examples()
+    assert {"assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"} <= {
+        *decoder_examples()
+    }  # (the built-in ones are registered)
 
 
 # --- sweep ---------------------------------------------------------------------------------------
@@ -685,7 +685,7 @@ def test_sweep_on_hostile_grids_and_arguments(files, text, argv):
 def small_limits():
     """`rheo sample`'s work limits lowered so that every accepted run takes milliseconds."""
     mp = pytest.MonkeyPatch()
-    import rheo.cli_sample as cs
+    import rheo.cli.sample as cs
 
     mp.setattr(cs, "MAX_DRAWS", 300, raising=False)
     mp.setattr(cs, "MAX_WORK", 200_000, raising=False)
@@ -757,7 +757,7 @@ def _small_run(argv: list[str]) -> bool:
 @pytest.fixture(scope="module")
 def stub_audit():
     """`rheo audit` over one tiny case without the statistical column's sampling."""
-    import rheo.audit as audit
+    import rheo.selfgate.audit as audit
     from rheo_ref.models import Case
 
     mp = pytest.MonkeyPatch()
@@ -801,7 +801,7 @@ def test_audit_argument_vectors(files, stub_audit, argv):
 
 @pytest.fixture(scope="module")
 def stub_mutants():
-    import rheo.cli_mutants as cm
+    import rheo.cli.mutants as cm
 
     mp = pytest.MonkeyPatch()
     mp.setattr(cm, "mutant_rows", lambda case, names, **kw: [])
@@ -1028,7 +1028,7 @@ def stub_false_alarms():
     """`rheo cases --false-alarms N` runs N gate checks of the baseline decoder: replaced by the
     ReachedModel sentinel, so only argument checking is fuzzed here (its run is tested in
     tests/test_bugclasses.py)."""
-    import rheo.cli_cases as cc
+    import rheo.cli.cases as cc
 
     mp = pytest.MonkeyPatch()
     mp.setattr(cc, "false_alarms", _reached)
@@ -1106,7 +1106,7 @@ def test_the_console_script_exits_cleanly(files, argv):
     assert r.returncode == 2, r.stderr
 
 
-# --- issue 25: one generator per class of hostile input found outside this harness ---------------
+# --- one generator per class of hostile input found outside this harness ---------------
 
 # 1. numbers: texts a reader would not read as a number, in every place a user writes one
 NUMBER_TEXT = st.one_of(
@@ -1262,7 +1262,7 @@ def test_ctrl_c_at_any_cell_keeps_the_finished_ones(files, at):
 @fuzz(10)
 @given(names=st.lists(st.sampled_from(["fills-first", "leq-coin", "bonus-full-p"]), min_size=1, max_size=4))
 def test_a_mutant_named_twice_runs_once(stub_mutants, names):
-    import rheo.cli_mutants as cm
+    import rheo.cli.mutants as cm
 
     ran: list[str] = []
     mp = pytest.MonkeyPatch()

@@ -1,5 +1,5 @@
 """The lossless gate (`pytest -m lossless`): the fast path across the matrix of
-rheo.gate — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
+rheo.selfgate.matrix — Top-K, Rheo m = 0, 1, 2, RRSw, chain; tables with and without zeros; q_samp
 tables for temperatures 0.5 and 1; the fast path's own T = 0.5 and greedy T = 0 — on four checks
 each (first 2 and 3 tokens vs the target law, the first round's sequence vs the exact round law, its length law). The matrix
 holds the static family's rows too (every lossless pairing on a branching and a delayed shape,
@@ -8,7 +8,7 @@ and a parents shape): they run here, their coverage and references are tests/tes
 Every test: α = ALPHA, derived as FAMILY_ALPHA (1e-4) over the number of tests (rows x checks;
 3.7e-7 for 268 tests), so the family-wise false-alarm probability is ≤ FAMILY_ALPHA,
 power 1 − BETA (0.99) at TV = DELTA (0.025), and it asserts that its detectable TV at its N is
-≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo.pytest_plugin).
+≤ DELTA. Seeds come from the test id (the `rheo_seed` fixture of rheo.lossless.plugin).
 The negative controls (mutants the same checks must reject) are in tests/test_mutants.py.
 """
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 
 from rheo.families.rheo import SCHEMES
-from rheo.gate import (
+from rheo.lossless.stats import seed_for
+from rheo.selfgate.matrix import (
     BETA,
     CHECKS,
     DELTA,
@@ -29,7 +30,6 @@ from rheo.gate import (
     library_tests,
     run_check,
 )
-from rheo.stats import seed_for
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.tree import min_score_gap

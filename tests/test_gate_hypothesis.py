@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 from rheo import assert_lossless, seed_for
-from rheo.gate import fast_sampler
+from rheo.selfgate.matrix import fast_sampler
 from rheo_ref.families.rheo.strategies import cases
 
 pytest.importorskip("rheo_fast.decode")

@@ -2,8 +2,8 @@
 rheo's own LM code path, run on `TableLM`s of tests/cases/hf.json (V = 4, first-order tables,
 context [0, 1, 2, 0, 1], which repeats for prompt lookup).
 
-Every row is `rheo.hf.gate_hf`: the decoder's first n tokens against the exact (processed) target
-law, N from α and δ (`rheo.stats.samples_for`, power 0.99), the seed fixed by the test id.
+Every row is `rheo.decoders.gate.gate_hf`: the decoder's first n tokens against the exact (processed) target
+law, N from α and δ (`rheo.lossless.stats.samples_for`, power 0.99), the seed fixed by the test id.
 - default profile (`lossless`): α = 1e-3, δ = 0.25, n = 2 (16 cells, N ≈ 240, 1-4 s each);
 - `slow`: α = 1e-4, δ = 0.05, n = 3 (64 cells, N ≈ 10,600; n = 4 for four drafts, N ≈ 17,300).
 Family-wise false-alarm probability: at most 8 × 1e-3 (default) and 12 × 1e-4 (slow).
@@ -25,11 +25,12 @@ import pytest
 pytest.importorskip("transformers")
 
 import torch
-from helpers import CASES
+from helpers import CASES, run_cli
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf
-from rheo.hf_laws import Chain, Processing, lookup_candidates, lookup_drafter, table_drafter, table_row
-from rheo.stats import check_law, samples_for, seed_for
+from rheo.decoders import DecoderRun
+from rheo.decoders.gate import decode_batch, gate_hf
+from rheo.decoders.laws import Chain, Processing, lookup_candidates, lookup_drafter, table_drafter, table_row
+from rheo.lossless.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.rheo.scheme import Scheme
@@ -62,7 +63,7 @@ QUICK_ROWS = ("assisted-k2", "assisted-heuristic", "assisted-processed", "prompt
 
 def run_row(name: str, seed: int, *, alpha: float, tv: float, tokens: int) -> dict:
     decoder, gen = ROWS[name]
-    return gate_hf(CASE, HFDecoder.parse(decoder, gen), alpha=alpha, tv=tv, tokens=tokens, seed=seed)
+    return gate_hf(CASE, DecoderRun.parse(decoder, gen), alpha=alpha, tv=tv, tokens=tokens, seed=seed)
 
 
 def assert_passes(res: dict, tv_: float) -> None:
@@ -102,13 +103,13 @@ ENSEMBLE = ("ensemble:1/2", {"num_assistant_tokens": 2, **EXACT_THR})
 
 def test_ensemble_exact_tv_is_the_static_chain_s():
     """The reference states the exact TV of transformers' static ensemble verification: rheo_ref's
-    static chain with `ensemble_weight` and rheo.hf_laws' chain give the same law."""
+    static chain with `ensemble_weight` and rheo.decoders.laws' chain give the same law."""
     n = 2
     case = Case(
         CASE.draft, CASE.target, StaticScheme("branching", (1, 1), "iid", "specinfer", Fraction(1, 2)), CASE.context, n
     )
     ref = Exact(case).token_law(n)
-    assert ref == HFDecoder.parse(*ENSEMBLE).exact_law(CASE, n)
+    assert ref == DecoderRun.parse(*ENSEMBLE).exact_law(CASE, n)
     assert tv(ref, target_law(case, n)) == Fraction(4735, 18032)  # 0.263
 
 
@@ -116,7 +117,7 @@ def test_ensemble_exact_tv_is_the_static_chain_s():
 def test_ensemble_is_rejected_with_its_exact_tv(rheo_seed):
     """assistant_ensemble_weight = 1/2, two drafts: exact TV 4735/18032 ≈ 0.263 on the first 2
     tokens; the row (α = 1e-3, detects TV ≥ 0.25, N ≈ 240) must reject."""
-    res = gate_hf(CASE, HFDecoder.parse(*ENSEMBLE), seed=rheo_seed, **QUICK)
+    res = gate_hf(CASE, DecoderRun.parse(*ENSEMBLE), seed=rheo_seed, **QUICK)
     print(json.dumps(res))
     assert res["exact_tv"] == "4735/18032" and res["detectable_tv"] <= res["exact_tv_float"]
     assert res["verdict"] == "REJECT", res
@@ -127,7 +128,7 @@ def test_ensemble_is_rejected_with_its_exact_tv(rheo_seed):
 def test_ensemble_near_one_is_rejected_slow(rheo_seed):
     """assistant_ensemble_weight = 9/10, three drafts: exact TV ≈ 0.0739 on the first 3 tokens; the slow
     row (α = 1e-4, detects TV ≥ 0.05, N ≈ 10,600; wall time in docs/THIRD_PARTY.md) must reject."""
-    dec = HFDecoder.parse("ensemble:9/10", {"num_assistant_tokens": 3, **EXACT_THR})
+    dec = DecoderRun.parse("ensemble:9/10", {"num_assistant_tokens": 3, **EXACT_THR})
     res = gate_hf(CASE, dec, seed=rheo_seed, **SLOW)
     print(json.dumps(res))
     assert 0.0738 < res["exact_tv_float"] < 0.074 and res["detectable_tv"] <= SLOW["tv"]
@@ -138,7 +139,7 @@ def test_ensemble_near_one_is_rejected_slow(rheo_seed):
 def test_samples_split_over_worker_processes():
     """--workers: chunks in fresh processes, each with its own seed, results in chunk order (~1 min:
     two pools of two fresh interpreters, each loading transformers)."""
-    dec = HFDecoder.parse(*ROWS["prompt-lookup"])
+    dec = DecoderRun.parse(*ROWS["prompt-lookup"])
     c = Case(CASE.draft, CASE.target, CASE.scheme, CASE.context, 2)
     a = dec.sampler(CASE, workers=2)(c, 7, 11)
     assert len(a) == 11 and all(len(s) == 2 for s in a)
@@ -174,7 +175,7 @@ def test_the_draft_q_is_processed_twice_in_sampling_and_ratio_alike(monkeypatch,
     proc = Processing.from_gen(gen)
     q, p = proc.table(proc.table(CASE.q_samp_model)), proc.table(CASE.target)
     with spying_on_speculative_sampling(monkeypatch) as calls:
-        decode_batch(CASE.to_json(), HFDecoder.parse("assisted", gen), list(CASE.context), 4, 0, 20)
+        decode_batch(CASE.to_json(), DecoderRun.parse("assisted", gen), list(CASE.context), 4, 0, 20)
     assert len(calls) >= 20
     for ids, cand, new in calls:
         ids = ids[0].tolist()
@@ -201,13 +202,13 @@ def raw_q_candidates(self, generation_args):
 def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(monkeypatch, rheo_seed):
     """The bug class of transformers #47932 (DFlash, MTP), planted in the assisted generator: drafts
     sampled from the processed q (T = 1/2, top-k 3, top-p 0.9, applied twice as transformers does) but
-    verified with the raw q. Exact TV on the first 3 tokens ≈ 0.209 (rheo.hf_laws.Chain with the raw q
+    verified with the raw q. Exact TV on the first 3 tokens ≈ 0.209 (rheo.decoders.laws.Chain with the raw q
     in the ratio); the samples fit that law (α = 1e-3, δ = 0.3) and the gate, at N sized to detect
     TV 0.208, rejects the target law (≈ 8 s)."""
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
 
     gen = {"num_assistant_tokens": 2, **EXACT_THR, "temperature": 0.5, "top_k": 3, "top_p": 0.9}
-    dec, n = HFDecoder.parse("assisted", gen), 3
+    dec, n = DecoderRun.parse("assisted", gen), 3
     proc = Processing.from_gen(gen)
     p, q = proc.table(CASE.target), proc.table(proc.table(CASE.q_samp_model))
     law = Chain(p, table_drafter(q), table_row(CASE.q_samp_model), cap=2, horizon=n + 1).token_law(n, CASE.context)
@@ -242,7 +243,7 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
     law = Chain(CASE.target, lookup_drafter(3), lambda ctx, x: uniform, cap=2, horizon=3).token_law(2, CASE.context)
     assert tv(law, target_law(CASE, 2)) > Fraction(3, 4)
     monkeypatch.setattr(PromptLookupCandidateGenerator, "get_candidates", soft_q)
-    res = gate_hf(CASE, HFDecoder.parse(*ROWS["prompt-lookup"]), seed=rheo_seed, **QUICK)
+    res = gate_hf(CASE, DecoderRun.parse(*ROWS["prompt-lookup"]), seed=rheo_seed, **QUICK)
     print(json.dumps(res))
     assert res["verdict"] == "REJECT", res
 
@@ -316,7 +317,7 @@ def test_assistant_options_given_to_generate_are_ignored(monkeypatch):
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("w", ["1", "1/2", "1/4"])
 def test_transformers_chain_is_rheo_ref_s_static_chain(k, w):
-    """With a table draft, no confidence stop and drafts capped at n, rheo.hf_laws.Chain equals rheo_ref's
+    """With a table draft, no confidence stop and drafts capped at n, rheo.decoders.laws.Chain equals rheo_ref's
     static chain (branching [1]*min(k, n), iid, specinfer, ensemble_weight w), exactly."""
     n = 3
     weight = Fraction(w)
@@ -327,7 +328,7 @@ def test_transformers_chain_is_rheo_ref_s_static_chain(k, w):
 
 
 def test_processing_matches_transformers_warpers():
-    """rheo.hf_laws.Processing against transformers' own TemperatureLogitsWarper, TopK and TopP, on
+    """rheo.decoders.laws.Processing against transformers' own TemperatureLogitsWarper, TopK and TopP, on
     every row of the case's tables (logits as TableLM gives them)."""
     from transformers.generation.logits_process import (
         LogitsProcessorList,
@@ -371,7 +372,7 @@ def test_processing_refuses_what_float_rounding_would_decide():
 
 
 def test_lookup_candidates_are_transformers_s():
-    """rheo.hf_laws.lookup_candidates against transformers' PromptLookupCandidateGenerator on random contexts."""
+    """rheo.decoders.laws.lookup_candidates against transformers' PromptLookupCandidateGenerator on random contexts."""
     import random
 
     from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
@@ -398,10 +399,10 @@ def test_decoder_names_and_options_are_checked():
         ("prompt-lookup", {"temperature": 2.0}, "1/T to be an integer"),
     ]:
         if msg is None:
-            assert HFDecoder.parse(name, gen).weight == Fraction(1, 2)
+            assert DecoderRun.parse(name, gen).arg == Fraction(1, 2)
             continue
         with pytest.raises(CaseError, match=msg):
-            HFDecoder.parse(name, gen)
+            DecoderRun.parse(name, gen)
 
 
 def test_ensemble_weight_in_the_case_format():
@@ -439,14 +440,6 @@ def test_rheo_exact_states_the_ensemble_s_tv(tmp_path, capsys):
 
 
 # --- rheo gate-hf -------------------------------------------------------------------------------
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from rheo.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.lossless

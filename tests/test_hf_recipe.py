@@ -25,9 +25,9 @@ def test_the_recipe_uses_the_stable_api_only():
 
 
 def test_the_broken_recipe_is_lossy_by_a_quarter():
-    """The exact TV of the broken decoder on the recipe's case: 1/4 (rheo.hf_laws.Chain: transformers'
+    """The exact TV of the broken decoder on the recipe's case: 1/4 (rheo.decoders.laws.Chain: transformers'
     defaults of 20 drafts and a 0.4 confidence stop, max_new_tokens = 2), far above the recipe's δ."""
-    from rheo.hf_laws import Chain, table_drafter, table_row
+    from rheo.decoders.laws import Chain, table_drafter, table_row
     from rheo_ref.exact import target_law, tv
 
     ns: dict = {}

@@ -1,4 +1,4 @@
-"""Horizon tests (rheo.horizon, rheo.windows) and the diagnosis of a rejection (rheo.diagnosis).
+"""Horizon tests (rheo.lossless.horizon, rheo.lossless.windows) and the diagnosis of a rejection (rheo.lossless.diagnosis).
 
 - The exact windows (x_{k−1}, x_k) by forward composition equal the marginals of the exact joint
   law, unconditionally and given the first round's length (exact `Fraction`s).
@@ -23,10 +23,10 @@ from itertools import accumulate
 import pytest
 
 from rheo import LosslessError, assert_lossless
-from rheo.gate import DRAFT, TARGET, fast_sampler, gate_cases, table
-from rheo.horizon import Rounds, default_horizon, plan
-from rheo.stats import StatsError, check_law
-from rheo.windows import round_windows, target_windows, windows_given_first_length
+from rheo.lossless.horizon import Rounds, default_horizon, plan
+from rheo.lossless.stats import StatsError, check_law
+from rheo.lossless.windows import round_windows, target_windows, windows_given_first_length
+from rheo.selfgate.matrix import DRAFT, TARGET, fast_sampler, gate_cases, table
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, target_law
 from rheo_ref.exact import tv as total_variation

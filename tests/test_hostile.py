@@ -1,4 +1,4 @@
-"""Hostile inputs found outside the project's own fuzzing harness (issue 25), one regression test
+"""Hostile inputs found outside the project's own fuzzing harness, one regression test
 per class, each refused up front with exit 2 and one line (or run correctly):
 
 1. the one number grammar (rheo_ref.numbers): ASCII digits, bounded length, in every user number;
@@ -236,12 +236,12 @@ def test_a_damaged_table_on_resume_is_refused_in_one_line(tmp_path, content):
 @pytest.fixture
 def no_sampling(monkeypatch):
     pytest.importorskip("transformers")
-    import rheo.hf
+    import rheo.decoders.gate
 
     def reached(*args, **kwargs):
         raise AssertionError("reached the sampling")
 
-    monkeypatch.setattr(rheo.hf, "gate_hf", reached)
+    monkeypatch.setattr(rheo.decoders.gate, "gate_hf", reached)
 
 
 @pytest.mark.parametrize(
@@ -328,7 +328,7 @@ def test_compare_does_not_overwrite_its_input(tmp_path):
 
 
 def test_a_seed_salt_of_non_utf8_bytes_is_a_salt(monkeypatch):
-    from rheo.stats import seed_for
+    from rheo.lossless.stats import seed_for
 
     assert seed_for("t", salt="\udcff") != seed_for("t", salt="")  # surrogate-escaped bytes, as os.environ has them
 
@@ -362,6 +362,6 @@ def test_a_sweep_whose_every_cell_fails_exits_1_and_retry_failed_runs_them_again
 
 
 def test_duplicate_names_run_once():
-    from rheo.cli_lm import methods
+    from rheo.cli.lm import methods
 
     assert methods("--methods", "ar,ar, ar") == ["ar"]

@@ -104,7 +104,7 @@ def test_the_wheel_pins_nothing_has_the_extras_and_installs_only_rheo_packages(w
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == PACKAGES, tops  # no top-level `proofs` (nor anything else generic)
     assert "rheo/data/case_library.json" in names and "rheo/data/best_cases.json" in names
-    assert re.search(r"\[pytest11\]\nrheo = rheo\.pytest_plugin\n", entry_points), entry_points
+    assert re.search(r"\[pytest11\]\nrheo = rheo\.lossless\.plugin\n", entry_points), entry_points
 
 
 def test_make_installs_with_the_constraints_and_they_pin_exactly():
@@ -152,7 +152,7 @@ def test_the_core_runs_with_every_extra_missing(tmp_path):
     script = BLOCKER.format(blocked=OPTIONAL) + textwrap.dedent(
         f"""
         import io, contextlib
-        import rheo, rheo.pytest_plugin
+        import rheo, rheo.lossless.plugin
         from rheo.cli import main
         ns, bad = {{}}, {{}}
         exec({recipe!r}, ns)

@@ -165,7 +165,7 @@ def test_methods_fill_the_node_budget_at_depth_d():
 
 
 def test_cli_method_list_is_the_decoder_s():
-    from rheo.cli_lm import _methods
+    from rheo.cli.lm import _methods
 
     assert _methods() == METHODS
 

@@ -298,7 +298,7 @@ def test_the_lossless_check_s_exact_law_leaves_out_no_token(target):
     """Every token of the vocabulary is an outcome of the real-model χ² check's exact law (a floor
     would count correct samples as impossible: a bucket bonus is drawn from p over ~45,000 tokens,
     most of them below 1e-9), and the law sums to 1."""
-    from rheo.lm_lossless import PROMPT, exact_next
+    from rheo.lm.lossless import PROMPT, exact_next
 
     ids = target.tokenizer(PROMPT)["input_ids"]
     law = exact_next(target.model, ids + [7042])  # after " Paris"
@@ -318,7 +318,7 @@ def test_real_model_is_lossless_at_t1_and_catches_a_mutant(target, method, mutan
     states the smallest TV it detects with power 0.99); the mutant must be rejected: `bonus-full-p`
     (rheo: bonus from p instead of the residual), `traversal-stale-bonus` (static-traversal,
     rollouts [3, 1] wor: the bonus from the accepted node's original p instead of Mb)."""
-    from rheo.lm_lossless import lossless_check
+    from rheo.lm.lossless import lossless_check
     from rheo_fast.lm.decode import TreeSize, scheme_for
     from rheo_fast.lm.draft_head import load_head
 

@@ -2,7 +2,7 @@
 
 - Every mutant of `rheo_ref.variants.MUTANTS` has an exact counterpart built from its settings (rheo_ref.families.rheo.mutants),
   and the seams those counterparts use reproduce the spec exactly when they change nothing.
-- On its gate case (rheo.gate.mutant_case: MUTANT_CASES for the rheo family, STATIC_MUTANT_CASES
+- On its gate case (rheo.selfgate.matrix.mutant_case: MUTANT_CASES for the rheo family, STATIC_MUTANT_CASES
   for the static one) every mutant but the float-level ones (leq-coin, float16) moves the law of
   the first 3 tokens by an exact TV ≥ DELTA — except one-hot-sampled, which is lossless and moves
   only the round and length laws; the two float-level ones are below DELTA and reported so.
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 
 from rheo.families.rheo import MUTANT_CASES
-from rheo.gate import (
+from rheo.selfgate.matrix import (
     ALPHA,
     BETA,
     DELTA,
@@ -59,7 +59,7 @@ GC = gate_cases()[MUTANT_CASE]
 
 @pytest.fixture(scope="module")
 def tvs() -> dict[str, dict[str, Fraction]]:
-    """Exact TV per check of each mutant on its gate case (rheo.gate.mutant_case)."""
+    """Exact TV per check of each mutant on its gate case (rheo.selfgate.matrix.mutant_case)."""
     return {name: exact_tvs(gate_cases()[mutant_case(name)], name) for name in EXACT_MUTANTS}
 
 

@@ -93,7 +93,7 @@ def test_rates_are_keywords_only():
 
 
 def test_the_gate_alpha_constant_is_deprecated():
-    import rheo.gate
+    import rheo.selfgate.matrix
 
     with pytest.warns(DeprecationWarning, match="alpha_per_test"):
-        assert rheo.gate.ALPHA == rheo.gate.alpha_per_test()
+        assert rheo.selfgate.matrix.ALPHA == rheo.selfgate.matrix.alpha_per_test()

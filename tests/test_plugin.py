@@ -1,4 +1,4 @@
-"""The pytest plugin for downstream decoders (rheo.pytest_plugin, entry point pytest11) and
+"""The pytest plugin for downstream decoders (rheo.lossless.plugin, entry point pytest11) and
 the example of docs/GATE.md, run exactly as written — and once more with the decoder broken,
 which the gate must reject."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import doc_example
 
-from rheo.stats import seed_for
+from rheo.lossless.stats import seed_for
 
 BROKEN = (
     "generator=g)",
@@ -34,7 +34,7 @@ def test_plugin_is_registered_through_the_entry_point(pytestconfig):
     import importlib.metadata as md
 
     eps = [e for e in md.entry_points(group="pytest11") if e.name == "rheo"]
-    assert [e.value for e in eps] == ["rheo.pytest_plugin"]
+    assert [e.value for e in eps] == ["rheo.lossless.plugin"]
     assert pytestconfig.pluginmanager.has_plugin("rheo")
     assert any(line.startswith("lossless:") for line in pytestconfig.getini("markers"))
 

@@ -26,9 +26,9 @@ import pytest
 from scipy.stats import binom
 
 import rheo
-from rheo.cells import PoolShape, pool_cells
-from rheo.horizon import plan
-from rheo.stats import check_law, law_detectable_tv, samples_for, samples_for_coarse
+from rheo.lossless.cells import PoolShape, pool_cells
+from rheo.lossless.horizon import plan
+from rheo.lossless.stats import check_law, law_detectable_tv, samples_for, samples_for_coarse
 from rheo_ref.exact import target_law
 from rheo_ref.models import load_case
 

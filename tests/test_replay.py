@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from helpers import Stream
 from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -52,25 +53,6 @@ def replay_cases(draw, *, proxy: str | None = None, verify: str | None = None, m
     sample = draw(st.one_of(st.none(), t("draft_sample")))
     ctx = tuple(draw(st.lists(st.integers(0, V - 1), min_size=L, max_size=L + 1)))  # every reachable key has a row
     return Case(draw(t("draft")), draw(t("target")), scheme, ctx, draw(st.integers(1, 5)), sample)
-
-
-class Stream:
-    """Per trial and round, one block of 2(N+1)+1 float64 coins; a share `zeros` of them is 0."""
-
-    def __init__(self, scheme: Scheme, seed: int, zeros: float, trials: int = 1) -> None:
-        self.n = rheo_layout(scheme).n_coins
-        self.gen = torch.Generator().manual_seed(seed)
-        self.zeros, self.trials, self.blocks = zeros, trials, []
-
-    def __call__(self, i: int) -> torch.Tensor:
-        while len(self.blocks) <= i:
-            c = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64)  # [B, C]
-            mask = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64) < self.zeros
-            self.blocks.append(torch.where(mask, 0.0, c))  # [B, C]
-        return self.blocks[i]
-
-    def trial(self, b: int):
-        return lambda i: self(i)[b].tolist()
 
 
 def compare(case: Case, ref_case: Case, stream: Stream, fast_rounds: list, b: int) -> int:

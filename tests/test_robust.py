@@ -117,7 +117,7 @@ def test_the_kill_test_catches_a_plain_write(tmp_path):
 
 AUDIT = """
 import json, sys, time
-import rheo.audit as audit
+import rheo.selfgate.audit as audit
 from rheo.cli import main
 from rheo_ref.models import Case
 case = Case.from_json(json.loads(sys.argv[2]))
@@ -213,7 +213,7 @@ def readonly_folder(tmp_path: Path) -> Path:
 
 
 def test_a_read_only_output_folder_is_refused_before_the_work(tmp_path, monkeypatch):
-    import rheo.audit as audit
+    import rheo.selfgate.audit as audit
 
     (tmp_path / "ro").mkdir()
     ro = readonly_folder(tmp_path / "ro")

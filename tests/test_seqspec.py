@@ -1,7 +1,7 @@
 """sequential-speculative-decoding 0.1.1 (`seqspecdecod`) judged on TableLMs (docs/THIRD_PARTY.md §7).
 
 Its own `speculative_generate` runs unmodified; its output must fit the *exact law of its rule as
-coded* (`rheo.seqspec_law.SeqSpec`): `standard` and `naive_hsd` are lossless exactly, `capped_hsd` is
+coded* (`rheo.decoders.seqspec.law.SeqSpec`): `standard` and `naive_hsd` are lossless exactly, `capped_hsd` is
 not (its ratios are read at the wrong positions: capped_hsd.py lines 68-75, 210, 243-253).
 Case tests/cases/hf.json (V = 4), γ = 3, the first 4 tokens (every draft level of the first round and
 its bonus). Quick rows: α = 1e-3, δ = 0.25 (power 0.99); slow rows: δ = 0.1, every setting, two seeds.
@@ -12,17 +12,19 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from helpers import run_cli
 
-from rheo.hf import HFDecoder, decode_batch, gate_hf
-from rheo.hf_laws import Processing
-from rheo.stats import check_law, samples_for, seed_for
+from rheo.decoders import DecoderRun
+from rheo.decoders.gate import decode_batch, gate_hf
+from rheo.decoders.laws import Processing
+from rheo.lossless.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law, tv
 from rheo_ref.models import load_case
 
 pytest.importorskip("seqspecdecod")
 
-from rheo.seqspec_law import SeqSpec
+from rheo.decoders.seqspec.law import SeqSpec
 
 CASE = load_case("tests/cases/hf.json")
 GAMMA, N_TOKENS = 3, 4  # γ draft levels + the bonus after the deepest
@@ -75,7 +77,7 @@ def test_capped_hsd_never_resamples_a_token_the_draft_cannot_propose(name):
 
 
 def sample(method, gen, seed, num):
-    dec = HFDecoder.parse(f"seqspec:{method}", {**gen, "gamma": GAMMA})
+    dec = DecoderRun.parse(f"seqspec:{method}", {**gen, "gamma": GAMMA})
     return decode_batch(CASE.to_json(), dec, list(CASE.context), N_TOKENS, seed, num)
 
 
@@ -119,7 +121,7 @@ def test_slow_seqspec_rows(method, name, salt, rheo_seed):
 
 
 def test_exact_tv_is_reported_by_the_gate():
-    dec = HFDecoder.parse("seqspec:capped_hsd", {"gamma": 2})
+    dec = DecoderRun.parse("seqspec:capped_hsd", {"gamma": 2})
     res = gate_hf(CASE, dec, alpha=1e-3, tv=0.5, tokens=2, seed=0)
     own, target = laws("capped_hsd", {}, 2, 2)
     assert Fraction(res["exact_tv"]) == tv(own, target) > 0
@@ -140,15 +142,7 @@ def test_exact_tv_is_reported_by_the_gate():
 )
 def test_bad_seqspec_options_are_refused(name, gen, match):
     with pytest.raises(CaseError, match=match):
-        HFDecoder.parse(name, gen)
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from rheo.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+        DecoderRun.parse(name, gen)
 
 
 def test_gate_hf_help_lists_seqspec(capsys):

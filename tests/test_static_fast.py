@@ -17,13 +17,13 @@ from fractions import Fraction
 
 import pytest
 import torch
-from helpers import CASES, load_json, write_case
+from helpers import CASES, Stream, exact_case, load_json, write_case
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.cli import main
-from rheo.gate import fast_verdict
-from rheo.stats import assert_law, check_law, seed_for
+from rheo.lossless.stats import assert_law, check_law, seed_for
+from rheo.selfgate.matrix import fast_verdict
 from rheo_fast.decode import decode
 from rheo_fast.families.static.round import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
 from rheo_fast.models import TableTreeModel, as_rows
@@ -46,45 +46,6 @@ TEMPERATURES = [1.0, 0.5, 0.0]
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-class Stream:
-    """Per round, one block [trials, 2(N+1)+1] of float64 coins; a share `zeros` of them is 0."""
-
-    def __init__(self, scheme: StaticScheme, seed: int, zeros: float, trials: int) -> None:
-        self.n = static_layout(scheme).n_coins
-        self.gen = torch.Generator().manual_seed(seed)
-        self.zeros, self.trials, self.blocks = zeros, trials, []
-
-    def __call__(self, i: int) -> torch.Tensor:
-        while len(self.blocks) <= i:
-            c = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64)  # [B, C]
-            zero = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64) < self.zeros  # [B, C]
-            self.blocks.append(torch.where(zero, 0.0, c))  # [B, C]
-        return self.blocks[i]
-
-    def trial(self, b: int):
-        return lambda i: self(i)[b].tolist()
-
-
-def squared(t: TableModel) -> TableModel:
-    """The rows at temperature 1/2, exactly: each row squared and renormalised."""
-    rows = {}
-    for k, row in t.probs.items():
-        z = sum(x * x for x in row)
-        rows[k] = tuple(x * x / z for x in row)
-    return TableModel(t.vocab_size, t.context_length, rows, t.name)
-
-
-def exact_case(case: Case, T: float) -> Case:
-    """The tables the fast path samples from at temperature T (1, 1/2 or 0), exactly."""
-    if T == 0:
-        return greedy_case(case)
-    if T == 0.5:
-        return Case(
-            case.draft, squared(case.target), case.scheme, case.context, case.tokens, squared(case.q_samp_model)
-        )
-    return case
 
 
 def run_fast(case: Case, stream: Stream, T: float):
@@ -395,7 +356,7 @@ def test_bad_input_exits_2_with_one_line(sample, obj, args, needle):
 def test_the_audit_shows_the_static_family():
     """`rheo audit`'s static rows: both shape kinds, the four lossless pairings and the lossy
     wor + specinfer, labelled lossy exactly where the exact TV (classes) is > 0."""
-    from rheo.audit import audit_cases
+    from rheo.selfgate.audit import audit_cases
 
     static = [(label, case) for label, case in audit_cases() if case.scheme.family == "static"]
     assert {c.scheme.kind for _, c in static} == {"delayed", "branching"}

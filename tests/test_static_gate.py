@@ -31,7 +31,7 @@ from rheo.cli import main
 from rheo.families.static import MUTANT_CASES as STATIC_MUTANT_CASES
 from rheo.families.static import SCHEMES as STATIC_SCHEMES
 from rheo.families.static import SHAPES as STATIC_SHAPES
-from rheo.gate import CHECKS, exact_tvs, gate_cases, mutant_case, mutant_cases
+from rheo.selfgate.matrix import CHECKS, exact_tvs, gate_cases, mutant_case, mutant_cases
 from rheo_fast.decode import decode
 from rheo_fast.families.static.round import Walk, draw_tree, static_layout, verify_traversal, verify_traversal_by_leaves
 from rheo_fast.models import TableTreeModel, as_rows
@@ -361,7 +361,7 @@ def test_rheo_mutants_refuses_a_mutant_of_the_other_family(rheo_cli, args, needl
 @pytest.mark.lossless
 def test_rheo_mutants_runs_a_static_mutant_on_its_static_case(rheo_cli):
     """`rheo mutants --only traversal-wrong-update`: on its static mutant case, the exact TVs as
-    rationals (those of rheo.gate.exact_tvs), every check ≥ δ = 0.05 rejected (α = 1e-6 each)."""
+    rationals (those of rheo.selfgate.matrix.exact_tvs), every check ≥ δ = 0.05 rejected (α = 1e-6 each)."""
     rc, out, err = rheo_cli(
         "mutants", "--json", "--seeds", "0", "--tv", "0.05", "--alpha", "1e-6", "--only", "traversal-wrong-update"
     )

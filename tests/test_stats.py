@@ -1,4 +1,4 @@
-"""The χ²/G trio of rheo.stats: the power formula, its inverse, pooling, the assertion, and
+"""The χ²/G trio of rheo.lossless.stats: the power formula, its inverse, pooling, the assertion, and
 (quality) that α and the power 1−β hold empirically on multinomial samples.
 
 Meta-tests that count rejections over many simulated runs state their own level ALPHA_META:
@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest, chi2, ncx2
 
 from rheo import assert_lossless
-from rheo.gate import MUTANT_CASE, gate_cases
-from rheo.stats import (
+from rheo.lossless.stats import (
     MIN_EXPECTED,
     LosslessError,
     StatsError,
@@ -33,6 +32,7 @@ from rheo.stats import (
     samples_for,
     seed_for,
 )
+from rheo.selfgate.matrix import MUTANT_CASE, gate_cases
 from rheo_ref.errors import RheoError
 from rheo_ref.exact import Exact
 from rheo_ref.families.rheo.mutants import mutant_law, mutant_tv

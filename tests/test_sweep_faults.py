@@ -1,4 +1,4 @@
-"""Sweeps that survive faults (issue 25): on a local Dask cluster bound to 127.0.0.1, a worker
+"""Sweeps that survive faults: on a local Dask cluster bound to 127.0.0.1, a worker
 SIGKILLed mid-run (Dask reschedules its cells: the table equals the fault-free one) and the
 driver SIGKILLed then resumed (the same table, no duplicate or lost row); on local processes,
 Ctrl-C exits 130 at once and keeps the cells finished so far. Each is bounded in time (every wait

@@ -9,7 +9,7 @@ from fractions import Fraction as F
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from rheo.gate import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
+from rheo.selfgate.matrix import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, target_law, tv
 from rheo_ref.families.treespark.exact import Builder, draws_of_round
@@ -183,7 +183,7 @@ def test_rheo_audit_lists_the_treespark_rows_lossless_and_theta_binds():
     the same scheme's at θ = 0)."""
     from dataclasses import replace
 
-    from rheo.audit import audit_cases
+    from rheo.selfgate.audit import audit_cases
 
     rows = [(label, c) for label, c in audit_cases() if c.scheme.family == "treespark"]
     assert [(c.scheme.theta, str(c.scheme.calibration), c.scheme.verify) for _, c in rows] == [

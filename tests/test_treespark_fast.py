@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from rheo.gate import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
+from rheo.selfgate.matrix import DRAFT, DRAFT_Z, TARGET, TARGET_Z, table
 from rheo_fast.decode import decode, play_round
 from rheo_fast.family import layout_for
 from rheo_fast.models import TableTreeModel

@@ -11,7 +11,7 @@ import pytest
 from rheo.cli import main
 from rheo.families.treespark import MUTANT_CASES as TREESPARK_MUTANT_CASES
 from rheo.families.treespark import ROWS as TREESPARK_ROWS
-from rheo.gate import CHECKS, DELTA, exact_tvs, gate_cases, mutant_case
+from rheo.selfgate.matrix import CHECKS, DELTA, exact_tvs, gate_cases, mutant_case
 from rheo_ref.exact import Exact, target_law, tv
 
 CASES = gate_cases()

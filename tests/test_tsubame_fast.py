@@ -15,10 +15,11 @@ from fractions import Fraction
 
 import pytest
 import torch
+from helpers import Stream, exact_case
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from rheo.stats import check_law, seed_for
+from rheo.lossless.stats import check_law, seed_for
 from rheo_fast.decode import decode
 from rheo_fast.families.tsubame.round import TsubameLayout, tsubame_round
 from rheo_fast.family import layout_for
@@ -36,51 +37,12 @@ from rheo_ref.families.tsubame.replay import (
 )
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.families.tsubame.strategies import tsubame_cases
-from rheo_ref.generate import greedy_case
 from rheo_ref.models import Case, TableModel
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 PAIRINGS = [(s, v) for s in SAMPLINGS for v in VERIFIERS]
 TEMPERATURES = [1.0, 0.5, 0.0]
-
-
-class Stream:
-    """Per round, one block [trials, 2(R+1)+1] of float64 coins; a share `zeros` of them is 0."""
-
-    def __init__(self, scheme: TsubameScheme, seed: int, zeros: float, trials: int) -> None:
-        self.n = tsubame_layout(scheme).n_coins
-        self.gen = torch.Generator().manual_seed(seed)
-        self.zeros, self.trials, self.blocks = zeros, trials, []
-
-    def __call__(self, i: int) -> torch.Tensor:
-        while len(self.blocks) <= i:
-            c = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64)  # [B, C]
-            zero = torch.rand((self.trials, self.n), generator=self.gen, dtype=torch.float64) < self.zeros  # [B, C]
-            self.blocks.append(torch.where(zero, 0.0, c))  # [B, C]
-        return self.blocks[i]
-
-    def trial(self, b: int):
-        return lambda i: self(i)[b].tolist()
-
-
-def squared(t: TableModel) -> TableModel:
-    rows = {}
-    for k, row in t.probs.items():
-        z = sum(x * x for x in row)
-        rows[k] = tuple(x * x / z for x in row)
-    return TableModel(t.vocab_size, t.context_length, rows, t.name)
-
-
-def exact_case(case: Case, T: float) -> Case:
-    """The tables the fast path samples from at temperature T, exactly (q_rank stays: the plan's)."""
-    if T == 0:
-        return greedy_case(case)
-    if T == 0.5:
-        return Case(
-            case.draft, squared(case.target), case.scheme, case.context, case.tokens, squared(case.q_samp_model)
-        )
-    return case
 
 
 def compare(ref_case: Case, stream: Stream, per_round: list, b: int) -> int:

@@ -145,7 +145,7 @@ def gate_size(
 ) -> None:
     """Refuse up front what the gate cannot pay for (`rheo gate-hf` and the API alike): more than
     MAX_TOKENS tokens or MAX_CONTEXT context tokens, an exact law over `rheo exact`'s size limit,
-    `needed` samples (a lower bound: the two-cell χ² test's N, `rheo.stats.min_num_samples(tv,
+    `needed` samples (a lower bound: the two-cell χ² test's N, `rheo.lossless.stats.min_num_samples(tv,
     alpha, beta, 2)`) over MAX_SAMPLES. `flags`: name the CLI's flags; `force`: no limit (the API's
     override)."""
     from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size

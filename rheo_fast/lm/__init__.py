@@ -9,6 +9,6 @@ tree decoding with KV caches driven by the fast path (docs/REAL_MODELS.md).
 - `decode`: `LMTreeModel` (the fast path's TreeModel), autoregressive and tree generation.
 - `bench`, `ceiling`: the work behind `rheo bench-model` and `rheo draft-ceiling`.
 
-The command-line parsers (`rheo.cli_lm`) and the χ² check on SmolLM2 (`rheo.lm_lossless`) live in
+The command-line parsers (`rheo.cli.generate`, `bench_model`, `draft_ceiling`, `train_draft`, sharing `rheo.cli.lm`) and the χ² check on SmolLM2 (`rheo.lm.lossless`) live in
 the top package `rheo`, which drives this one.
 """

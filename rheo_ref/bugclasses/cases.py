@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import CaseError
+from ..laws import tv
 from ..models import TableModel
 from .decoder import Request
-from .exact import Law, decoder_law, marginal, target_law, tv
+from .exact import Law, decoder_law, marginal, target_law
 from .mutants import BUG_MUTANTS
 
 MAX_TOKENS = 4

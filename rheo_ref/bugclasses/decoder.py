@@ -21,7 +21,7 @@ temperature (weight^(1/T), 1/T an integer), top-k (ties at the k-th value kept, 
 `TopKLogitsWarper`), top-p (`TopPLogitsWarper`: sorted ascending, drop while the cumulative
 mass ≤ 1 − top_p, keep at least one). With rational rows and ρ every processed row is rational,
 so the same code gives the exact law (`rheo_ref.bugclasses.exact`, Fractions) and samples
-(`rheo.bugclasses`, floats): the numbers are whatever the rows hold.
+(`rheo.selfgate.bugclasses`, floats): the numbers are whatever the rows hold.
 
 Randomness comes from a `Random` with stream positions: `uniform(position)` names a uniform of
 one random stream; asking for a position twice gives the same uniform. The correct decoder takes

@@ -21,11 +21,12 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from rheo_ref.laws import Law
+
 from ..models import TableModel
 from .decoder import CORRECT, Models, Request, Steps, Weights, decode, process
 
 ZERO, ONE = Fraction(0), Fraction(1)
-Law = dict[tuple[int, ...], Fraction]
 
 
 @dataclass
@@ -134,7 +135,3 @@ def marginal(law: Mapping[tuple[int, ...], Fraction], n: int) -> Law:
     for seq, pr in law.items():
         out[seq[:n]] = out.get(seq[:n], ZERO) + pr
     return out
-
-
-def tv(a: Mapping[tuple[int, ...], Fraction], b: Mapping[tuple[int, ...], Fraction]) -> Fraction:
-    return sum((abs(a.get(k, ZERO) - b.get(k, ZERO)) for k in set(a) | set(b)), ZERO) / 2

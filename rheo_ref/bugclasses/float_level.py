@@ -19,7 +19,7 @@ bfloat16 (`rheo_ref.bugclasses.mutants.bfloat16`), and verifies with the exact q
    (the draft draws it reads) · `ROW_TV_BOUND`: `joint<n>` reads γ·(n − 1) (every round emits at
    least one token after the prefill token), `round` reads γ.
 
-In the hunt's space (rheo.hunt: γ ≤ 2, at most 3 tokens, integer weights 0–9, T ∈ {1, 1/2},
+In the hunt's space (rheo.mutants.hunt: γ ≤ 2, at most 3 tokens, integer weights 0–9, T ∈ {1, 1/2},
 penalty ρ ∈ {1, 1/2}, so every positive processed draft probability is far above 2^-126) that is
 ≤ 4·`ROW_TV_BOUND` ≈ 0.0078 on every check.
 """

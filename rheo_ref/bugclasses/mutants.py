@@ -2,7 +2,7 @@
 (`rheo_ref.bugclasses.decoder`): a `Steps` subclass that gets one step wrong the way the cited
 decoder did. The decoder never names them; `BUG_MUTANTS` is the registry (`rheo mutants`).
 
-Each entry: the mutant's name, its `klass` (the bug class, 1–14 of issue 22, docs/GATE.md),
+Each entry: the mutant's name, its `klass` (the bug class, 1–14 of docs/GATE.md's "Bug classes" table),
 the public reference where the bug was found and fixed, and its `Steps`. Its exact law is the
 decoder's under those steps (`rheo_ref.bugclasses.exact.decoder_law`).
 """
@@ -157,7 +157,7 @@ BUG_MUTANTS: dict[str, BugMutant] = {
             "recovery-skips-processors",
             1,
             "the residual/bonus draw reads the raw target row (processors on the main path only)",
-            "issue 22, class 1 (temperature or top-p applied on the main path only; no single public report cited)",
+            "bug class 1 (temperature or top-p applied on the main path only; no single public report cited)",
             UnprocessedRecovery(),
         ),
         BugMutant(
@@ -250,7 +250,7 @@ BUG_MUTANTS: dict[str, BugMutant] = {
             "first-token-argmax",
             14,
             "the first token after prefill by argmax, later ones sampled",
-            "issue 22, class 14 (no single public report cited)",
+            "bug class 14 (no single public report cited)",
             ArgmaxFirstToken(),
         ),
     ]

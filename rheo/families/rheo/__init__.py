@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.compare import Cell
+from rheo.compare import CompareCell
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case
+from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case, Proxy
 
@@ -41,17 +41,17 @@ def gate_rows() -> dict[str, GateCase]:
     return out
 
 
-def compare_cells(N: int, vocab_size: int) -> list[Cell]:
+def compare_cells(N: int, vocab_size: int) -> list[CompareCell]:
     K = min(3, vocab_size)
     W = min(2, K)
     D = -(-N // W)
     tree = f"K={K} W={W} D={D} R={N}"
     rheo = lambda m, verify: Scheme(K, m, W, D, N, Proxy("rheo"), verify)
     return [
-        Cell(N, "rheo", f"Top-K {tree}", "Top-K", "OT", rheo(K, "rheo"), "rheo family"),
-        Cell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1", "OT", rheo(min(1, K), "rheo"), "rheo family"),
-        Cell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1 + RRSw", "RRSw", rheo(min(1, K), "rrsw"), "rheo family"),
-        Cell(
+        CompareCell(N, "rheo", f"Top-K {tree}", "Top-K", "OT", rheo(K, "rheo"), "rheo family"),
+        CompareCell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1", "OT", rheo(min(1, K), "rheo"), "rheo family"),
+        CompareCell(N, "rheo", f"Rheo m=1 {tree}", "Rheo m=1 + RRSw", "RRSw", rheo(min(1, K), "rrsw"), "rheo family"),
+        CompareCell(
             N,
             "rheo",
             f"chain K=1 D={N}",

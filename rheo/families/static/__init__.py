@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.compare import Cell
+from rheo.compare import CompareCell
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case, gate_cases
+from rheo.selfgate.matrix import GateCase, gate_case, gate_cases
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS, StaticScheme
 from rheo_ref.models import Case
 from rheo_ref.variants import MUTANTS
@@ -88,14 +88,14 @@ def shapes(N: int) -> list[tuple[str, tuple[int, ...], str]]:
     return out
 
 
-def compare_cells(N: int, vocab_size: int) -> list[Cell]:
+def compare_cells(N: int, vocab_size: int) -> list[CompareCell]:
     cells = []
     for kind, sizes, series in shapes(N):
         for sampling, verify in LOSSLESS_PAIRINGS:
             scheme = StaticScheme(kind, sizes, sampling, verify)
             label = f"{kind} [{', '.join(map(str, sizes))}]"
             pairing = f"{sampling}+{verify}"
-            cells.append(Cell(N, "static", label, series, pairing, scheme, pairing))
+            cells.append(CompareCell(N, "static", label, series, pairing, scheme, pairing))
     return cells
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from rheo.compare import Cell
+from rheo.compare import CompareCell
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case
+from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.models import Case
 
@@ -49,12 +49,12 @@ def gate_rows() -> dict[str, GateCase]:
     return out
 
 
-def compare_cells(N: int, vocab_size: int) -> list[Cell]:
+def compare_cells(N: int, vocab_size: int) -> list[CompareCell]:
     """TreeSpark with N nodes, k = min(3, V), D = N, identity calibration, x θ in THETAS x its two
     verifiers (both with the wor update: its siblings are drawn without replacement)."""
     k = min(3, vocab_size)
     return [
-        Cell(
+        CompareCell(
             N,
             "treespark",
             f"TreeSpark N={N} k={k} D={N} theta={theta}",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.compare import Cell
+from rheo.compare import CompareCell
 from rheo.families.static import AUDIT_PAIRINGS
 from rheo.family import SuiteFamily
-from rheo.gate import GateCase, gate_case
+from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS
 from rheo_ref.families.tsubame.scheme import TsubameScheme
 from rheo_ref.models import Case
@@ -43,7 +43,7 @@ def gate_rows() -> dict[str, GateCase]:
     return out
 
 
-def compare_cells(N: int, vocab_size: int) -> list[Cell]:
+def compare_cells(N: int, vocab_size: int) -> list[CompareCell]:
     """Tsubame with the rheo family's tree (K = min(3, V), W = min(2, K), D = ceil(N / W), R = N)
     planned by Top-K, tokens sampled, x every compatible pairing."""
     K = min(3, vocab_size)
@@ -51,7 +51,7 @@ def compare_cells(N: int, vocab_size: int) -> list[Cell]:
     D = -(-N // W)
     label = f"Tsubame K={K} W={W} D={D} R={N}"
     return [
-        Cell(N, "tsubame", label, "Tsubame", f"{s}+{v}", TsubameScheme(K, W, D, N, s, v), f"{s}+{v}")
+        CompareCell(N, "tsubame", label, "Tsubame", f"{s}+{v}", TsubameScheme(K, W, D, N, s, v), f"{s}+{v}")
         for s, v in LOSSLESS_PAIRINGS
     ]
 

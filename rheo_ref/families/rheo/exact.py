@@ -19,12 +19,12 @@ from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import check_build
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
+from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, expansions
 from rheo_ref.validate import show
 from rheo_ref.variants import SPEC, Variant
 
-Law = dict[tuple[int, ...], Fraction]
 Trees = Callable[[Context], Iterable[tuple[Fraction, Any, frozenset[int]]]]
 
 

@@ -15,7 +15,7 @@ no seam: the static family's exact methods read the variant's settings themselve
 the variant only. A variant of one family on a case of the other is refused
 (`Variant.check_family`). `mutant_law`/`mutant_tv` give the exact token law of
 the mutant and its TV to the target law. tests/test_mutants.py checks, statistically, that each
-fast mutant's law fits its exact counterpart's. `rheo.gate.fast_sampler` drives the fast path.
+fast mutant's law fits its exact counterpart's. `rheo.selfgate.matrix.fast_sampler` drives the fast path.
 """
 
 from __future__ import annotations

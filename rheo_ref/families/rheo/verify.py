@@ -17,16 +17,11 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from rheo_ref.families.rheo.tree import Node, children
+from rheo_ref.laws import Law, normalise
 from rheo_ref.models import Context, Row, TableModel
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
-
-
-def normalise(r: Sequence[Fraction]) -> Row:
-    z = sum(r, ZERO)
-    assert z > 0, "residual with zero mass on a branch of positive probability"
-    return tuple(x / z for x in r)
 
 
 def residual_sampled(r: Row, qtilde: Row) -> Row:
@@ -72,9 +67,6 @@ class Rules:
 
 
 SPEC_RULES = Rules()  # the spec's verification rules (a mutant overrides one method)
-
-
-Law = dict[tuple[int, ...], Fraction]
 
 
 def level_law(r: Row, tried: Sequence[Node], below: Callable[[Node, int, Row], Law], rules: Rules = SPEC_RULES) -> Law:

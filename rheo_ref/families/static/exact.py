@@ -41,6 +41,7 @@ from rheo_ref.families.static.scheme import (
     estimate_subtrees,
     next_draw,
 )
+from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context, Row
 from rheo_ref.variants import SPEC, Variant
 from rheo_ref.verifier_laws import (
@@ -55,7 +56,6 @@ from rheo_ref.verifier_laws import (
     traversal_reject,
 )
 
-Law = dict[tuple[int, ...], Fraction]
 METHODS = ("classes", "brute")
 ORDER_SETTINGS = ("sibling_order", "leaf_order")  # settings the subtree recursion cannot model (brute only)
 ZERO, ONE = Fraction(0), Fraction(1)

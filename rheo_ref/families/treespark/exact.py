@@ -41,6 +41,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.families.static.scheme import next_draw
 from rheo_ref.families.treespark.scheme import Score, TreeSparkScheme
 from rheo_ref.families.treespark.settings import TreeSparkSteps
+from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context, Row, TableModel
 from rheo_ref.variants import SPEC, Variant
 from rheo_ref.verifier_laws import (
@@ -53,7 +54,6 @@ from rheo_ref.verifier_laws import (
     traversal_reject,
 )
 
-Law = dict[tuple[int, ...], Fraction]
 METHODS = ("classes", "brute")
 ZERO, ONE = Fraction(0), Fraction(1)
 Subtree = tuple[tuple[int, "Subtree"], ...]  # a node's children (token, subtree) in draw order

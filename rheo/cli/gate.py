@@ -1,0 +1,183 @@
+"""`rheo gate CASE.json --decoder NAME` (alias `gate-hf`): gate a decoder under test on the case's table models.
+
+Builds a draft and a target `TableLM` from the case (q_samp and p), runs the decoder N times from the
+case's context (N from α, δ and β, as `rheo.assert_lossless` chooses it) and prints the verdict as
+one JSON object. The decoders, their help and their `--gen` keys are the registry's
+(`rheo.decoders`; docs/DECODERS.md). See docs/THIRD_PARTY.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rheo.cli import flags
+from rheo.decoders import decoders
+from rheo.lossless.validate import MAX_TOKENS, gate_size
+from rheo_ref import strict_json
+from rheo_ref.errors import CaseError
+from rheo_ref.numbers import json_float, json_int
+from rheo_ref.validate import integer, show
+
+OUTPUT = """\
+  temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
+output (one JSON object):
+  decoder, transformers  the decoder and the installed transformers version (package: a third party's)
+  gen                    the generate options in effect (given, then the decoder's defaults)
+  verdict                pass, or REJECT when the first `tokens` tokens do not fit the exact target law
+  N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv
+  detectable_tv          smallest TV of the decoder's full law over the first `tokens` tokens detected
+                         with power 1-beta at this N (<= tv): the tested cells' plus the pooled mass
+  p_value, cells         of the chi-square test (cells after pooling; a rejection's p-value is simulated
+                         where the draws are affordable)
+  pooled_mass            exact target mass of the light outcomes pooled into one cell
+  exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
+                         does not know the decoder's law (the heuristic schedule)
+  seconds, ms_per_sample wall time of the sampling and the test
+  horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
+  worst_conditional, worst_cells, summary  where the law deviates most (a rejection's diagnosis)
+exit status: 0 pass, 1 REJECT, 2 bad input."""
+
+
+def _block(head: str, text: str, width: int) -> list[str]:
+    """`head` padded to `width`, then `text`'s lines, the later ones indented under the first."""
+    first, *rest = text.splitlines() or [""]
+    return [f"  {head:{width}} {first}".rstrip(), *(" " * (width + 3) + line for line in rest)]
+
+
+def epilog() -> str:
+    """The decoders and their --gen keys, from the registry (a registered decoder shows here)."""
+    known = decoders().values()
+    width = max(len(d.spelling) for d in known)
+    lines = ["decoders:"]
+    for d in known:
+        lines += _block(d.spelling, d.summary, width)
+    lines.append("--gen KEY=VALUE (repeatable; VALUE read as JSON when it parses, else as a string):")
+    gw = max(len(d.name) + 1 for d in known)
+    for d in known:
+        lines += _block(d.name + ":", d.gen_help or "(none)", gw)
+    return "\n".join(lines) + "\n" + OUTPUT
+
+
+def register(subparsers: Any) -> None:
+    sp = subparsers.add_parser(
+        "gate",
+        aliases=["gate-hf"],
+        help="gate a decoder under test (transformers', eagle, ...) on table language models",
+        description="Run a decoder under test (transformers' speculative decoding, rheo's LM path, a third "
+        "party's) on TableLMs built from a case and test its output law exactly.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
+    sp.add_argument(
+        "--decoder",
+        required=True,
+        metavar="NAME",
+        help=" | ".join(d.spelling for d in decoders().values()),
+    )
+    flags.alpha(sp, default=1e-3, what="false-alarm probability")
+    sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
+    flags.beta(sp, default=0.01, at="--tv")
+    sp.add_argument("--gen", action="append", default=[], metavar="KEY=VALUE", help="a generate option (repeatable)")
+    sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
+    flags.seed(sp, of="the sampling")
+    flags.workers(sp, of="sampling processes")
+    sp.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="H",
+        help="test every window (x_{k-1}, x_k), k = 2..H, instead of the first tokens' joint law; --alpha is "
+        "then the family-wise total, split by Bonferroni (docs/GATE.md)",
+    )
+    sp.add_argument(
+        "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"
+    )
+    sp.set_defaults(func=run_gate_hf)
+
+
+def parse_gen(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE strings -> a dict; VALUE is JSON when it parses (3, 0.5, true), else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CaseError(f"--gen {item!r} must be KEY=VALUE, e.g. num_assistant_tokens=2")
+        try:  # JSON numbers within the number grammar's bounds (rheo_ref.numbers)
+            out[key] = json.loads(value, parse_int=json_int, parse_float=json_float, parse_constant=_no_constant)
+        except json.JSONDecodeError:
+            out[key] = value
+        except (CaseError, RecursionError) as e:
+            raise CaseError(f"--gen {show(item)}: {e if isinstance(e, CaseError) else 'nested too deep'}") from None
+    return out
+
+
+MAX_WORKERS = 64  # sampling processes
+
+
+def _no_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
+
+
+def run_gate_hf(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from rheo.decoders import DecoderRun
+    from rheo.decoders.gate import gate_hf
+    from rheo.lossless.stats import StatsError, min_num_samples
+    from rheo_ref.errors import MissingDependencyError
+    from rheo_ref.models import load_case
+
+    entry = decoders().get(args.decoder.partition(":")[0])
+    if entry is not None:  # (an unknown name is refused with the allowed ones below)
+        for module in entry.requires:
+            if importlib.util.find_spec(module) is None:
+                raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
+    for name in ("alpha", "tv", "beta"):
+        v = getattr(args, name)
+        if not 0 < v < 1:
+            raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
+    integer("--workers", args.workers, min=1, max=MAX_WORKERS)
+    integer("--seed", args.seed, min=0, max=2**63 - 1)
+    if args.tokens is not None:
+        integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
+    if args.horizon is not None:
+        integer("--horizon", args.horizon, min=2, max=MAX_TOKENS)
+        if args.tokens is not None:
+            raise CaseError(f"--tokens {args.tokens} and --horizon {args.horizon}: give one")
+    case = load_case(args.case)
+    gate_size(  # the API's own limits (rheo.lossless.validate), named by their flags
+        case,
+        args.tokens if args.tokens is not None else case.tokens,
+        alpha=args.alpha,
+        tv=args.tv,
+        beta=args.beta,
+        needed=min_num_samples(args.tv, args.alpha, args.beta, 2),
+        flags=True,
+    )
+    decoder = DecoderRun.parse(args.decoder, parse_gen(args.gen))
+    need = decoder.entry.min_context
+    if len(case.context) < need:  # transformers generates from at least one input id
+        raise CaseError(
+            f"decoder {decoder.name} needs a case context of at least {need} token{'s' if need > 1 else ''}; "
+            f"the case's is {list(case.context)}"
+        )
+    report = gate_hf(
+        case,
+        decoder,
+        alpha=args.alpha,
+        tv=args.tv,
+        beta=args.beta,
+        seed=args.seed,
+        tokens=args.tokens,
+        workers=args.workers,
+        horizon=args.horizon,
+    )
+    if args.plot:
+        from rheo.lossless.diagnosis import plot_worst
+
+        report["plot"] = plot_worst(report, args.plot)
+    print(strict_json.dumps(report))
+    return 0 if report["verdict"] == "pass" else 1

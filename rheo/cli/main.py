@@ -1,0 +1,172 @@
+"""The `rheo` command line. Every subcommand prints machine-readable output where it says so;
+no input gets a traceback: bad input exits with status 2 and one line naming the value and what
+is allowed, a failure of the environment with 1 and one line, Ctrl-C with 130 (docs/CLI.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rheo.cli import (
+    audit,
+    bench_model,
+    cases,
+    compare,
+    draft_ceiling,
+    exact,
+    gate,
+    generate,
+    mutants,
+    paper,
+    sample,
+    sweep,
+    train_draft,
+)
+from rheo_ref.errors import CaseError, RheoError
+from rheo_ref.numbers import flag_float, flag_int
+from rheo_ref.validate import integer
+
+DEBUG_ENV = "RHEO_DEBUG"  # set: unexpected errors show their traceback
+MAX_ARGS = 1000  # arguments on one command line (argparse's time grows with their square)
+MAX_ARGV_CHARS = 1 << 20  # characters of all the arguments together
+
+
+# The optional packages (pyproject.toml's extras) and the extra that installs each: a subcommand
+# that needs one that is not installed says so (exit 1), instead of an internal error.
+EXTRAS = {
+    "torch": "fast",
+    "transformers": "hf",
+    "gguf": "model",
+    "accelerate": "model",
+    "safetensors": "model",
+    "dask": "sweep",
+    "distributed": "sweep",
+    "pyarrow": "sweep",
+    "matplotlib": "notebooks",
+}
+
+# The subcommands, in `rheo --help`'s order: each module exposes register(subparsers).
+SUBCOMMANDS = (
+    exact,
+    audit,
+    sample,
+    mutants,
+    generate,
+    bench_model,
+    draft_ceiling,
+    train_draft,
+    paper,
+    compare,
+    gate,
+    sweep,
+    cases,
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (`rheo exact: error: ... (see rheo exact --help)`, exit 2)
+    instead of a usage block that wraps over several lines."""
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        """Every int and float flag reads the one number grammar (rheo_ref.numbers): ASCII digits,
+        bounded length; "1_0", "١", " 1", "nan", "1e999999999" are usage errors."""
+        if action.type in (int, float) and isinstance(arg_string, str):
+            try:
+                return (flag_int if action.type is int else flag_float)(arg_string)
+            except ValueError as e:
+                raise argparse.ArgumentError(action, str(e)) from None
+        return super()._get_value(action, arg_string)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text[:500]}{'...' if len(text) > 500 else ''} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = Parser(prog="rheo", description="RheoSampling: exact reference, fast path, proofs and lossless gate.")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    for module in SUBCOMMANDS:
+        module.register(sub)
+    return ap
+
+
+def _say(prefix: str, message: object) -> None:
+    text = " ".join(str(message).split()) or type(message).__name__  # one line, whatever the message holds
+    print(f"rheo: {prefix}: {text}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; the exit status is documented in docs/CLI.md (argparse's own usage
+    errors exit 2 with a usage line and an error line)."""
+    _tolerant_streams()
+    try:
+        args_in = sys.argv[1:] if argv is None else list(argv)
+        if len(args_in) > MAX_ARGS or sum(len(a) for a in args_in) > MAX_ARGV_CHARS:
+            raise CaseError(
+                f"{len(args_in):,} arguments of {sum(len(a) for a in args_in):,} characters; allowed: at most "
+                f"{MAX_ARGS:,} arguments of {MAX_ARGV_CHARS:,} characters in all"
+            )
+        ap = build_parser()
+        args = ap.parse_args(args_in)
+        if getattr(args, "tokens", None) is not None:
+            integer("--tokens", args.tokens, min=1)
+        return args.func(args)
+    except RheoError as e:
+        _say("error", e)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("rheo: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # stdout closed early (`rheo exact ... | head`)
+        _quiet_stdout()
+        return 1
+    except (MemoryError, RecursionError) as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _say(
+            "error",
+            f"out of {'memory' if isinstance(e, MemoryError) else 'stack'} (a size estimate missed this "
+            f"input: please report it); smaller inputs are allowed",
+        )
+        return 1
+    except OSError as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _say("error", f"{e.strerror or e}{f': {e.filename}' if e.filename else ''}")
+        return 1
+    except Exception as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        missing = e.name if isinstance(e, ModuleNotFoundError) else None
+        if missing in EXTRAS:
+            _say("error", f"this needs {missing}, which is not installed: pip install 'rheo[{EXTRAS[missing]}]'")
+            return 1
+        _say(
+            "internal error",
+            f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)",
+        )
+        return 1
+
+
+def _tolerant_streams() -> None:
+    """A terminal or pipe whose encoding cannot show a character (PYTHONIOENCODING=ascii and the α
+    of a message) gets an escape (\\u03b1) instead of a UnicodeEncodeError after the work."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # not a text file of the io module (tests capture)
+            pass
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that the interpreter's final flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
+        pass

@@ -1,0 +1,173 @@
+"""Decoders under test: one folder per decoder nobody here wrote (or rheo's own LM path), run on table
+language models of a case and gated against the exact target law (docs/DECODERS.md, docs/THIRD_PARTY.md).
+
+A decoder is a `Decoder` entry in one registry (like the scheme families': `rheo.family`): the
+built-in ones are `rheo.decoders.<folder>.DECODER` for the folders of `BUILT_IN`, loaded on first
+use; another joins with `register` (a test's toy decoder, a helper's decoder in its own venv).
+`rheo gate --decoder NAME` (alias `gate-hf`), its help, its `--gen` keys and the fuzz harness's list
+of decoders all read the registry; code outside a decoder's folder never names it.
+
+On the command line a decoder is `NAME` or, when it takes an argument, `NAME:ARG` (`ensemble:1/2`,
+`seqspec:standard`); `DecoderRun.parse` checks both and the `--gen` options and gives the run the
+gate samples with (`rheo.decoders.gate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law
+from rheo_ref.models import Case
+from rheo_ref.registry import Registry
+
+# The built-in decoders' folders, in the order of the help and of every table.
+BUILT_IN = ("assisted", "prompt_lookup", "ensemble", "rheo_lm", "eagle", "seqspec")
+
+
+def _no_arg(text: str) -> Any:
+    return None
+
+
+def _nothing(*args: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """One decoder under test: everything the gate, the CLI and the fuzz harness need from it.
+
+    - `name`: as on the command line before any `:ARG` (`assisted`, `seqspec`);
+    - `summary`: what runs, for `rheo gate --help` (lines after the first are indented under it);
+    - `gen_keys`, `gen_help`: the `--gen KEY=VALUE` keys it takes (any other is refused: the exact
+      target law would be unknown) and one help line on them and their defaults;
+    - `decode(case, context, n, seed, num_samples, run)`: `num_samples` independent decodes of `n`
+      tokens from `context` with the case's unprocessed tables (the decoder processes them as its
+      code does), seeded by `seed`; a list of token tuples. Called in worker processes too
+      (`--workers`): it must be a module-level function of the folder;
+    - `exact_law(case, n, run)`: the decoder's own exact law of the first n tokens where rheo knows
+      it (None: unknown), for the exact TV printed beside the verdict;
+    - `arg`: the metavar of `NAME:ARG` (None: the decoder takes no argument) and `parse_arg(text)` its
+      value (raising `CaseError` with the allowed values);
+    - `defaults(run)`: the options in effect beside the given ones (the decoder's own defaults);
+    - `check(run)`: refuse options the exact law does not cover (before any work);
+    - `check_case(case, run)`: refuse a case the decoder cannot run (before the exact law's cost);
+    - `min_context`: the tokens of context it needs (transformers generates from at least one id);
+    - `requires`: modules that must be importable, and `install`: the line that installs them;
+    - `package`: the distribution named in the verdict (`"eagle-llm"`), None for transformers' own;
+    - `examples`: valid `--decoder` values the fuzz harness runs (default: `name`).
+    """
+
+    name: str
+    summary: str
+    decode: Callable[..., list[tuple[int, ...]]]
+    gen_keys: tuple[str, ...] = ()
+    gen_help: str = ""
+    exact_law: Callable[[Case, int, DecoderRun], Law | None] = lambda case, n, run: None
+    arg: str | None = None
+    parse_arg: Callable[[str], Any] = _no_arg
+    defaults: Callable[[DecoderRun], Mapping[str, Any]] = lambda run: {}
+    check: Callable[[DecoderRun], None] = _nothing
+    check_case: Callable[[Case, DecoderRun], None] = _nothing
+    min_context: int = 1
+    requires: tuple[str, ...] = ("transformers",)
+    install: str = "pip install -e '.[model]'"
+    package: str | None = None
+    examples: tuple[str, ...] = field(default=())
+
+    @property
+    def spelling(self) -> str:
+        """As written on the command line: `ensemble:W`, `assisted`."""
+        return self.name if self.arg is None else f"{self.name}:{self.arg}"
+
+
+_REGISTRY: Registry[Decoder] = Registry(Decoder, "rheo.decoders", "DECODER", BUILT_IN, noun="decoder")
+register = _REGISTRY.register
+
+
+def unregister(name: str) -> None:
+    """Remove a decoder added by `register`; the built-in ones stay."""
+    if name in decoders() and decoders()[name].decode.__module__.startswith("rheo.decoders."):
+        raise CaseError(f"decoder {name!r} is built in; allowed: those added by register()")
+    _REGISTRY.unregister(name)
+
+
+def decoders() -> Mapping[str, Decoder]:
+    """Every decoder by name, the built-in ones first, in `BUILT_IN` order."""
+    return _REGISTRY.entries()
+
+
+def examples() -> list[str]:
+    """Every registered decoder's valid `--decoder` values (the fuzz harness's list)."""
+    return [e for d in decoders().values() for e in (d.examples or (d.name,))]
+
+
+@dataclass(frozen=True)
+class DecoderRun:
+    """One decoder with its argument and its `--gen` options (picklable: workers get it)."""
+
+    decoder: str  # the registry name
+    gen: tuple[tuple[str, Any], ...] = ()
+    arg: Any = None  # the value of NAME:ARG (ensemble: a Fraction weight; seqspec: the method)
+
+    @classmethod
+    def parse(cls, name: str, gen: Mapping[str, Any] | None = None) -> DecoderRun:
+        """`NAME` or `NAME:ARG` as on the command line (`rheo gate --help` lists them), with the
+        `--gen` options; refuses an unknown decoder, a bad argument and an unsupported option."""
+        head, _, text = name.partition(":")
+        known = decoders()
+        if head not in known or (known[head].arg is not None) != bool(text):
+            raise CaseError(f"unknown decoder {name!r}; allowed: {', '.join(d.spelling for d in known.values())}")
+        dec = known[head]
+        arg = dec.parse_arg(text) if dec.arg is not None else None
+        gen = dict(gen or {})
+        bad = sorted(set(gen) - set(dec.gen_keys))
+        if bad:
+            raise CaseError(
+                f"decoder {head}: --gen {bad[0]} is not supported (the exact target law would be unknown); "
+                f"allowed: {', '.join(dec.gen_keys)}"
+            )
+        run = cls(head, tuple(sorted(gen.items())), arg)
+        dec.check(run)
+        return run
+
+    @property
+    def entry(self) -> Decoder:
+        return decoders()[self.decoder]
+
+    @property
+    def name(self) -> str:
+        return self.decoder if self.arg is None else f"{self.decoder}:{self.arg}"
+
+    def options(self) -> dict[str, Any]:
+        """The options in effect: the given ones, then the decoder's defaults for the rest."""
+        out = dict(self.gen)
+        for k, v in self.entry.defaults(self).items():
+            out.setdefault(k, v)
+        return out
+
+    def processing(self) -> Any:
+        """The logits processing of the options (temperature 1/k, top-k, top-p: rheo.decoders.laws)."""
+        from rheo.decoders.laws import Processing
+
+        return Processing.from_gen(dict(self.gen))
+
+    def target_case(self, case: Case, n: int) -> Case:
+        """The case whose target law sampling aims at: p (and q) processed, `n` tokens."""
+        c = self.processing().case(case)
+        return Case(c.draft, c.target, c.scheme, c.context, n, c.draft_sample)
+
+    def exact_law(self, case: Case, n: int) -> Law | None:
+        """The decoder's exact law of the first n tokens where rheo knows it, else None."""
+        return self.entry.exact_law(case, n, self)
+
+    def sampler(self, case: Case, *, workers: int = 1) -> Any:
+        """The gate's sampler of this run on `case` (`rheo.decoders.gate.sampler`)."""
+        from rheo.decoders.gate import sampler
+
+        return sampler(self, case, workers=workers)
+
+
+__all__ = ["BUILT_IN", "Decoder", "DecoderRun", "decoders", "examples", "register", "unregister"]

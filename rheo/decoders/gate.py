@@ -1,0 +1,165 @@
+"""The gate of a decoder under test (`rheo gate --decoder NAME`): its sampler on the `TableLM`s of a case
+(one process, or `workers` spawned ones), the test of its first n tokens (or, with `horizon`, every
+window) against the exact processed target law (`rheo.lossless`), and the verdict as one JSON-ready
+dict with the decoder's own exact TV where rheo knows its law (docs/THIRD_PARTY.md).
+
+The decoders are the registry's (`rheo.decoders`): this module never names one.
+
+Laws: with temperature / top-k / top-p the law sampling targets is the processed p
+(`rheo.decoders.laws.Processing`), and that is what the gate tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from rheo.decoders import DecoderRun
+from rheo.lossless.horizon import HorizonTest, check_lossless
+from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, seed_for
+from rheo_ref.errors import CaseError
+from rheo_ref.exact import target_law
+from rheo_ref.exact import tv as total_variation
+from rheo_ref.models import Case
+
+
+def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
+    """A sampler (c, seed, num_samples) -> sequences of `c.tokens` tokens from `c.context`, decoding
+    with the models of `case` (the unprocessed tables: the decoder processes them itself)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise CaseError(f"workers={workers!r} must be an integer >= 1")
+    decoder.entry.check_case(case, decoder)
+    obj = case.to_json()
+
+    def sample(c: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
+        job = (obj, decoder, list(c.context), c.tokens)
+        if workers == 1:
+            return decode_batch(*job, seed, num_samples)
+        sizes = [num_samples // workers + (i < num_samples % workers) for i in range(workers)]
+        with ProcessPoolExecutor(workers, mp_context=_spawn()) as pool:
+            parts = [pool.submit(decode_batch, *job, seed_for(f"{seed}|{i}"), k) for i, k in enumerate(sizes) if k]
+            return [s for part in parts for s in part.result()]
+
+    sample.__name__ = f"hf_sampler[{decoder.name}]"
+    return sample
+
+
+def _spawn() -> Any:
+    import multiprocessing
+
+    return multiprocessing.get_context("spawn")  # fresh interpreters: no inherited torch threads
+
+
+@contextlib.contextmanager
+def quiet_one_thread() -> Iterator[None]:
+    """torch on one thread (tiny tensors; the machine is shared) and transformers' logger at errors only."""
+    import torch
+    from transformers.utils import logging
+
+    threads, level = torch.get_num_threads(), logging.get_verbosity()
+    torch.set_num_threads(1)
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        logging.set_verbosity(level)
+
+
+def decode_batch(
+    case_obj: dict, decoder: DecoderRun, context: list[int], n: int, seed: int, num_samples: int
+) -> list[tuple[int, ...]]:
+    """num_samples independent decodes of n tokens from `context` (a module function: workers call it)."""
+    case = Case.from_json(case_obj)
+    with quiet_one_thread():
+        return decoder.entry.decode(case, context, n, seed, num_samples, decoder)
+
+
+# --- the gate ----------------------------------------------------------------------------------
+
+
+def dist_version(name: str) -> str | None:
+    """The installed version of the distribution `name` (None: not installed)."""
+    import importlib.metadata as md
+
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+
+
+def gate_hf(
+    case: Case,
+    decoder: DecoderRun,
+    *,
+    alpha: float,
+    tv: float,
+    seed: int,
+    beta: float = DEFAULT_BETA,
+    tokens: int | None = None,
+    workers: int = 1,
+    horizon: int | None = None,
+) -> dict[str, Any]:
+    """Run `decoder` on the case's table models and test its first n tokens against the exact
+    (processed) target law, or with `horizon` every window (x_{k−1}, x_k), k ≤ H (`alpha` the
+    family-wise total; rheo.lossless.horizon). Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
+    n = case.tokens if tokens is None else tokens
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise CaseError(f"tokens={n!r} must be an integer >= 1")
+    tcase = decoder.target_case(case, n)
+    sample = sampler(decoder, case, workers=workers)  # checks the case first (before the exact law's cost)
+    exact = decoder.exact_law(case, n)
+    if workers == 1:
+        for module in decoder.entry.requires:  # loaded before the clock starts: seconds are the sampling's
+            importlib.import_module(module)
+    t0 = time.perf_counter()
+    res: LawTest | HorizonTest
+    if horizon is None:
+        res = check_lossless(sample, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+    else:
+        res = check_lossless(sample, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
+    seconds = time.perf_counter() - t0
+    exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
+    extra = {}
+    package = decoder.entry.package
+    if package is not None:
+        extra["package"] = f"{package} {dist_version(package)}"
+    return {
+        "decoder": decoder.name,
+        **extra,
+        "transformers": dist_version("transformers"),
+        "gen": decoder.options(),
+        "tokens": n,
+        "verdict": "REJECT" if res.rejected else "pass",
+        "N": res.n,
+        "alpha": res.alpha,
+        "beta": res.beta,
+        "tv": res.tv,
+        "detectable_tv": res.detectable_tv,
+        "p_value": res.p_value,
+        "cells": res.cells,
+        "pooled_mass": res.pooled_mass,
+        "exact_tv": None if exact_tv is None else str(exact_tv),
+        "exact_tv_float": None if exact_tv is None else float(exact_tv),
+        "seed": seed,
+        "seconds": round(seconds, 3),
+        "ms_per_sample": round(1000 * seconds / res.n, 3),
+        **horizon_fields(res),
+    }
+
+
+def horizon_fields(res: LawTest | HorizonTest) -> dict[str, Any]:
+    """The horizon (tests, α per test) and where the law deviates most, for the JSON verdict."""
+    out: dict[str, Any] = {}
+    if isinstance(res, HorizonTest):
+        out = {"horizon": res.horizon, "tests": res.planned, "alpha_each": res.alpha_each, "correction": res.correction}
+    cond = res.worst_conditional
+    out["worst_conditional"] = None if cond is None else cond.text()
+    out["worst_conditional_law"] = None if cond is None else cond.to_json()
+    out["worst_cells"] = [c.text() for c in res.top_cells[:3]]
+    out["summary"] = res.summary()
+    return out

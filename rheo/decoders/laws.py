@@ -1,0 +1,273 @@
+"""Exact laws of transformers' speculative decoders on table models (docs/THIRD_PARTY.md §3).
+
+Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits when its models are
+`TableLM`s of a case, as far as rheo knows the decoder exactly.
+
+- `Processing` (`.table`, `.case`; `processed` for a whole case): the processed law that sampling targets when `generate` gets temperature /
+  top-k / top-p (transformers' warpers, in its order: temperature, top-k, top-p), exactly. A
+  temperature must be 1/k (rows to the power k); a boundary that float rounding decides (a top-k
+  near-tie, a top-p cumulative mass within 1e-6 of 1 − top_p, tied tokens across it) is refused.
+- `Chain.round_law`: one round of chain speculative sampling as transformers runs it
+  (`_speculative_sampling`; prompt lookup's "sample y ~ p, keep x while y = x" is the same law
+  with q the point mass on x): a *drafter* proposes tokens one at a time (a table draft, with
+  transformers' confidence stop; or prompt lookup's block of candidates), each drafted x is
+  accepted w.p. min(1, 1 − w + w·p(x)/q(x)) (`rheo_ref.verifier_laws.specinfer_accept`; w = 1 unless
+  `assistant_ensemble_weight`), where q is the row the decoder *verifies* with, and a rejection
+  emits a bonus from norm((p − q)+); after the last draft the bonus comes from p.
+  With a table drafter, no confidence stop and the verified q equal to the drafted one this is
+  rheo_ref's static chain (`branching [1]*k`, iid, specinfer, `ensemble_weight` w): the tests
+  check that the two agree.
+- `Chain.token_law`: rounds composed up to n tokens (memoised by the whole context: prompt lookup
+  reads all of it).
+
+Draft lengths: transformers caps a round's drafts at max_length − cur_len − 1 (`Chain.horizon`).
+The samplers of `rheo.decoders.gate` generate n + 1 tokens and keep the first n, so a round that starts after
+m < n tokens drafts min(k, n − m): exactly as many as can reach the first n tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law, compose
+from rheo_ref.laws import normalise as _normalise
+from rheo_ref.models import Case, Context, Row, TableModel, present
+from rheo_ref.verifier_laws import specinfer_accept, specinfer_reject
+
+ZERO, ONE = Fraction(0), Fraction(1)
+FLOAT_MARGIN = 1e-6  # how close to a processing boundary an exact value may come before float rounding decides it
+
+# A drafter: (round start context, tokens drafted so far this round) -> law of the next draft token,
+# or [] when drafting stops.
+Drafter = Callable[[Context, tuple[int, ...]], list[tuple[int, Fraction]]]
+VerifyRow = Callable[[Context, int], Row]  # (context of the drafted position, drafted x) -> q in the ratio
+
+
+# --- processing: temperature, top-k, top-p -----------------------------------------------------
+
+MAX_POWER = 100  # the smallest temperature is 1/MAX_POWER
+
+
+@dataclass(frozen=True)
+class Processing:
+    """transformers' sampling warpers as exact rationals: rows to the power `power` (temperature
+    1/power), then top-k, then top-p (None: off)."""
+
+    power: int = 1
+    top_k: int | None = None
+    top_p: Fraction | None = None
+
+    @classmethod
+    def from_gen(cls, gen: dict[str, Any]) -> Processing:
+        """From `generate` keyword arguments (temperature, top_k, top_p; others ignored)."""
+        power = 1
+        T = gen.get("temperature")
+        if T is not None:
+            if isinstance(T, bool) or not isinstance(T, (int, float)) or not T > 0:
+                raise CaseError(f"temperature={T!r} must be a number > 0")
+            if T < 1 / MAX_POWER:  # rows to the power 1/T: exact numbers of 1/T times the digits
+                raise CaseError(f"temperature={T!r} is below 1/{MAX_POWER}; allowed: 1/k with 1 <= k <= {MAX_POWER}")
+            power = round(1 / T)
+            if power < 1 or abs(1 / T - power) > 1e-9:
+                raise CaseError(
+                    f"temperature={T!r}: the exact target law needs 1/T to be an integer (T = 1, 0.5, 0.25, ...)"
+                )
+        k = gen.get("top_k")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+            raise CaseError(f"top_k={k!r} must be an integer >= 0 (0: off)")
+        tp = gen.get("top_p")
+        if tp is not None and (isinstance(tp, bool) or not isinstance(tp, (int, float)) or not 0 < tp <= 1):
+            raise CaseError(f"top_p={tp!r} must be a number in (0, 1] (1: off)")
+        return cls(power, k or None, None if tp is None or tp == 1 else Fraction(tp))
+
+    @property
+    def identity(self) -> bool:
+        return self.power == 1 and self.top_k is None and self.top_p is None
+
+    def row(self, row: Sequence[Fraction], where: str = "row") -> Row:
+        r = _normalise([x**self.power for x in row])
+        if self.top_k is not None and self.top_k < len(r):
+            r = _top_k(r, self.top_k, where)
+        if self.top_p is not None:
+            r = _top_p(r, self.top_p, where)
+        return r
+
+    def table(self, table: TableModel) -> TableModel:
+        if self.identity:
+            return table
+        rows = {k: self.row(v, f"{table.name} row {k!r}") for k, v in table.probs.items()}
+        return TableModel(table.vocab_size, table.context_length, rows, table.name)
+
+    def case(self, case: Case) -> Case:
+        """The case with p and q_samp processed (q_rank too, so one table stays one table)."""
+        if self.identity:
+            return case
+        ds = None if case.draft_sample is None else self.table(case.draft_sample)
+        draft = self.table(case.draft) if present(case.draft) else case.draft  # absent: a decoder with its own
+        return Case(draft, self.table(case.target), case.scheme, case.context, case.tokens, ds)
+
+
+def _top_k(r: Row, k: int, where: str) -> Row:
+    """Keep the tokens whose probability is >= the k-th largest (transformers keeps ties)."""
+    kth = sorted(r, reverse=True)[k - 1]
+    for x in r:
+        if x < kth and kth and float(kth - x) <= FLOAT_MARGIN * float(kth):
+            raise CaseError(f"{where}: top_k={k} boundary: {x} is within float rounding of the k-th value {kth}")
+    return _normalise([x if x >= kth else ZERO for x in r])
+
+
+def _top_p(r: Row, top_p: Fraction, where: str) -> Row:
+    """transformers' rule: sort ascending, drop tokens whose cumulative probability is <= 1 − top_p,
+    never the largest."""
+    cut = 1 - top_p
+    order = sorted(range(len(r)), key=lambda i: r[i])
+    drop, cum = set(), ZERO
+    for j, i in enumerate(order[:-1]):
+        cum += r[i]
+        if abs(float(cum - cut)) <= FLOAT_MARGIN:
+            raise CaseError(
+                f"{where}: top_p={float(top_p):g}: a cumulative mass {cum} is within float rounding of 1 - top_p"
+            )
+        if cum <= cut:
+            if r[order[j + 1]] == r[i] and r[i] and cum + r[i] > cut:
+                raise CaseError(f"{where}: top_p={float(top_p):g} cuts between tied tokens; their order decides")
+            drop.add(i)
+    return _normalise([ZERO if i in drop else x for i, x in enumerate(r)])
+
+
+# --- drafters ----------------------------------------------------------------------------------
+
+
+def table_drafter(q: TableModel, threshold: Fraction = ZERO) -> Drafter:
+    """Draw the next draft from q(·|context); transformers' `assistant_confidence_threshold` stops
+    drafting after a token x drawn with q(x) < threshold (`ConfidenceCriteria`)."""
+    _check_threshold(q, threshold)
+
+    def draft(start: Context, drafted: tuple[int, ...]) -> list[tuple[int, Fraction]]:
+        if drafted and q.row(start + drafted[:-1])[drafted[-1]] < threshold:
+            return []
+        return [(x, qx) for x, qx in enumerate(q.row(start + drafted)) if qx]
+
+    return draft
+
+
+def _check_threshold(q: TableModel, threshold: Fraction) -> None:
+    if threshold:
+        for key, row in q.probs.items():
+            for x in row:
+                if x and abs(float(x - threshold)) <= FLOAT_MARGIN:
+                    raise CaseError(
+                        f"{q.name} row {key!r}: entry {x} is within float rounding of "
+                        f"assistant_confidence_threshold {float(threshold):g}"
+                    )
+
+
+def lookup_candidates(ids: Sequence[int], num_tokens: int, max_ngram: int) -> list[int]:
+    """transformers' `PromptLookupCandidateGenerator.get_candidates` on a context (no EOS, no
+    logits processor, no max_length cut): the tokens after the first earlier occurrence of the
+    longest matching suffix n-gram (n = max_ngram .. 1)."""
+    n_ids = len(ids)
+    for n in range(min(max_ngram, n_ids - 1), 0, -1):
+        suffix = list(ids[-n:])
+        for start in range(n_ids - n + 1):
+            if list(ids[start : start + n]) == suffix:
+                s, e = start + n, min(start + n + num_tokens, n_ids)
+                if s < e:
+                    return list(ids[s:e])
+    return []
+
+
+def lookup_drafter(num_tokens: int, max_ngram: int = 2) -> Drafter:
+    """Prompt lookup: the round's candidate block, one point mass at a time."""
+
+    def draft(start: Context, drafted: tuple[int, ...]) -> list[tuple[int, Fraction]]:
+        cands = lookup_candidates(start, num_tokens, max_ngram)
+        return [(cands[len(drafted)], ONE)] if len(drafted) < len(cands) else []
+
+    return draft
+
+
+def point_mass(V: int) -> VerifyRow:
+    """Verify with the point mass on the drafted token (a deterministic drafter, honestly stated)."""
+    return lambda ctx, x: tuple(ONE if t == x else ZERO for t in range(V))
+
+
+def table_row(q: TableModel) -> VerifyRow:
+    """Verify with q(·|context) (what a table drafter drew from, or another table: a mismatch)."""
+    return lambda ctx, x: q.row(ctx)
+
+
+# --- laws --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One decoder's rounds: target rows, drafter, the q it verifies with, ensemble weight, and the
+    draft cap: at most `cap` drafts a round, and with `horizon` (generate's max_new_tokens) at most
+    horizon − m − 1 in a round that starts after m new tokens (transformers' `_calculate_new_tokens`)."""
+
+    p: TableModel
+    drafter: Drafter
+    verify_row: VerifyRow
+    weight: Fraction = ONE
+    cap: int = 1
+    horizon: int | None = None
+
+    def round_law(self, start: Context, m: int = 0) -> Law:
+        """Law of what one round emits from `start`, m new tokens into the generation."""
+        cap = self.cap if self.horizon is None else max(0, min(self.cap, self.horizon - m - 1))
+        out: Law = defaultdict(Fraction)
+
+        def level(drafted: tuple[int, ...], prob: Fraction) -> None:
+            ctx = start + drafted
+            r = self.p.row(ctx)
+            opts = self.drafter(start, drafted) if len(drafted) < cap else []
+            if not opts:
+                _bonus(out, drafted, prob, r)
+                return
+            for x, px in opts:
+                q = self.verify_row(ctx, x)
+                a = specinfer_accept(r, q, x, self.weight) if q[x] else ONE  # q(x) = 0: p/q = inf, accepted
+                if a:
+                    level(drafted + (x,), prob * px * a)
+                if a < 1:
+                    _bonus(out, drafted, prob * px * (1 - a), specinfer_reject(r, q))
+
+        level((), ONE)
+        return dict(out)
+
+    def token_law(self, n: int, context: Context) -> Law:
+        """Law of the first n tokens from `context` (rounds composed; memo by the whole context)."""
+        start = len(context)
+        return compose(lambda ctx: self.round_law(ctx, len(ctx) - start), tuple(context), n, memo={})
+
+
+def _bonus(out: Law, head: tuple[int, ...], prob: Fraction, r: Row) -> None:
+    if prob:
+        for y, ry in enumerate(r):
+            if ry:
+                out[head + (y,)] += prob * ry
+
+
+def check_exact_float(value: Any, name: str) -> Fraction:
+    """A float option read as the rational it denotes (0.4 -> 2/5 when that is within 1e-12)."""
+    f = Fraction(value).limit_denominator(10**6)
+    if not math.isclose(float(f), float(value), rel_tol=0, abs_tol=1e-12):
+        raise CaseError(f"{name}={value!r} is not a short rational; give e.g. 0.4 or 0.25")
+    return f
+
+
+def processed(
+    case: Case, *, temperature: float | None = None, top_k: int | None = None, top_p: float | None = None
+) -> Case:
+    """The case whose target p (and draft q) are processed as transformers' sampling does it:
+    temperature (1/k only: rows to the power k), then top-k, then top-p, exactly in rationals. A
+    boundary that float rounding would decide is refused (`rheo.decoders.laws.Processing`)."""
+    gen = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None}
+    return Processing.from_gen(gen).case(case)

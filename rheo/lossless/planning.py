@@ -1,0 +1,92 @@
+"""What a downstream decoder author needs beside the gate (docs/GATE.md "What you import"): the
+exact target law, the exact TV and the sample planner, all pure Python (the processed target,
+`rheo.processed`, is `rheo.decoders.laws.processed`)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+from rheo.lossless import validate
+from rheo.lossless.stats import DEFAULT_BETA, check_case, gate_rates, law_detectable_tv, min_num_samples, samples_for
+from rheo_ref.errors import StatsError
+from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, Law, check_law_size
+from rheo_ref.exact import target_law as _target_law
+from rheo_ref.exact import tv as _tv
+from rheo_ref.models import Case
+from rheo_ref.validate import index
+
+
+def target_law(case: Case, n: int | None = None, context: Sequence[int] | None = None, *, force: bool = False) -> Law:
+    """The exact law p(s_1..s_n | context) of the first `n` tokens (default `case.tokens`) from
+    `context` (default the case's), zero entries omitted. `n` >= 1 and the context's tokens are
+    checked; a law over `rheo exact`'s size limit (b^n sequences x n tokens > 10^7) is refused up
+    front (`force=True` computes it anyway)."""
+    check_case(case)
+    n = case.tokens if n is None else index("n", n, min=1)
+    if not force:
+        check_law_size(case, n, DEFAULT_MAX_LAW_SIZE, name="n", override="use a smaller n, or force=True to run anyway")
+    return _target_law(case, n, context)
+
+
+def total_variation(a: Law, b: Law) -> Fraction:
+    """Exact total-variation distance between two laws (dicts of token tuples to Fractions)."""
+    return _tv(a, b)
+
+
+def tv(a: Law, b: Law) -> Fraction:
+    """Deprecated spelling of `total_variation` (`tv=` is the detectable distance δ everywhere else)."""
+    warnings.warn("rheo.tv is deprecated; use rheo.total_variation", DeprecationWarning, stacklevel=2)
+    return _tv(a, b)
+
+
+def plan_samples(
+    target: Case | Mapping[tuple[int, ...], Fraction],
+    *,
+    alpha: float,
+    tv: float,
+    beta: float = DEFAULT_BETA,
+    tokens: int | None = None,
+    horizon: int | None = None,
+    rounds: bool = False,
+    force: bool = False,
+) -> int:
+    """N that `check_lossless` / `assert_lossless` draws: for a case, with the same arguments (the
+    first `tokens` tokens, default `case.tokens`, or the horizon test's windows), checked as they
+    check them (`force=True` lifts the size limits); for an exact law (a dict of token tuples to
+    Fractions), the N at which `check_law` detects TV ≥ `tv` of that full law with power ≥ 1 − β
+    at level α (docs/GATE.md, "What the statistics promise")."""
+    alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
+    if isinstance(target, Case):
+        check_case(target)
+        if horizon is not None:
+            if tokens is not None:
+                raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
+            from rheo.lossless.horizon import plan
+
+            return plan(
+                target, validate.whole("horizon", horizon, min=2), alpha=alpha, tv=tv, beta=beta, rounds=rounds
+            ).n
+        n_tok = target.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
+        validate.gate_size(
+            target, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=bool(force)
+        )
+        return samples_for(_target_law(target, n_tok), tv, alpha, beta)
+    if isinstance(target, Mapping):
+        if tokens is not None or horizon is not None or rounds:
+            raise StatsError("tokens=, horizon= and rounds= apply to a case; an exact law is planned as it is")
+        return samples_for(target, tv, alpha, beta)
+    raise StatsError(f"plan_samples needs a Case or an exact law (a dict of token tuples to Fractions), got {target!r}")
+
+
+def detectable_tv(
+    law: Mapping[tuple[int, ...], Fraction], n: int, *, alpha: float, beta: float = DEFAULT_BETA
+) -> float:
+    """The smallest TV of the full law that `check_law` with `n` samples detects with power ≥ 1 − β
+    at level α (the tested cells' plus the pooled mass)."""
+    alpha, beta, _ = gate_rates(alpha, beta, 0.5, "pearson")
+    return law_detectable_tv(law, validate.whole("n", n, min=1), alpha, beta)
+
+
+__all__ = ["detectable_tv", "plan_samples", "target_law", "total_variation"]

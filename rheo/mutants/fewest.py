@@ -1,0 +1,103 @@
+"""`rheo mutants --fewest`: every mutant's samples_to_convict before and after the hunt, from exact
+laws alone (no sampling), at the level given (the gate's derived α by default): the before/after
+table of docs/GATE.md ("The fewest samples"), so its numbers are regenerated, never typed in.
+
+- the twenty algorithmic mutants: before = on the gate case `rheo mutants` runs them on
+  (`rheo.selfgate.matrix.mutant_case`); after = the better of that and their best hunted case
+  (`rheo.mutants.best_cases.BEST_HUNTED`, `rheo.mutants.hunt.variant_case`);
+- the bug classes: before = on their library case (rheo.selfgate.case_library); after = on their best case
+  (`rheo.mutants.best_cases.BEST_CASES`: hunted, then refined); the float-level class shows its proved
+  bound instead (the fewest samples any hunted case could need).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+FLOAT_LEVEL_TWENTY = ("leq-coin", "float16")
+
+
+def twenty_row(name: str, *, alpha: float, beta: float) -> dict:
+    from rheo.mutants.best_cases import BEST_HUNTED
+    from rheo.mutants.hunt import variant_case
+    from rheo.selfgate.bugclasses import CLASS_OF
+    from rheo.selfgate.matrix import gate_cases, gate_samples_to_convict, mutant_case
+
+    def on(gc) -> tuple[int | None, str | None]:
+        return gate_samples_to_convict(gc, name, alpha, beta)
+
+    gc = gate_cases()[mutant_case(name)]
+    before, check = on(gc)
+    row = {"mutant": name, "class": CLASS_OF[name], "before": before, "before_case": gc.name, "check": check}
+    row.update(after=before, after_case="gate case", float_level=name in FLOAT_LEVEL_TWENTY)
+    if name in BEST_HUNTED:
+        h = BEST_HUNTED[name]
+        n, ch = on(variant_case(name, h["seed"], h["i"]))
+        if n is not None and (before is None or n < before):
+            row.update(after=n, after_case=f"hunt seed {h['seed']} cell {h['i']}", check=ch)
+    return row
+
+
+def bug_row_pair(name: str, *, alpha: float, beta: float) -> dict:
+    from rheo.mutants.best_cases import BEST_CASES
+    from rheo.mutants.hunt import FLOAT_LEVEL
+    from rheo.mutants.library import float_level_fields, library_case_of
+    from rheo.selfgate.bugclasses import CLASS_OF, bug_row
+    from rheo.selfgate.case_library import LIBRARY
+    from rheo_ref.bugclasses.cases import BugCase
+
+    lib = library_case_of(name)
+    case = BugCase.from_json(LIBRARY[lib]["case"])
+    r = bug_row(case, name, alpha=alpha, beta=beta)
+    row = {"mutant": name, "class": CLASS_OF[name], "before": r["samples_to_convict"], "before_case": lib}
+    row.update(after=r["samples_to_convict"], after_case=lib, check=r["convicting_check"])
+    row["float_level"] = name in FLOAT_LEVEL
+    if name in FLOAT_LEVEL:
+        row.update(float_level_fields(case, alpha=alpha, beta=beta))
+    if name in BEST_CASES:
+        h = BEST_CASES[name]["hunt"]
+        b = bug_row(BugCase.from_json(BEST_CASES[name]["case"]), name, alpha=alpha, beta=beta)
+        how = f"{'block draw' if h.get('draw') == 'block' else 'hunt'} seed {h['seed']} cell {h['i']}" + (
+            f", refined {h['refine_steps']} steps" if h["refine_steps"] else ""
+        )
+        row.update(after=b["samples_to_convict"], after_case=how, check=b["convicting_check"])
+    return row
+
+
+def fewest(*, alpha: float, beta: float, only: list[str] | None = None) -> dict:
+    """Every mutant's before/after row and, per kind (twenty / bug classes), the median and max of
+    `after` over the detectable ones (not float-level)."""
+    from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+    from rheo_ref.variants import MUTANTS
+
+    rows = [twenty_row(n, alpha=alpha, beta=beta) for n in MUTANTS if not only or n in only]
+    rows += [bug_row_pair(n, alpha=alpha, beta=beta) for n in BUG_MUTANTS if not only or n in only]
+    summary = {}
+    for kind, names in (("twenty", set(MUTANTS)), ("bug_classes", set(BUG_MUTANTS))):
+        for when in ("before", "after"):
+            ns = [r[when] for r in rows if r["mutant"] in names and not r["float_level"] and r[when] is not None]
+            if ns:
+                summary[f"{kind}_{when}"] = {"median": statistics.median(ns), "max": max(ns), "mutants": len(ns)}
+    return {"alpha": alpha, "beta": beta, "rows": rows, "summary": summary}
+
+
+def markdown(out: dict) -> str:
+    """The before/after table as docs/GATE.md prints it."""
+    from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+
+    lines = ["| mutant | class | before | after | check | after on |", "|---|---|---|---|---|---|"]
+    for r in out["rows"]:
+        m = BUG_MUTANTS.get(r["mutant"])
+        cls = str(m.klass) if m else r["class"]
+        if r["float_level"]:
+            bound = f"float-level (≥ {r['min_possible_samples']:,})" if "min_possible_samples" in r else "float-level"
+            before = "-" if r["before"] is None else f"{r['before']:.2g}"
+            lines.append(f"| `{r['mutant']}` | {cls} | {before} | {bound} | | |")
+            continue
+        lines.append(
+            f"| `{r['mutant']}` | {cls} | {r['before']:,} | {r['after']:,} | {r['check']} | {r['after_case']} |"
+        )
+    lines.append("")
+    for key, s in out["summary"].items():
+        lines.append(f"- {key.replace('_', ' ')}: median {s['median']:g}, max {s['max']:,} ({s['mutants']} detectable)")
+    return "\n".join(lines)

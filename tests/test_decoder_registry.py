@@ -1,0 +1,159 @@
+"""A decoder under test is one registry entry (`rheo.decoders`; docs/DECODERS.md): a toy decoder added from
+inside this test, through `rheo.decoders.register` alone, shows in `rheo gate --help` (its line and its
+`--gen` keys), is gated end to end by `rheo gate --decoder toy` (the correct toy passes with exact TV 0,
+a broken twin is rejected with its exact TV), has its `--gen` keys and arguments checked, and joins the
+fuzz harness's list of decoders. A decoder that needs an edit outside its folder fails here.
+
+The toy is pure Python (no transformers): each sample draws its tokens one by one from the processed
+target rows with a seeded `random.Random`, so its law is the target law exactly. Its broken twin,
+`toy-broken:W`, mixes the first token's row with the uniform row at weight W: exact TV > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from helpers import CASES, run_cli
+
+from rheo.decoders import Decoder, DecoderRun, decoders, examples, register, unregister
+from rheo_ref.errors import CaseError
+from rheo_ref.exact import target_law
+from rheo_ref.models import Case
+from rheo_ref.numbers import rational
+
+CASE = str(CASES / "small.json")
+
+
+def _draw(row: list[float], rng: random.Random) -> int:
+    u, acc = rng.random(), 0.0
+    for y, w in enumerate(row):
+        acc += w
+        if u < acc:
+            return y
+    return max(y for y, w in enumerate(row) if w > 0)
+
+
+def toy_decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, run: Any) -> list[tuple[int, ...]]:
+    p = run.processing().table(case.target)
+    w = run.arg or Fraction(0)
+    rng = random.Random(seed)
+    out = []
+    for _ in range(num_samples):
+        ctx = tuple(context)
+        for k in range(n):
+            row = [float(x) for x in p.row(ctx)]
+            if k == 0 and w:  # the broken twin: the first token's row mixed with the uniform row
+                row = [(1 - float(w)) * x + float(w) / len(row) for x in row]
+            ctx += (_draw(row, rng),)
+        out.append(ctx[len(context) :])
+    return out
+
+
+def toy_law(case: Case, n: int, run: Any) -> dict:
+    p = run.processing().table(case.target)
+    law: dict = {(): Fraction(1)}
+    w = run.arg or Fraction(0)
+    for k in range(n):
+        nxt: dict = {}
+        for seq, pr in law.items():
+            row = p.row(tuple(case.context) + seq)
+            for y, x in enumerate(row):
+                x = (1 - w) * x + w / len(row) if k == 0 else x
+                if x:
+                    nxt[seq + (y,)] = nxt.get(seq + (y,), 0) + pr * x
+        law = nxt
+    return law
+
+
+def weight(text: str) -> Fraction:
+    w = rational(text, "toy-broken:W")
+    if not 0 < w <= 1:
+        raise CaseError(f"decoder 'toy-broken:{text}': W must be in (0, 1]")
+    return w
+
+
+TOY = Decoder(
+    name="toy",
+    summary="a pure-Python toy: tokens drawn from the processed target rows",
+    decode=toy_decode,
+    gen_keys=("temperature",),
+    gen_help="temperature (1/k)",
+    exact_law=toy_law,
+    min_context=0,
+    requires=(),
+)
+BROKEN = Decoder(
+    name="toy-broken",
+    summary="the toy with its first token mixed with the uniform row at weight W (lossy)",
+    decode=toy_decode,
+    gen_keys=("temperature",),
+    exact_law=toy_law,
+    arg="W",
+    parse_arg=weight,
+    min_context=0,
+    requires=(),
+    examples=("toy-broken:1/2",),
+)
+
+
+@pytest.fixture
+def toys():
+    register(TOY)
+    register(BROKEN)
+    yield
+    unregister("toy")
+    unregister("toy-broken")
+
+
+def test_the_built_in_decoders_are_registered():
+    assert list(decoders()) == ["assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec"]
+    with pytest.raises(CaseError, match="built in"):
+        unregister("assisted")
+
+
+def test_toy_decoder_help_and_checks(toys, capsys):
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "gate", "--help")
+    out = capsys.readouterr().out
+    assert "toy            a pure-Python toy" in out and "toy-broken:W" in out and "temperature (1/k)" in out
+    assert DecoderRun.parse("toy-broken:1/4").arg == Fraction(1, 4)
+    for name, gen, msg in [
+        ("toy", {"top_k": 2}, "allowed: temperature"),
+        ("toy:1", {}, "allowed: assisted"),
+        ("toy-broken", {}, "toy-broken:W"),
+        ("toy-broken:2", {}, "W must be in"),
+    ]:
+        with pytest.raises(CaseError, match=msg):
+            DecoderRun.parse(name, gen)
+
+
+def test_toy_decoder_is_gated_end_to_end(toys, capsys):
+    """α = 1e-3, δ = 0.15 with power 0.99 on the first 2 tokens of small.json: the toy passes (its exact TV
+    is 0), the broken twin at W = 1 (first token uniform; exact TV 1/6 > δ) is rejected."""
+    code, out, err = run_cli(capsys, "gate", CASE, "--decoder", "toy", "--tokens", "2", "--tv", "0.15")
+    res = json.loads(out)
+    assert code == 0 and res["verdict"] == "pass" and res["exact_tv"] == "0", out + err
+    assert res["decoder"] == "toy" and res["tv"] == 0.15 and res["detectable_tv"] <= 0.15
+    code, out, err = run_cli(capsys, "gate-hf", CASE, "--decoder", "toy-broken:1", "--tokens", "2", "--tv", "0.15")
+    res = json.loads(out)
+    case = Case.from_json(json.loads((CASES / "small.json").read_text()))
+    exact = toy_law(case, 2, DecoderRun.parse("toy-broken:1"))
+    assert Fraction(res["exact_tv"]) == sum(abs(exact.get(s, 0) - t) for s, t in target_law(case, 2).items()) / 2
+    assert Fraction(res["exact_tv"]) > Fraction(15, 100)  # detectable by design
+    assert code == 1 and res["verdict"] == "REJECT", out + err
+
+
+def test_toy_decoder_joins_the_fuzz_harness(toys, monkeypatch):
+    """The fuzz harness's list of decoders is the registry's: the toys are in it, and valid names of every
+    decoder reach the sampling (stubbed) through `rheo gate`."""
+    import test_fuzz
+
+    import rheo.decoders.gate
+
+    assert {"toy", "toy-broken:1/2"} <= set(examples())
+    monkeypatch.setattr(rheo.decoders.gate, "gate_hf", test_fuzz._reached)
+    assert test_fuzz.decoders_reach_the_sampling(CASE) == examples()
