@@ -21,10 +21,10 @@ from hypothesis import given
 
 from rheo.families.rheo import MUTANT_CASES
 from rheo.selfgate.matrix import (
-    ALPHA,
     BETA,
     DELTA,
     MUTANT_CASE,
+    alpha_per_test,
     canonical,
     exact_tvs,
     gate_cases,
@@ -51,6 +51,8 @@ from rheo_ref.families.static.scheme import StaticScheme
 from rheo_ref.slot_steps import SlotSteps
 from rheo_ref.variants import MUTANTS, SPEC, Variant
 from rheo_ref.verifier_laws import READ_BY, VerifierSteps
+
+ALPHA = alpha_per_test()  # the gate's per-test α, derived from the registered rows
 
 BELOW_DELTA = {"leq-coin", "float16"}  # float-level effects: exact TV far below any δ
 LOSSLESS = {"one-hot-sampled"}  # a point-mass check of a drawn token is lossless: caught by the round checks only
