@@ -51,15 +51,32 @@ class Settings(Protocol):
     else 1/T an integer), top_k (0: off), top_p (1: off), min_p (0: off), penalty (frequency ρ,
     1: off), presence (π, 1: off), repetition (θ, 1: off), bias ((token, factor) pairs), order."""
 
-    temperature: Fraction
-    top_k: int
-    top_p: Fraction
-    min_p: Fraction
-    penalty: Fraction
-    presence: Fraction
-    repetition: int
-    bias: tuple[tuple[int, Fraction], ...]
-    order: str
+    @property
+    def temperature(self) -> Fraction: ...
+
+    @property
+    def top_k(self) -> int: ...
+
+    @property
+    def top_p(self) -> Fraction: ...
+
+    @property
+    def min_p(self) -> Fraction: ...
+
+    @property
+    def penalty(self) -> Fraction: ...
+
+    @property
+    def presence(self) -> Fraction: ...
+
+    @property
+    def repetition(self) -> int: ...
+
+    @property
+    def bias(self) -> tuple[tuple[int, Fraction], ...]: ...
+
+    @property
+    def order(self) -> str: ...
 
 
 def normalise(w: Weights) -> Weights:

@@ -143,7 +143,8 @@ def batch_law(
 
 
 def split(key: tuple[int, ...]) -> list[tuple[int, ...]]:
-    out, cur = [], []
+    out: list[tuple[int, ...]] = []
+    cur: list[int] = []
     for t in key:
         if t == -1:
             out.append(tuple(cur))

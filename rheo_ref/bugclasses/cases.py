@@ -72,12 +72,11 @@ def case_law(case: BugCase, mutant: str | None = None, *, first_round: bool = Fa
     of the prefill token and the first verification step's tokens; `logprobs`: each outcome followed
     by 1 when every reported probability is exact, else 0 (`rheo_ref.bugclasses.exact.reported_ok`)."""
     c = (case.draft, case.target, case.context, case.tokens, case.request)
-    kw = {"first_round": first_round, "constraint": case.constraint, "logprobs": logprobs}
     if mutant is None:
-        return decoder_law(*c, **kw)
+        return decoder_law(*c, first_round=first_round, constraint=case.constraint, logprobs=logprobs)
     m = BUG_MUTANTS[mutant]
     m.check(case)
-    return decoder_law(*c, m.steps, **kw)
+    return decoder_law(*c, m.steps, first_round=first_round, constraint=case.constraint, logprobs=logprobs)
 
 
 def request_law(case: BugCase, n: int | None = None) -> Law:
