@@ -5,7 +5,8 @@ table of docs/GATE.md ("The fewest samples"), so its numbers are regenerated, ne
 - the twenty algorithmic mutants: before = on the gate case `rheo mutants` runs them on
   (`rheo.gate.mutant_case`); after = the better of that and their best hunted case
   (`rheo.best_cases.BEST_HUNTED`, `rheo.hunt.variant_case`);
-- the bug classes: before = on their library case (rheo.case_library); after = on their best case
+- the bug classes: before = on their library case (rheo.case_library; the served-decoder classes
+  15–27: their report case, `rheo_ref.bugclasses.report_cases`); after = on their best case
   (`rheo.best_cases.BEST_CASES`: hunted, then refined); the float-level class shows its proved
   bound instead (the fewest samples any hunted case could need).
 """
@@ -43,12 +44,10 @@ def bug_row_pair(name: str, *, alpha: float, beta: float) -> dict:
 
     from .best_cases import BEST_CASES
     from .bugclasses import CLASS_OF, bug_row
-    from .case_library import LIBRARY
-    from .cli_cases import float_level_fields, library_case_of
+    from .cli_cases import before_case, float_level_fields
     from .hunt import FLOAT_LEVEL
 
-    lib = library_case_of(name)
-    case = BugCase.from_json(LIBRARY[lib]["case"])
+    lib, case = before_case(name)
     r = bug_row(case, name, alpha=alpha, beta=beta)
     row = {"mutant": name, "class": CLASS_OF[name], "before": r["samples_to_convict"], "before_case": lib}
     row.update(after=r["samples_to_convict"], after_case=lib, check=r["convicting_check"])
