@@ -52,6 +52,7 @@ PLUGINS = (
     "rheo.cli_hf",
     "rheo.cli_sweep",
     "rheo.cli_cases",
+    "rheo.cli_served",
 )
 
 
