@@ -55,7 +55,8 @@ def _above(r: Sequence[Fraction], a: Fraction) -> Law:
     n = normalise(r)
     if n is None:
         return {(len(r) - 1,): ONE}
-    out, lo = {}, ZERO
+    out: Law = {}
+    lo = ZERO
     for v, x in enumerate(n):
         hi = lo + x
         w = max(ZERO, hi - max(lo, a)) / (1 - a)

@@ -175,7 +175,9 @@ class ChainLaw:
         out: dict[tuple[int, ...], Fraction] = {}
         V, g = self.p.vocab_size, self.gamma
         for xs in itertools.product(range(V), repeat=g):
-            w, rows, r, rs = ONE, [], ONE, []
+            w, r = ONE, ONE
+            rows: list[tuple[Row, Row]] = []  # (p_i, q_i), i < γ
+            rs: list[Fraction] = []
             for i, x in enumerate(xs):
                 c = ctx + xs[:i]
                 d = self.draw_row(c)
@@ -189,7 +191,6 @@ class ChainLaw:
             if not w:
                 continue
             p_last = self.p_row(ctx + xs)
-            rows.append((p_last, None))  # row γ: the bonus row (no draft row)
             passes = []  # the probability that step i's coin passes, i = 1..γ
             for i in range(1, g + 1):
                 ri = rs[i - 1]
@@ -207,6 +208,7 @@ class ChainLaw:
                 if not wi:
                     continue
                 head = xs[:i]
+                law: Law
                 if i == g:
                     law = {(v,): x for v, x in enumerate(p_last) if x}
                 else:
