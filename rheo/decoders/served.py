@@ -11,10 +11,12 @@ driver may use the pure-Python reference (`rheo_ref`) and `rheo_fast.table_lm`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -67,26 +69,36 @@ def run_driver(env: str, module: str, request: dict, *, timeout: float) -> dict:
     )
     tail: deque[str] = deque(maxlen=STDERR_TAIL)
 
-    def pump() -> None:
+    def pump() -> None:  # stderr: shown as it comes, its last lines kept
         assert proc.stderr is not None
         for line in proc.stderr:
             tail.append(line.rstrip("\n"))
             sys.stderr.write(line)
 
-    import threading
+    killed: list[bool] = []
+
+    def kill() -> None:
+        killed.append(True)
+        proc.kill()
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
+    timer = threading.Timer(timeout, kill)
+    timer.start()
     try:
-        out, _ = proc.communicate(json.dumps(request), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        reader.join(5)
+        assert proc.stdin is not None and proc.stdout is not None
+        with contextlib.suppress(BrokenPipeError):  # a driver that dies before reading its request
+            proc.stdin.write(json.dumps(request))
+            proc.stdin.close()
+        out = proc.stdout.read()
+        proc.wait()
+    finally:
+        timer.cancel()
+    reader.join(5)
+    if killed:
         raise DriverError(
             f"{module} in .venv-{env} ran past its timeout of {timeout:g} s; last stderr:\n" + "\n".join(tail)
-        ) from None
-    reader.join(5)
+        )
     if proc.returncode != 0:
         raise DriverError(
             f"{module} in .venv-{env} exited with status {proc.returncode}; last stderr:\n" + "\n".join(tail)
