@@ -95,6 +95,9 @@ def run_driver(env: str, module: str, request: dict, *, timeout: float) -> dict:
     finally:
         timer.cancel()
     reader.join(5)
+    proc.stdout.close()
+    if proc.stderr is not None:
+        proc.stderr.close()
     if killed:
         raise DriverError(
             f"{module} in .venv-{env} ran past its timeout of {timeout:g} s; last stderr:\n" + "\n".join(tail)
