@@ -55,14 +55,14 @@ DECODER = ServedDecoder(
         Row("rejection T=1/2, batch 1", {"gamma": 3, "temperature": 0.5}, "rejection_step, T = 1/2"),
         Row("rejection T=1, batch 64", {"gamma": 3, "batch": 64}, "context loop: rejection_sample"),
         Row(
-            "rejection top_p=0.9",
-            {"gamma": 3, "top_p": 0.9},
+            "rejection top_p=0.9, batch 64",
+            {"gamma": 3, "top_p": 0.9, "batch": 64},
             "SamplingConfig(top_p=0.9), documented as the nucleus threshold",
             cause=TOP_P_CAUSE,
         ),
         Row(
-            "rejection top_k=2",
-            {"gamma": 3, "top_k": 2},
+            "rejection top_k=2, batch 64",
+            {"gamma": 3, "top_k": 2, "batch": 64},
             "SamplingConfig(top_k=2) is accepted without an error",
             cause="utils/config.py line 64, class SamplingConfig: no top_k field, and pydantic's default extra='ignore' "
             "drops the key silently; the engine samples the untruncated target",
