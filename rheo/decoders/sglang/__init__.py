@@ -100,7 +100,6 @@ DECODER = ServedDecoder(
             "(eagle_utils.py requires draft_probs to be the proposal distribution)",
             cause="reject_sampling.py line 149: the ratio p/q uses the stated q, not the proposal's",
             control=True,
-            tv=0.3,
         ),
     ),
 )
