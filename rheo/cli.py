@@ -66,6 +66,7 @@ PLUGINS = (
     "rheo.cli_hf",
     "rheo.cli_sweep",
     "rheo.cli_cases",
+    "rheo.cli_served",
 )
 
 

@@ -26,7 +26,7 @@ def test_one_mutant_json_and_bad_input():
 @pytest.mark.lossless
 @pytest.mark.slow
 def test_every_mutant_is_caught_and_false_alarms_are_consistent_with_alpha():
-    """The whole table, every family, at δ = 0.05 (α = rheo.gate.ALPHA per test, power
+    """The whole table, every family, at δ = 0.05 (α = rheo.gate.alpha_per_test() per test, power
     0.99): every mutant with an exact TV ≥ δ rejected, leq-coin and float16 reported below δ, and
     the correct fast path under 100 seeds rejected at a rate consistent with α and with 0.05
     (binomial p ≥ 0.001)."""

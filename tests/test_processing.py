@@ -20,7 +20,7 @@ from fractions import Fraction
 import pytest
 
 from rheo.bugclasses import bug_row, run_check, sampler
-from rheo.gate import ALPHA, BETA
+from rheo.gate import BETA, alpha_per_test
 from rheo_ref import processing
 from rheo_ref.bugclasses.cases import BugCase, case_law, logprobs_law, mutant_tvs, request_law
 from rheo_ref.bugclasses.decoder import Request
@@ -29,6 +29,8 @@ from rheo_ref.bugclasses.report_cases import GRAMMAR, report_cases
 from rheo_ref.constraint import Constraint
 from rheo_ref.errors import CaseError
 from rheo_ref.generate import temper_row
+
+ALPHA = alpha_per_test()  # the gate's per-test α, derived from the registered rows
 
 F = Fraction
 CASES = report_cases()
