@@ -56,15 +56,15 @@ def test_eagle_one_token_at_a_time_is_the_old_enumeration_on_random_tables(seed)
 
 
 def test_eagle_answers_at_v12_and_is_exact_there():
-    """Two tokens at V = 12 (the old enumeration gave no answer in 5 minutes): a law, lossless at T = 1
-    and with the corrected leaf rule at T = 1/2, lossy as coded at T = 1/2."""
+    """V = 12 (the old enumeration gave no answer in 5 minutes at 2 tokens): 2 tokens lossless at T = 1 and
+    with the corrected leaf rule at T = 1/2; 4 tokens lossy as coded at T = 1/2."""
     for gen, leaf_bonus, lossless in (({}, "raw", True), ({"temperature": 0.5}, "processed", True)):
         proc = Processing.from_gen(gen)
         law = Eagle(CASE12.target, CASE12.q_samp_model, proc, leaf_bonus=leaf_bonus).token_law(CASE12.context, 2)
         assert (tv(law, target_law(proc.case(CASE12), 2)) == 0) is lossless and len(law) == 144
-    proc = Processing.from_gen({"temperature": 0.5})
-    coded = Eagle(CASE12.target, CASE12.q_samp_model, proc).token_law(CASE12.context, 3)
-    assert sum(coded.values()) == 1 and tv(coded, target_law(proc.case(CASE12), 3)) > 0
+    proc = Processing.from_gen({"temperature": 0.5})  # the raw p's bonus after a leaf: reached from token 4 on
+    coded = Eagle(CASE12.target, CASE12.q_samp_model, proc).token_law(CASE12.context, 4, show=False)
+    assert sum(coded.values()) == 1 and tv(coded, target_law(proc.case(CASE12), 4)) > 0
 
 
 def stop_on_call(monkeypatch, stop, how: str) -> list:
@@ -152,9 +152,12 @@ def test_seqspec_one_token_at_a_time_is_the_old_enumeration(method, name):
             assert new.token_law(HF.context, n, show=False) == old.token_law(HF.context, n), (gamma, n)
 
 
-@pytest.mark.parametrize("seed", range(6))
+CRASH_SEEDS = (1, 4, 5, 6)  # the seeds below whose tables make capped_hsd crash (a row summing to 0)
+
+
+@pytest.mark.parametrize("seed", range(7))
 def test_seqspec_one_token_at_a_time_is_the_old_enumeration_on_random_tables(seed):
-    """Random V = 3 tables with zeros (rows that crash torch.multinomial: the outcome CRASH)."""
+    """Random V = 3 tables with zeros, some with rows that crash torch.multinomial (the outcome CRASH)."""
     q, p = random_pair(random.Random(seed), 3, 1, style="uniform")
     crashes = 0
     for method in ("standard", "naive_hsd", "capped_hsd"):
@@ -165,7 +168,7 @@ def test_seqspec_one_token_at_a_time_is_the_old_enumeration_on_random_tables(see
                 law = new.token_law((seed % 3,), n, show=False)
                 assert law == old.token_law((seed % 3,), n) and sum(law.values()) == 1, (method, gamma, n)
                 crashes += (CRASH,) * n in law
-    assert seed % 2 or crashes  # the even seeds' tables crash the capped rule somewhere
+    assert (crashes > 0) == (seed in CRASH_SEEDS)  # the crash path is among those compared
 
 
 def test_seqspec_standard_answers_at_v12_with_five_drafts_and_is_exact_there():
