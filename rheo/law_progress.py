@@ -33,13 +33,15 @@ class LawProgress:
       state (`state_name` says what it is: "tree node", "draft position");
     - `part(mass)`: what is done inside counts as `mass` times its own share (the first token's
       probability around the law of the rest);
-    - `done(share)`: that share of the current part is done (the bar moves).
+    - `done(share)`: that share of the current part is done (the bar moves);
+    - `detail`: what the innermost work is doing, when the state says too little (a draft being verified).
     `show`: None hides the bar off a terminal (tqdm's rule), False always."""
 
     def __init__(self, what: str, n: int, context: Sequence[int], *, state_name: str, show: bool | None = None) -> None:
         self.what, self.n, self.start, self.state_name, self.show = what, n, len(context), state_name, show
         self.stack: list[tuple[tuple[int, ...], object]] = []
         self.mass, self.scale = 0.0, 1.0
+        self.detail = ""  # what the innermost work is doing, where a state says too little (the draft verified)
         self.t0 = time.perf_counter()
         self.bar: Any = None
 
@@ -87,6 +89,8 @@ class LawProgress:
             )
         else:
             at = "the first token"
+        if self.detail:
+            at += f", {self.detail}"
         return (
             f"{self.what} of {self.n} tokens stopped after {seconds:.1f} s at {at}; "
             f"{min(self.mass, 1.0):.1%} of the law's mass done"

@@ -179,3 +179,22 @@ def test_seqspec_standard_answers_at_v12_with_five_drafts_and_is_exact_there():
             CASE12.context, 3, show=False
         )
         assert len(law) == 12**3 and tv(law, target_law(proc.case(CASE12), 3)) == 0
+
+
+def test_a_stopped_seqspec_round_law_names_the_draft_it_was_verifying(monkeypatch):
+    """naive_hsd enumerates a round's drafts: stopped at the draft (1, 2) of the first round, the message
+    says so, and that 5 of the 3^2 drafts were done there (drafts in lexicographic order)."""
+    q, p = random_pair(random.Random(0), 3, 1, style="close")
+    real = SeqSpec._naive
+
+    def naive(self, ctx, xs, ps, qs, cut):
+        if xs == (1, 2):
+            raise KeyboardInterrupt
+        return real(self, ctx, xs, ps, qs, cut)
+
+    monkeypatch.setattr(SeqSpec, "_naive", naive)
+    with pytest.raises(LawStopped) as info:
+        SeqSpec(p, q, Processing(), method="naive_hsd", gamma=2).token_law((0,), 3, show=False)
+    msg = str(info.value)
+    assert "the 3 tokens after prefix [] (token 1 of 3, at a round's start, 1 deep)" in msg, msg
+    assert "verifying draft [1, 2], 5 of 9 drafts done at this round's start; 0.0% of the law's mass" in msg, msg
