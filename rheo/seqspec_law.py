@@ -113,6 +113,7 @@ class SeqSpec:
             disable=(None if self._show is None else not self._show) if total >= BAR_DRAFTS else True,
             leave=False,
         )
+        refills: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)  # naive_hsd's, by kept prefix
         for k, xs in enumerate(bar):
             if progress is not None:
                 progress.detail = f"verifying draft {list(xs)}, {k:,} of {total:,} drafts done at this round's start"
@@ -124,9 +125,14 @@ class SeqSpec:
                     break
             if not w:
                 continue
-            for s, pr in self._verify(ctx, xs, ps, qs, cut).items():
+            pending: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)
+            for s, pr in self._verify(ctx, xs, ps, qs, cut, pending).items():
                 out[s] += w * pr
+            for where, pr in pending.items():
+                refills[where] += w * pr
         bar.close()
+        for (tau, kept), w in refills.items():
+            self._naive_refill(out, ctx, tau, kept, w, cut)
         if progress is not None:
             progress.detail = ""
         self._rounds[key] = dict(out)
@@ -134,7 +140,7 @@ class SeqSpec:
 
     # --- the three verifiers: law of the round's new tokens given the draft xs
 
-    def _standard(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None) -> Law:
+    def _standard(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
         out: Law = defaultdict(Fraction)
         w = ONE
         for t, x in enumerate(xs):
@@ -148,14 +154,16 @@ class SeqSpec:
         _draw(out, xs, ps[self.gamma], w, cut)
         return dict(out)
 
-    def _naive(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None) -> Law:
+    def _naive(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
+        """The round's law given the draft xs; the refills after a rejection (which depend on the kept
+        prefix only) are added to `pending` by (τ, kept prefix), for round_law to walk once per prefix."""
         g, V = self.gamma, self.V
         P, Q = _prefix(ps, xs), _prefix(qs, xs)
         out: Law = defaultdict(Fraction)
         a, w = coin(P[g - 1], Q[g - 1]), ONE
         for t in range(g - 1, -1, -1):
             if a:
-                self._naive_tail(out, ctx, xs, t, ps, qs, P, Q, w * a, cut)
+                self._naive_tail(out, pending, xs, t, ps, w * a, cut)
             w *= 1 - a
             if not w:
                 return dict(out)
@@ -164,17 +172,20 @@ class SeqSpec:
             dpq = sum((max(ZERO, P[tau] * ps[tau + 1][y] - Q[tau] * qs[tau + 1][y]) for y in range(V)), ZERO)
             dqp = sum((max(ZERO, Q[tau] * qs[tau + 1][y] - P[tau] * ps[tau + 1][y]) for y in range(V)), ZERO)
             a = coin(dpq, max(dpq, dqp))
-        self._naive_tail(out, ctx, xs, -1, ps, qs, P, Q, w, cut)
+        self._naive_tail(out, pending, xs, -1, ps, w, cut)
         return dict(out)
 
-    def _naive_tail(
-        self, out: Law, ctx: tuple, xs: tuple, tau: int, ps, qs, P, Q, w: Fraction, cut: int | None
-    ) -> None:
+    def _naive_tail(self, out: Law, pending: dict, xs: tuple, tau: int, ps, w: Fraction, cut: int | None) -> None:
         g = self.gamma
         if tau == g - 1:
             _draw(out, xs, ps[g], w, cut)
-            return
-        kept = xs[: tau + 1]
+        else:
+            pending[(tau, xs[: tau + 1])] += w
+
+    def _naive_refill(self, out: Law, ctx: tuple, tau: int, kept: tuple, w: Fraction, cut: int | None) -> None:
+        """x_0..x_τ kept, then γ − 1 − τ tokens each from norm((P·p − Q·q)+) (p where that is 0)."""
+        ps, qs = self.rows(ctx, kept)
+        P, Q = _prefix(ps, kept), _prefix(qs, kept)
         Pc, Qc = (ONE, ONE) if tau == -1 else (P[tau], Q[tau])
 
         def walk(seq: tuple, p: Row, q: Row, Pc: Fraction, Qc: Fraction, w: Fraction, left: int) -> None:
@@ -189,9 +200,9 @@ class SeqSpec:
                         seq + (y,), self.p.row(list(nxt)), self.q.row(list(nxt)), Pc * p[y], Qc * q[y], w * ry, left - 1
                     )
 
-        walk(kept, ps[tau + 1], qs[tau + 1], Pc, Qc, w, g - 1 - tau)
+        walk(kept, ps[tau + 1], qs[tau + 1], Pc, Qc, w, self.gamma - 1 - tau)
 
-    def _capped(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None) -> Law:
+    def _capped(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
         g = self.gamma
         ratios = [pr / qr for pr, qr in zip(_prefix(ps, xs), _prefix(qs, xs))]
         out: Law = defaultdict(Fraction)
