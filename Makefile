@@ -4,7 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lossless proofs clean
+.PHONY: run test bench lossless proofs clean served
+
+# Served samplers (vLLM, ...) each in its own venv: torch, then the pinned list envs/NAME.txt with
+# --no-deps (they pin transformers / torch versions the main venv must not get). Tests marked
+# `served` skip with the reason when a venv is absent; `make test` builds them.
+SERVED := vllm
+
+.venv-%/.installed: envs/%.txt
+	$(PY) -m venv .venv-$*
+	.venv-$*/bin/pip install "torch==2.13.0"
+	.venv-$*/bin/pip install --no-deps -r envs/$*.txt
+	touch $@
+
+served: $(SERVED:%=.venv-%/.installed)
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,7 +34,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 run: $(STAMP)
 	$(BIN)/rheo audit
 
-test: $(STAMP)
+test: $(STAMP) $(SERVED:%=.venv-%/.installed)
 	$(BIN)/python -m pytest
 
 lossless: $(STAMP)
@@ -34,4 +47,4 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench tests/bench
 
 clean:
-	rm -rf $(VENV) reports
+	rm -rf $(VENV) reports $(SERVED:%=.venv-%)
