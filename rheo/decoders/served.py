@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections import deque
 from pathlib import Path
 
@@ -55,7 +56,6 @@ def run_driver(env: str, module: str, request: dict, *, timeout: float) -> dict:
         text=True,
     )
     tail: deque[str] = deque(maxlen=STDERR_LINES)
-    import threading
 
     def pump() -> None:
         assert proc.stderr is not None
@@ -74,7 +74,9 @@ def run_driver(env: str, module: str, request: dict, *, timeout: float) -> dict:
     t.join(timeout=5)
     if proc.returncode != 0:
         last = "\n".join(tail)
-        raise EnvironmentFailure(f"{env}: `python -m {module}` exited with status {proc.returncode}; its stderr ends:\n{last}")
+        raise EnvironmentFailure(
+            f"{env}: `python -m {module}` exited with status {proc.returncode}; its stderr ends:\n{last}"
+        )
     lines = [ln for ln in out.splitlines() if ln.strip()]
     try:
         reply = json.loads(lines[-1]) if lines else None

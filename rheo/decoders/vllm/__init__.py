@@ -51,7 +51,7 @@ def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
 def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tokens: int | None = None) -> dict:
     """The driver's request for one setting (the gate's sampler; a mixed batch lists several)."""
     s, dp, rates = _parse(gen)
-    spec = {"temperature": 0.0 if s.greedy else 1.0 / s.power, "k": s.k, "num_samples": num_samples}
+    spec: dict[str, Any] = {"temperature": 0.0 if s.greedy else 1.0 / s.power, "k": s.k, "num_samples": num_samples}
     spec.update(top_k=s.top_k, top_p=None if s.top_p is None else float(s.top_p), seed=gen.get("seed"))
     return {
         "target": case.target.to_json(),

@@ -61,6 +61,7 @@ def _metadata(drafts: list[list[int]], device):
     """SpecDecodeMetadata as the model runner's `_calc_spec_decode_metadata` builds it."""
     import numpy as np
     import torch
+
     from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
 
     nd = np.array([len(d) for d in drafts], dtype=np.int32)
@@ -68,9 +69,9 @@ def _metadata(drafts: list[list[int]], device):
     cu_s, cu_d = np.cumsum(ns, dtype=np.int32), np.cumsum(nd, dtype=np.int32)
     starts = cu_s - ns
     target = np.concatenate([s + np.arange(n, dtype=np.int32) for s, n in zip(starts, nd)] or [np.zeros(0, np.int32)])
-    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int32)).to(device)  # noqa: E731
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int32)).to(device)
     return SpecDecodeMetadata(
-        draft_token_ids=t(np.array(sum(drafts, []), dtype=np.int32)),
+        draft_token_ids=t(np.array([t for d in drafts for t in d], dtype=np.int32)),
         num_draft_tokens=nd.tolist(),
         cu_num_draft_tokens=t(cu_d),
         cu_num_sampled_tokens=t(cu_s),
@@ -82,6 +83,7 @@ def _metadata(drafts: list[list[int]], device):
 
 def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, device):
     import torch
+
     from vllm.v1.sample.logits_processor import LogitsProcessors
     from vllm.v1.sample.metadata import SamplingMetadata
 
@@ -90,7 +92,9 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
     greedy = [float(s.get("temperature", 1.0)) == 0.0 for s in specs]
     ks = [int(s.get("top_k") or 0) for s in specs]
     ps = [float(s.get("top_p") or 1.0) for s in specs]
-    top_k = None if all(not 0 < k < V for k in ks) else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32)
+    top_k = (
+        None if all(not 0 < k < V for k in ks) else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32)
+    )
     top_p = None if all(p >= 1.0 for p in ps) else torch.tensor(ps, dtype=torch.float32)
     return SamplingMetadata(
         temperature=temp,
@@ -115,6 +119,7 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
 
 def decode(req: dict) -> dict:
     import torch
+
     import vllm
     import vllm.v1.sample.ops.topk_topp_sampler as tkp
     from vllm.v1.sample.rejection_sampler import RejectionSampler
@@ -129,7 +134,9 @@ def decode(req: dict) -> dict:
     n_tok, context, use_q = int(req["tokens"]), [int(t) for t in req["context"]], bool(req["draft_probs"])
     spec_cfg = None
     if req.get("synthetic_rates"):
-        spec_cfg = SimpleNamespace(rejection_sample_method="synthetic", synthetic_acceptance_rates=req["synthetic_rates"])
+        spec_cfg = SimpleNamespace(
+            rejection_sample_method="synthetic", synthetic_acceptance_rates=req["synthetic_rates"]
+        )
     sampler = RejectionSampler(Sampler(), spec_config=spec_cfg)
     seed = int(req["seed"])
     torch.manual_seed(seed)
@@ -138,7 +145,11 @@ def decode(req: dict) -> dict:
     rows = [i for i, s in enumerate(specs) for _ in range(int(s["num_samples"]))]
     order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed + 2)).tolist()
     rows = [rows[j] for j in order]  # the specs interleaved in the batch
-    seeded = {r: torch.Generator().manual_seed(int(specs[s]["seed"]) + r) for r, s in enumerate(rows) if specs[s].get("seed") is not None}
+    seeded = {
+        r: torch.Generator().manual_seed(int(specs[s]["seed"]) + r)
+        for r, s in enumerate(rows)
+        if specs[s].get("seed") is not None
+    }
     out: list[list[list[int]]] = [[] for _ in specs]
     bs = int(req.get("batch_size", 256))
     t_vllm = t_all = 0.0
@@ -147,11 +158,11 @@ def decode(req: dict) -> dict:
     t0 = time.perf_counter()
     for start in range(0, len(rows), bs):
         live = list(range(start, min(start + bs, len(rows))))
-        emitted = {r: [] for r in live}
+        emitted: dict[int, list[int]] = {r: [] for r in live}
         while live:
             drafts, logits, dprobs = [], [], []
             for r in live:
-                ctx, d = context + emitted[r], []
+                ctx, d = context + emitted[r], list[int]()
                 for _ in range(int(specs[rows[r]].get("k", 2))):
                     q = _row(q_rows, Lq, ctx + d)
                     logits.append(_row(logp, Lp, ctx + d))
@@ -160,7 +171,13 @@ def decode(req: dict) -> dict:
                 logits.append(_row(logp, Lp, ctx + d))  # the bonus row
                 drafts.append(d)
             meta = _metadata(drafts, device)
-            sm = _sampling([specs[rows[r]] for r in live], {i: seeded[r] for i, r in enumerate(live) if r in seeded}, drafts, V, device)
+            sm = _sampling(
+                [specs[rows[r]] for r in live],
+                {i: seeded[r] for i, r in enumerate(live) if r in seeded},
+                drafts,
+                V,
+                device,
+            )
             lg = torch.tensor(logits, dtype=torch.float32)
             dp = torch.tensor(dprobs, dtype=torch.float32) if use_q and dprobs else None
             t1 = time.perf_counter()

@@ -21,8 +21,8 @@ from rheo_ref.errors import LosslessError
 from rheo_ref.exact import tv
 from rheo_ref.models import Case, load_case
 
-from . import DECODER, MODULE, request
 from ..served import run_driver
+from . import DECODER, MODULE, request
 
 CASE_PATH = "tests/cases/hf.json"  # V = 4, first-order tables (each token's row depends on the one before)
 ALPHA, BETA = 1e-3, 0.01
