@@ -15,7 +15,7 @@ import pytest
 
 from rheo.decoders.served import env_missing_reason, run_driver
 from rheo.decoders.vllm import DECODER
-from rheo.decoders.vllm.law import Setting, VLLMLaw, conditional_rates
+from rheo.decoders.vllm.law import BlockLaw, Setting, VLLMLaw, conditional_rates
 from rheo.hf_laws import Chain, table_drafter
 from rheo.stats import check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError, EnvironmentFailure
@@ -55,6 +55,28 @@ def test_one_round_agrees_with_the_chain_rule_written_independently(draft_probs)
         assert ours == chain
 
 
+@pytest.mark.parametrize("draft_probs", [1, 0])
+def test_block_verification_as_written_is_lossless_and_accepts_at_least_as_much(draft_probs):
+    """The V2 runner's block verification (Sun et al.): TV 0 to the target, and a round's expected length
+    at least token-level verification's (the paper's claim): strictly more with draft probabilities; the
+    same with one-hot drafts (on this case: with a point-mass q, block verification gains nothing)."""
+    q, p, ctx = CASE.q_samp_model, CASE.target, tuple(CASE.context)
+    more = False
+    for k in (1, 2, 3):
+        gen = {"k": k, "method": "block", "draft_probs": draft_probs}
+        assert tv(DECODER.law(CASE, gen, 4), DECODER.target(CASE, gen, 4)) == 0
+        mean = [
+            sum(len(s) * w for s, w in law.round_law(ctx, k + 1).items())
+            for law in (
+                BlockLaw(p, q, Setting(k=k), draft_probs=bool(draft_probs)),
+                VLLMLaw(p, q, Setting(k=k), draft_probs=bool(draft_probs)),
+            )
+        ]
+        assert mean[0] >= mean[1]
+        more |= mean[0] > mean[1]
+    assert more == bool(draft_probs)
+
+
 def test_the_synthetic_method_is_lossy_exactly():
     """vLLM's documented-lossy synthetic acceptance: the negative control's law is far from the target."""
     gen = {"k": 3, "synthetic": "9/10,4/5,7/10"}
@@ -80,7 +102,8 @@ def test_the_law_is_lazy_in_the_tokens_asked_for():
 @pytest.mark.parametrize(
     "gen, message",
     [({"temperature": 0.3}, "1/T"), ({"k": 200}, "k=200"), ({"repetition_penalty": 1.2}, "not a vLLM option"),
-     ({"synthetic": "1/2,3/4"}, "not increase")],
+     ({"synthetic": "1/2,3/4"}, "not increase"), ({"method": "block", "temperature": 0.5}, "temperature 1"),
+     ({"method": "tree"}, "allowed: token, block")],
 )  # fmt: skip
 def test_bad_settings_are_refused(gen, message):
     with pytest.raises(CaseError, match=message):
@@ -131,7 +154,9 @@ def test_quick_vllm_synthetic_is_rejected_and_fits_its_own_law(rheo_seed):
 @pytest.mark.lossless
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 @pytest.mark.parametrize("salt", ["a", "b"])
-@pytest.mark.parametrize("row", ["draft-probs", "one-hot", "processed", "bonus", "synthetic", "horizon", "mixed-batch"])
+@pytest.mark.parametrize(
+    "row", ["draft-probs", "one-hot", "processed", "bonus", "block-one-hot", "synthetic", "horizon", "mixed-batch"]
+)
 def test_slow_vllm_rows(row, salt, rheo_seed):
     """The verdict table: the verdict follows the exact TV (pass at 0, REJECT at >= δ) and the samples
     fit vLLM's own exact law."""

@@ -16,7 +16,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
 
 from ..served import run_driver
-from .law import Law, Setting, VLLMLaw
+from .law import BlockLaw, Law, Setting, VLLMLaw
 
 ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"
 SECONDS_PER_SAMPLE = 0.5  # the driver's timeout: generous against ~0.05-0.1 s a sample in the interpreter
@@ -27,8 +27,18 @@ GEN_KEYS = {
     "k": "drafts per round (num_speculative_tokens), 0..128; default 2",
     "draft_probs": "1: hand vLLM the q rows; 0: none (one-hot drafts, as n-gram drafting); default 1",
     "seed": "a per-request seed (vLLM draws this request's randomness from its own torch.Generator)",
+    "method": "token (default: vllm.v1.sample.rejection_sampler) or block (the V2 runner's block verification, T = 1)",
     "synthetic": "comma-separated unconditional acceptance rates: vLLM's lossy synthetic method (negative control)",
 }
+
+
+def _method(gen: dict[str, Any]) -> str:
+    m = gen.get("method", "token")
+    if m not in ("token", "block"):
+        raise CaseError(f"method={m!r}; allowed: token, block")
+    if m == "block" and gen.get("synthetic") is not None:
+        raise CaseError("method=block with synthetic: vLLM refuses the pair (block verification is incompatible)")
+    return str(m)
 
 
 def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
@@ -62,6 +72,7 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
         "seed": seed % 2**62,
         "requests": [spec],
         "synthetic_rates": None if rates is None else [float(r) for r in rates],
+        "method": _method(gen),
     }
 
 
@@ -80,6 +91,8 @@ def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, .
 def law(case: Case, gen: dict[str, Any], n: int, *, progress: bool = False) -> Law:
     """The exact law of the first n tokens vLLM's RejectionSampler emits with these settings."""
     s, dp, rates = _parse(gen)
+    if _method(gen) == "block":
+        return BlockLaw(case.target, case.q_samp_model, s, draft_probs=dp).token_law(case.context, n, progress=progress)
     return VLLMLaw(case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates).token_law(
         case.context, n, progress=progress
     )

@@ -17,6 +17,11 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   `vllm.v1.sample.ops.topk_topp_sampler.HAS_TRITON = False` (the switch vLLM itself reads to choose
   `apply_top_k_top_p_pytorch`); the Triton top-k / top-p kernel does not run in the interpreter
   (see docs/THIRD_PARTY.md). A verdict with top-k / top-p is a verdict on that PyTorch path.
+- `"method": "block"`: block verification (Sun et al.), which 0.33.0 has only in the V2 model
+  runner: `vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils.rejection_sample(...,
+  use_block_verification=True)`, called with the tensors that runner builds (target logits already
+  processed: temperature 1, no top-k / top-p here; one seed a request; positions). Its draws are
+  philox streams of (seed, position), so every sample gets its own seed from the harness.
 - `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
   i-th draft with a fixed rate, whatever p and q): the negative control.
 No rheo module beyond this file's standard-library imports is needed here.
@@ -117,6 +122,77 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
     )
 
 
+def _block_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V):
+    """One verification step of the V2 runner's block verifier for a batch of requests with K drafts."""
+    import torch
+
+    B = len(drafts)
+    n = B * (K + 1)
+    tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [B*(K+1), V] processed target logits
+    # [B*(K+1)]: per request the last context token, then its drafts (row i verifies entry i + 1)
+    ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64)
+    dl = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
+    cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
+    idx = torch.arange(B, dtype=torch.int32)
+    out, num = rejection_sample(
+        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64), idx, idx.repeat_interleave(K + 1),
+        torch.arange(K + 1, dtype=torch.int32).repeat(B), torch.ones(B), torch.tensor(seeds, dtype=torch.int64), K,
+        use_block_verification=True,
+    )  # fmt: skip
+    return [out[b, : int(num[b])].tolist() for b in range(B)]
+
+
+def decode_block(req: dict) -> dict:
+    import torch
+
+    import vllm
+    from vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils import rejection_sample
+
+    V, Lp, p_rows = _rows(req["target"])
+    _, Lq, q_rows = _rows(req["draft"])
+    logp = {k: [math.log(x) if x > 0 else ZERO_LOGIT for x in r] for k, r in p_rows.items()}
+    n_tok, context, use_q = int(req["tokens"]), [int(t) for t in req["context"]], bool(req["draft_probs"])
+    (spec,) = req["requests"]
+    K, N, seed = int(spec.get("k", 2)), int(spec["num_samples"]), int(req["seed"])
+    gen = torch.Generator().manual_seed(seed)
+    out: list[list[int]] = []
+    t_vllm, calls, t0 = 0.0, 0, time.perf_counter()
+    bs = int(req.get("batch_size", 256))
+    for start in range(0, N, bs):
+        live = list(range(start, min(start + bs, N)))
+        emitted: dict[int, list[int]] = {r: [] for r in live}
+        seeds = {r: int(torch.randint(0, 2**62, (1,), generator=gen)) for r in live}
+        while live:
+            drafts, logits, dprobs, positions = [], [], [], []
+            for r in live:
+                ctx, d = context + emitted[r], list[int]()
+                for j in range(K + 1):
+                    logits.append(_row(logp, Lp, ctx + d))
+                    positions.append(len(ctx) - 1 + j)
+                    if j < K:
+                        q = _row(q_rows, Lq, ctx + d)
+                        dprobs.append(q)
+                        d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=gen)))
+                drafts.append((d, ctx[-1]))
+            t1 = time.perf_counter()
+            toks = _block_round(
+                rejection_sample, drafts, logits, dprobs if use_q else None, [seeds[r] for r in live], positions, K, V
+            )
+            t_vllm += time.perf_counter() - t1
+            calls += 1
+            for r, t in zip(live, toks):
+                emitted[r] += t
+            live = [r for r in live if len(emitted[r]) < n_tok]
+        out += [emitted[r][:n_tok] for r in range(start, min(start + bs, N))]
+    return {
+        "vllm": vllm.__version__,
+        "torch": torch.__version__,
+        "samples": [out],
+        "seconds": {"total": round(time.perf_counter() - t0, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
+        "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "method": "block"},
+    }
+
+
 def decode(req: dict) -> dict:
     import torch
 
@@ -211,7 +287,7 @@ def decode(req: dict) -> dict:
 
 def main() -> None:
     req = json.loads(sys.stdin.read())
-    reply = decode(req)
+    reply = decode_block(req) if req.get("method") == "block" else decode(req)
     sys.stdout.write(json.dumps(reply) + "\n")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from rheo.horizon import assert_lossless
 from rheo.stats import check_law, samples_for
-from rheo_ref.errors import LosslessError
+from rheo_ref.errors import LosslessError, RheoError
 from rheo_ref.exact import tv
 from rheo_ref.models import Case, load_case
 
@@ -37,6 +37,12 @@ ROWS: dict[str, tuple[dict[str, Any], int, str]] = {
         "T = 1/2, top-k 3, top-p 0.9 at the verified positions and the bonus (PyTorch top-k/top-p path)",
     ),
     "bonus": ({"k": 1, "temperature": 0.5, "top_k": 2, "draft_probs": 0}, 3, "k = 1: the bonus at token 2, often"),
+    "block-one-hot": (
+        {"k": 3, "method": "block", "draft_probs": 0},
+        4,
+        "block verification (V2 runner), one-hot drafts, T = 1; token 4 = the bonus after 3 accepted",
+    ),
+    "block-draft-probs": ({"k": 3, "method": "block"}, 4, "block verification with draft logits (see the notes)"),
     "synthetic": ({"k": 3, "synthetic": "9/10,4/5,7/10"}, 4, "negative control: synthetic acceptance (lossy)"),
 }
 HORIZON = ({"k": 3}, 8)  # every window (x_{k-1}, x_k), k <= 8: rounds 1 and 2 and their bonuses
@@ -126,7 +132,11 @@ def main() -> None:
     a = ap.parse_args()
     for name in a.rows.split(","):
         for s in a.seeds.split(","):
-            print(json.dumps(run(name, int(s), a.tv)), flush=True)
+            try:
+                row = run(name, int(s), a.tv)
+            except RheoError as e:  # a row that cannot run here: its error, located
+                row = {"row": name, "seed": int(s), "verdict": "cannot run", "error": str(e)[-1500:]}
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

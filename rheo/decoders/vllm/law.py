@@ -173,3 +173,75 @@ class VLLMLaw:
                     out[s + s2] += ps * p2
         self._after[key] = dict(out)
         return self._after[key]
+
+
+class BlockLaw(VLLMLaw):
+    """Block verification as the V2 model runner writes it
+    (`vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py`), at temperature 1 without top-k / top-p:
+    - `_compute_cumulative_log_p_kernel`: p_0 = 1, p_i = min(1, p_{i-1} P_i(x_i) / Q_i(x_i)) (Q_i(x_i) = 1
+      for one-hot drafts);
+    - `_rejection_kernel` (block branch): for i < k, h_i = r_i / (r_i + 1 - p_i) with
+      r_i = sum_y max(p_i P_{i+1}(y) - Q_{i+1}(y), 0) (one-hot: p_i (1 - P_{i+1}(x_{i+1})),
+      `_compute_global_residual_mass`), h_k = p_k; with one uniform u_i per step,
+      τ = the largest i with u_i <= h_i (0 if none);
+    - `_resample_kernel`: after x_1..x_τ, the token from norm(max(p_τ P_{τ+1} - Q_{τ+1}, 0)) (one-hot:
+      P_{τ+1} without x_{τ+1}), or from P_{k+1} when τ = k (the bonus)."""
+
+    def __init__(self, p: TableModel, q: TableModel, setting: Setting, *, draft_probs: bool = True) -> None:
+        if setting.greedy or not setting.processing.identity:
+            raise CaseError("block verification is modelled at temperature 1 without top-k / top-p")
+        super().__init__(p, q, setting, draft_probs=draft_probs)
+
+    def round_law(self, ctx: tuple[int, ...], limit: int) -> Law:
+        out: Law = defaultdict(Fraction)
+        k, V = self.s.k, self.raw.vocab_size
+
+        def residual(c: tuple[int, ...], pt: Fraction, x: int) -> Row:
+            P, Q = self.p.row(list(c)), (self.q.row(list(c)) if self.use_q else self._point(x))
+            r = [max(ZERO, pt * P[y] - Q[y]) for y in range(V)]
+            if not any(r):
+                raise CaseError(f"block verification: empty residual at context {list(c)}")
+            return _normalise(r)
+
+        def finish(xs: tuple[int, ...], w: Fraction) -> None:
+            ps = [ONE]  # p_0 .. p_k
+            for i, x in enumerate(xs):
+                c = ctx + xs[:i]
+                Q = self.q.row(list(c))[x] if self.use_q else ONE
+                ps.append(min(ONE, ps[-1] * self.p.row(list(c))[x] / Q))
+            h = []
+            for i in range(1, k + 1):
+                if i == k:
+                    h.append(ps[k])
+                    continue
+                c = ctx + xs[:i]
+                P, Qr = self.p.row(list(c)), (self.q.row(list(c)) if self.use_q else self._point(xs[i]))
+                r = sum((max(ZERO, ps[i] * P[y] - Qr[y]) for y in range(V)), ZERO)
+                den = r + 1 - ps[i]
+                h.append(r / den if den > 0 else ONE)
+            for tau in range(k + 1):  # P(τ = tau) = h_tau · Π_{j > tau} (1 - h_j), h_0 = 1
+                wt = w * (h[tau - 1] if tau else ONE)
+                for j in range(tau + 1, k + 1):
+                    wt *= 1 - h[j - 1]
+                if not wt:
+                    continue
+                acc = xs[:tau]
+                if len(acc) >= limit:
+                    out[acc[:limit]] += wt
+                    continue
+                c = ctx + acc
+                row = self.p.row(list(c)) if tau == k else residual(c, ps[tau], xs[tau])
+                for y, py in enumerate(row):
+                    if py:
+                        out[acc + (y,)] += wt * py
+
+        def draft(xs: tuple[int, ...], w: Fraction) -> None:
+            if len(xs) == k:
+                finish(xs, w)
+                return
+            for x, qx in enumerate(self.q.row(list(ctx + xs))):
+                if qx:
+                    draft(xs + (x,), w * qx)
+
+        draft((), ONE)
+        return dict(out)
