@@ -6,11 +6,11 @@ One round of a request with k drafts from context c (`vllm/v1/sample/rejection_s
   logits / temperature, then `apply_top_k_top_p`: top-k keeps values >= the k-th largest, top-p
   drops the tokens whose ascending cumulative mass is <= 1 - top_p; `rheo.hf_laws.Processing` is
   that rule in rationals);
-- `rejection_random_sample_kernel` (lines 896-960) accepts x_j iff
+- `rejection_random_sample_kernel` (lines 896-967; the test on line 951) accepts x_j iff
   `draft_prob > 0 and target_prob / draft_prob >= uniform_prob`: w.p. min(1, p_j(x_j) / v_j(x_j)),
   where v_j is the q row handed to vLLM, or the point mass on x_j when `draft_probs` is None;
 - the first rejection emits the recovered token of `sample_recovered_tokens_kernel` (lines
-  1071-1132), the argmax of max(p_j - v_j, 0) / E with E ~ Exp(1): a draw from norm((p_j - v_j)+);
+  1071-1152), the argmax of max(p_j - v_j, 0) / E with E ~ Exp(1): a draw from norm((p_j - v_j)+);
 - all k accepted: the bonus from the `Sampler` on the bonus row (temperature, top-k, top-p), p_{k+1};
 - temperature 0 (`rejection_greedy_sample_kernel`): x_j is kept iff it is the argmax of the raw
   target logits, the first mismatch emits the argmax, the bonus is the argmax;
