@@ -2,7 +2,7 @@
 
 Exact-law tests need no venv. Rows marked `served` run vLLM's own code in `.venv-vllm` (built by
 `make .venv-vllm/.installed`; skipped with the reason when absent), in Triton's CPU interpreter.
-Quick rows: α = 1e-3, δ = 0.3 (power 0.99), the first 2 tokens (16 cells); slow rows: every row of the verdict
+Quick rows (about 50 s together): α = 1e-3, δ = 0.35 (power 0.99), the first 2 tokens (16 cells); slow rows: every row of the verdict
 table (`rheo.decoders.vllm.gate`), δ = 0.2, two seeds.
 """
 
@@ -121,7 +121,7 @@ def test_a_failing_driver_names_env_module_and_its_stderr():
         run_driver("vllm", "rheo.no_such_driver", {}, timeout=120)
 
 
-def quick(gen, seed, delta=0.3, n=2):
+def quick(gen, seed, delta=0.35, n=2):
     c = replace(CASE, tokens=n)
     target, own = DECODER.target(c, gen, n), DECODER.law(c, gen, n)
     samples = DECODER.sampler(gen)(c, seed, samples_for(target, delta, 1e-3, 0.01))
@@ -137,7 +137,7 @@ def quick(gen, seed, delta=0.3, n=2):
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def test_quick_vllm_with_draft_probs_passes(rheo_seed):
     res, own, exact = quick({"k": 2}, rheo_seed)
-    assert exact == 0 and not res.rejected and res.detectable_tv <= 0.3, res.summary()
+    assert exact == 0 and not res.rejected and res.detectable_tv <= 0.35, res.summary()
 
 
 @pytest.mark.served
@@ -145,7 +145,7 @@ def test_quick_vllm_with_draft_probs_passes(rheo_seed):
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def test_quick_vllm_synthetic_is_rejected_and_fits_its_own_law(rheo_seed):
     res, own, exact = quick({"k": 2, "synthetic": "9/10,4/5"}, rheo_seed)
-    assert exact > 0.3 and res.rejected, res.summary()
+    assert exact > 0.35 and res.rejected, res.summary()
     assert not own.rejected, own.summary()
 
 
