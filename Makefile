@@ -5,11 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lossless proofs clean
+.PHONY: run test bench lossless proofs clean served
 
 # Served decoders under the gate (rheo/decoders/served.py): each package in its own environment
-# .venv-NAME, torch first, then envs/NAME.txt with --no-deps (every dependency listed and pinned).
-SERVED := sglang eagle-harness flashspec
+# .venv-NAME, torch first, then envs/NAME.txt with --no-deps (every dependency listed and pinned:
+# they pin transformers / torch versions the main venv must not get). Tests marked `served` skip
+# with the reason when a venv is absent; `make test` builds them.
+SERVED := vllm sglang eagle-harness flashspec
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,6 +23,8 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -c constraints.txt --no-deps eagle-llm  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
 	$(BIN)/pip install -c constraints.txt --no-deps sequential-speculative-decoding  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`
 	touch $(STAMP)
+
+served: $(SERVED:%=.venv-%/.installed)
 
 .venv-%/.installed: envs/%.txt
 	$(PY) -m venv .venv-$*
