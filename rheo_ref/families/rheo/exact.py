@@ -18,6 +18,7 @@ from rheo_ref.families.rheo.bestfirst import BestFirstRounds
 from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
+from rheo_ref.families.rheo.walk import WalkRounds
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, expansions
 from rheo_ref.validate import show
@@ -80,12 +81,17 @@ def rounds(
     progress: Callable[[int], None] | None = None,
 ) -> RheoRounds:
     """The family's `rounds` (rheo_ref.family.Family): its mutants come as `rules` (built by
-    rheo_ref.families.rheo.mutants), never as `variant`."""
+    rheo_ref.families.rheo.mutants), never as `variant`. `walk` answers round laws up to a
+    horizon (rheo_ref.families.rheo.walk)."""
     if variant is not SPEC:
         raise CaseError(
             f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
             f"rheo_ref.families.rheo.mutants (MutantExact), not by variant="
         )
+    if method == "walk":
+        if rules is not SPEC_RULES:
+            raise CaseError("method 'walk' verifies by the spec's rules only; mutants run with method 'brute'")
+        return WalkRounds(case, progress=progress)  # type: ignore[return-value]
     return RheoRounds(case, method, rules=rules, max_trees=max_trees, progress=progress)
 
 
