@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -318,7 +318,7 @@ def exact_report(
 ) -> ExactReport:
     t0 = time.perf_counter()
     n = case.tokens if tokens is None else tokens
-    ex = Exact(case, method, max_trees=max_trees, progress=progress)
+    ex = Exact(replace(case, tokens=n), method, max_trees=max_trees, progress=progress)  # walk's size: n
     check_law_size(case, n, max_law_size, name="tokens" if tokens is None else "--tokens")
     law = ex.token_law(n)
     tgt = target_law(case, n)

@@ -99,23 +99,26 @@ def estimate(case: Case, method: str, variant: Variant = SPEC) -> Size:
     """An upper bound of the trees per round that `brute`/`classes` enumerate (dp: 0, its limit is
     enforced while it runs), never computed when large: brute (V-m)^E, with E the expansions of a
     round; classes (V-m)^(E-last) x min(V-m, K-m)^last (the sampled nodes created by the last
-    level of expansions are never expanded, and distinct fills bound their classes)."""
+    level of expansions are never expanded, and distinct fills bound their classes); walk: the
+    classes bound of the tree cut at depth min(n, D), n = the case's tokens (its shallow trees;
+    the deep frontiers it adds are bounded by the relevance floor, not by this count)."""
     if method == "dp":
         return Size.of(0)
     s = case.scheme_as(Scheme)
     if s.m >= s.K:
         return Size.of(1)
     branch = case.vocab_size - s.m  # possible sampled identities per expansion
-    E = expansions(s.K, s.W, s.D)
+    D = min(case.tokens, s.D) if method == "walk" else s.D  # walk: the shallow trees, to depth n
+    E = expansions(s.K, s.W, D)
     if method == "brute":
         return Size.power(branch, E)
-    last = E - expansions(s.K, s.W, s.D - 1) if s.D > 1 else E
+    last = E - expansions(s.K, s.W, D - 1) if D > 1 else E
     return Size.power(branch, E - last) * Size.power(min(branch, s.K - s.m), last)
 
 
 def estimate_what(case: Case, method: str) -> str:
     s = case.scheme_as(Scheme)
     return (
-        f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
-        f"V={show(case.vocab_size)})"
+        f"method {show(method)}: {'shallow ' if method == 'walk' else ''}trees per round (K={show(s.K)}, "
+        f"W={show(s.W)}, D={show(min(case.tokens, s.D) if method == 'walk' else s.D)}, V={show(case.vocab_size)})"
     )

@@ -53,9 +53,10 @@ class DeepCounts:
     """Law of the counts of deep nodes above each threshold, below a relevant frontier (step 2).
     One instance per set of thresholds (the distinct shallow scores, descending)."""
 
-    def __init__(self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...]) -> None:
+    def __init__(self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], last: int) -> None:
         self.case, self.plans = case, plans
         self.scheme: Scheme = case.scheme_as(Scheme)
+        self.last = last  # the deepest depth that can matter: min(D, h + R)
         self.thresholds, self.floor = thresholds, thresholds[-1]
         self.chooser = ClassChooser()
         self._ascending = sorted(thresholds)
@@ -122,7 +123,7 @@ class DeepCounts:
         nexts: dict[tuple[Counts, tuple[Member, ...]], Fraction] = defaultdict(Fraction)
         for prob, kids in self._children(members):
             here = self.counts_of([-k[0] for k in kids])
-            if depth + 1 >= s.D:
+            if depth + 1 >= self.last:
                 nexts[(here, ())] += prob
                 continue
             # the relevant part of the next frontier; a sampled node is split only if it matters
@@ -151,12 +152,10 @@ class DeepCounts:
         return [(qt[y] / z, y) for y in tokens]
 
 
-def shallow_trees(case: Case, context: Context, horizon: int) -> Iterator[tuple[Fraction, Nodes]]:
-    """Step 1: every tree to depth min(h, D) with its probability (`classes`' builder)."""
+def shallow_trees(case: Case, context: Context, depth: int) -> Iterator[tuple[Fraction, Nodes]]:
+    """Step 1: every tree to `depth` with its probability (`classes`' builder)."""
     scheme = case.scheme_as(Scheme)
-    yield from build_tree(
-        case.draft, case.q_samp_model, tuple(context), replace(scheme, D=min(horizon, scheme.D)), ClassChooser()
-    )
+    yield from build_tree(case.draft, case.q_samp_model, tuple(context), replace(scheme, D=depth), ClassChooser())
 
 
 def kept_prefix(shallow: list[Node], thresholds: tuple[Fraction, ...], counts: Counts, R: int) -> int:
@@ -181,31 +180,33 @@ class WalkRounds:
         self.case, self.scheme = case, case.scheme_as(Scheme)
         self.plans = Plans(case)
         self.laws = KeptLaws(case, self.plans)
-        self._deep: dict[tuple[Fraction, ...], DeepCounts] = {}
+        self._deep: dict[tuple[tuple[Fraction, ...], int], DeepCounts] = {}
         self.enumerated = 0
         self.frontiers = 0
         self.progress = progress
 
-    def deep(self, thresholds: tuple[Fraction, ...]) -> DeepCounts:
-        if thresholds not in self._deep:
-            self._deep[thresholds] = DeepCounts(self.case, self.plans, thresholds)
-        return self._deep[thresholds]
+    def deep(self, thresholds: tuple[Fraction, ...], last: int) -> DeepCounts:
+        if (thresholds, last) not in self._deep:
+            self._deep[thresholds, last] = DeepCounts(self.case, self.plans, thresholds, last)
+        return self._deep[thresholds, last]
 
     def kept_shapes(self, context: Context, horizon: int) -> dict[tuple, Fraction]:
         """(kept shallow subtree as verification sees it, probability), merged."""
         s, context = self.scheme, tuple(context)
+        # a kept node has depth <= R (its ancestors are kept), and a node deeper than h + R that
+        # outranks a shallow node brings R ancestors that do too: nothing past these depths matters
+        top, last = min(horizon, s.D, s.R), min(s.D, horizon + s.R)
         merged: dict[tuple, Fraction] = defaultdict(Fraction)
-        for prob, nodes in shallow_trees(self.case, context, horizon):
+        for prob, nodes in shallow_trees(self.case, context, top):
             self.enumerated += 1
             if self.progress is not None:
                 self.progress(1)
             order = sorted(nodes[1:], key=rerank_key)
-            if horizon >= s.D or not order:
-                for j, w in ((min(s.R, len(order)), ONE),):
-                    merged[self.shape(nodes, order[:j], horizon)] += prob * w
+            if top == min(s.D, s.R):  # nothing deep can be kept or outrank a kept node
+                merged[self.shape(nodes, order[: s.R], horizon)] += prob
                 continue
             thresholds = tuple(sorted({n.score for n in order}, reverse=True))
-            deep = self.deep(thresholds)
+            deep = self.deep(thresholds, last)
             before = deep.frontiers
             for w, members in self.deep_frontier(nodes, context, deep):
                 for counts, pc in deep.law(members, horizon).items():
