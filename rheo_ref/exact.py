@@ -318,7 +318,8 @@ def exact_report(
 ) -> ExactReport:
     t0 = time.perf_counter()
     n = case.tokens if tokens is None else tokens
-    ex = Exact(replace(case, tokens=n), method, max_trees=max_trees, progress=progress)  # walk's size: n
+    sized = replace(case, tokens=n) if method == "walk" else case  # walk's size depends on n
+    ex = Exact(sized, method, max_trees=max_trees, progress=progress)
     check_law_size(case, n, max_law_size, name="tokens" if tokens is None else "--tokens")
     law = ex.token_law(n)
     tgt = target_law(case, n)
