@@ -22,7 +22,7 @@ from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.families.rheo.walk import MORE
 from rheo_ref.generate import random_pair
-from rheo_ref.models import Case
+from rheo_ref.models import Case, Proxy
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], deadline=None)
 
@@ -63,7 +63,7 @@ def zipf_case(V: int, R: int, *, K: int = 4, W: int = 3, D: int = 8, proxy: str 
     """Peaked rows like a language model's (rheo_ref.generate's zipf style): deep x_1 chains outrank
     shallow tails, so the budget R decides which shallow nodes are kept."""
     q, p = random_pair(random.Random(seed), V, 1, style="zipf")
-    return Case(q, p, Scheme(K, 1, W, D, R, proxy), (0,), 1)
+    return Case(q, p, Scheme(K, 1, W, D, R, Proxy.parse(proxy)), (0,), 1)
 
 
 def test_budget_cuts_shallow_nodes_and_walk_sees_it():

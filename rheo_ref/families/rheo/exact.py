@@ -79,7 +79,7 @@ def rounds(
     rules: Rules = SPEC_RULES,
     max_trees: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> RheoRounds:
+) -> RheoRounds | WalkRounds:
     """The family's `rounds` (rheo_ref.family.Family): its mutants come as `rules` (built by
     rheo_ref.families.rheo.mutants), never as `variant`. `walk` answers round laws up to a
     horizon (rheo_ref.families.rheo.walk)."""
@@ -91,7 +91,7 @@ def rounds(
     if method == "walk":
         if rules is not SPEC_RULES:
             raise CaseError("method 'walk' verifies by the spec's rules only; mutants run with method 'brute'")
-        return WalkRounds(case, progress=progress)  # type: ignore[return-value]
+        return WalkRounds(case, progress=progress)
     return RheoRounds(case, method, rules=rules, max_trees=max_trees, progress=progress)
 
 
