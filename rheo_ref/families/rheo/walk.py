@@ -123,7 +123,7 @@ class DeepCounts:
         nexts: dict[tuple[Counts, tuple[Member, ...]], Fraction] = defaultdict(Fraction)
         for prob, kids in self._children(members):
             here = self.counts_of([-k[0] for k in kids])
-            if depth + 1 >= self.last:
+            if depth + 1 >= self.last or min(here) >= R:  # the last depth that matters, or every count full
                 nexts[(here, ())] += prob
                 continue
             # the relevant part of the next frontier; a sampled node is split only if it matters
