@@ -77,13 +77,14 @@ def test_budget_cuts_shallow_nodes_and_walk_sees_it():
     assert laws[3] != laws[5] != laws[8]
 
 
-@pytest.mark.parametrize("proxy", ["rheo", "true", "const:1/4"])
+@pytest.mark.parametrize("proxy", ["rheo", "const:1/4", "scaled:1/2", "top-k"])
 def test_first_token_at_the_papers_budget(proxy):
-    """R = 60, D = 8, V = 12: the first token's law in well under a second; the rheo and const
-    proxies are lossless, the true proxy (the biased negative control) is not."""
-    case = zipf_case(12, 60, proxy=proxy)
-    d = tv(Exact(case, "walk").token_law(1), target_law(case, 1))
-    assert (d == 0) == (proxy != "true")
+    """R = 60, D = 8, V = 12: the first token's law in well under a second, TV 0 exactly (Top-K:
+    m = K)."""
+    case = zipf_case(12, 60, proxy="rheo" if proxy == "top-k" else proxy)
+    if proxy == "top-k":
+        case = case.with_scheme(m=4)
+    assert tv(Exact(case, "walk").token_law(1), target_law(case, 1)) == 0
 
 
 def test_walk_refuses_mutant_rules():
