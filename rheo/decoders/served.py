@@ -40,6 +40,8 @@ def env_python(env: str) -> Path:
 
 def env_missing_reason(env: str) -> str | None:
     """None when `.venv-<env>` is built; else why not, and the make command that builds it."""
+    if not (REPO / "envs" / f"{env}.txt").is_file():
+        return f"no served environment {env!r}: envs/{env}.txt does not exist"
     stamp = REPO / f".venv-{env}" / ".installed"
     if not env_python(env).exists() or not stamp.exists():
         return f"the {env} environment is not built ({stamp} missing): run `make .venv-{env}/.installed`"
