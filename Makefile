@@ -5,7 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lossless proofs clean
+.PHONY: run test bench lossless proofs clean served
+
+# Served decoders under the gate (rheo/decoders/served.py): each package in its own environment
+# .venv-NAME, torch first, then envs/NAME.txt with --no-deps (every dependency listed and pinned:
+# they pin transformers / torch versions the main venv must not get). Tests marked `served` skip
+# with the reason when a venv is absent; `make test` builds them.
+SERVED := vllm sglang eagle-harness flashspec
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,10 +24,18 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -c constraints.txt --no-deps sequential-speculative-decoding  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`
 	touch $(STAMP)
 
+served: $(SERVED:%=.venv-%/.installed)
+
+.venv-%/.installed: envs/%.txt
+	$(PY) -m venv .venv-$*
+	.venv-$*/bin/pip install "torch==2.13.0"
+	.venv-$*/bin/pip install --no-deps -r envs/$*.txt
+	touch $@
+
 run: $(STAMP)
 	$(BIN)/rheo audit
 
-test: $(STAMP)
+test: $(STAMP) $(SERVED:%=.venv-%/.installed)
 	$(BIN)/python -m pytest
 
 lossless: $(STAMP)
@@ -34,4 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench tests/bench
 
 clean:
-	rm -rf $(VENV) reports
+	rm -rf $(VENV) $(SERVED:%=.venv-%) reports

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -30,7 +30,7 @@ from rheo_ref.variants import SPEC, Variant, variant_named
 
 Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
 ZERO = Fraction(0)
-METHODS = ("dp", "classes", "brute")  # what a family's `rounds` is asked for (a family may run one for another)
+METHODS = ("dp", "classes", "brute", "walk")  # what a family's `rounds` is asked for (a family may run one for another)
 DEFAULT_MAX_TREES = 2_000_000
 DEFAULT_MAX_LAW_SIZE = 10_000_000  # tokens in all the sequences of an n-token law (b^n sequences x n)
 
@@ -69,6 +69,7 @@ class Exact:
         self.case, self.method = case, method
         self.counter = Counter()
         self._rounds: dict[Context, Law] = {}
+        self._cut: dict[tuple[Context, int], Law] = {}  # round laws up to a horizon (method walk)
         self._progress = progress
         family = family_of(case.scheme)
         variant.check_family(family.name)
@@ -104,6 +105,26 @@ class Exact:
                 self._progress(self._laws.enumerated - before)
         return self._rounds[key]
 
+    @property
+    def cuts(self) -> bool:
+        """Whether the round laws come up to a horizon (`walk`): a law of n tokens then needs the
+        rounds only up to n tokens, and a sequence that goes on past it ends with `MORE` (-1)."""
+        return bool(getattr(self._laws, "takes_horizon", False))
+
+    def round_law_to(self, context: Context | None, horizon: int) -> Law:
+        """The round law from `context` cut at `horizon` tokens when the method can (`cuts`), else
+        the whole round law (whose sequences past the horizon the caller cuts itself)."""
+        if not self.cuts:
+            return self.round_law(context)
+        ctx = self.case.context if context is None else tuple(context)
+        key = (memo_key(self.case, ctx), horizon)
+        if key not in self._cut:
+            before = self._laws.enumerated
+            self._cut[key] = self._laws.round_law(ctx, horizon)  # type: ignore[call-arg]
+            self.counter.enumerated += self._laws.enumerated - before
+            self.counter.rounds += 1
+        return self._cut[key]
+
     def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
         """A token that ends decoding after `emitted` (padding the rest), or None: the spec never stops."""
         return None
@@ -118,7 +139,7 @@ class Exact:
         pending: list[tuple[Prefix, int, Context, Fraction]] = [(None, 0, ctx, Fraction(1))]
         while pending:
             prefix, k, c, pr = pending.pop()
-            for s, ps in self.round_law(c).items():
+            for s, ps in self.round_law_to(c, n - k).items():
                 stop = self._stop_token(s)
                 if len(s) >= n - k:
                     out[joined(prefix, s[: n - k])] += pr * ps
@@ -128,19 +149,23 @@ class Exact:
                     pending.append(((prefix, s), k + len(s), memo_key(self.case, c + s), pr * ps))
         return dict(out)
 
-    def round_lengths(self, context: Context | None = None) -> dict[int, Fraction]:
+    def round_lengths(self, context: Context | None = None, horizon: int | None = None) -> dict[int, Fraction]:
+        """Law of the tokens a round emits; with a `horizon` h and a method that `cuts`, the key
+        h + 1 stands for "more than h" (the round law is then computed only up to h tokens)."""
         out: dict[int, Fraction] = defaultdict(Fraction)
-        for s, pr in self.round_law(context).items():
-            out[len(s)] += pr
+        law = self.round_law(context) if horizon is None else self.round_law_to(context, horizon)
+        for s, pr in law.items():
+            out[len(s) if horizon is None else min(len(s), horizon + 1)] += pr
         return dict(sorted(out.items()))
 
     def tau(self, context: Context | None = None) -> Fraction:
         """Expected tokens emitted per round."""
         return sum((k * pr for k, pr in self.round_lengths(context).items()), ZERO)
 
-    def acceptance(self, context: Context | None = None) -> Fraction:
-        """One-level acceptance rate: probability that some child of the root is accepted."""
-        return sum((pr for k, pr in self.round_lengths(context).items() if k >= 2), ZERO)
+    def acceptance(self, context: Context | None = None, horizon: int | None = None) -> Fraction:
+        """One-level acceptance rate: probability that some child of the root is accepted (any
+        horizon >= 1 gives it exactly)."""
+        return sum((pr for k, pr in self.round_lengths(context, horizon).items() if k >= 2), ZERO)
 
 
 class VariantExact(Exact):
@@ -149,6 +174,26 @@ class VariantExact(Exact):
 
     def __init__(self, case: Case, variant: Variant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
         super().__init__(case, "brute", max_trees=max_trees, variant=variant)
+
+    @property
+    def cuts(self) -> bool:
+        """Whether the round laws come up to a horizon (`walk`): a law of n tokens then needs the
+        rounds only up to n tokens, and a sequence that goes on past it ends with `MORE` (-1)."""
+        return bool(getattr(self._laws, "takes_horizon", False))
+
+    def round_law_to(self, context: Context | None, horizon: int) -> Law:
+        """The round law from `context` cut at `horizon` tokens when the method can (`cuts`), else
+        the whole round law (whose sequences past the horizon the caller cuts itself)."""
+        if not self.cuts:
+            return self.round_law(context)
+        ctx = self.case.context if context is None else tuple(context)
+        key = (memo_key(self.case, ctx), horizon)
+        if key not in self._cut:
+            before = self._laws.enumerated
+            self._cut[key] = self._laws.round_law(ctx, horizon)  # type: ignore[call-arg]
+            self.counter.enumerated += self._laws.enumerated - before
+            self.counter.rounds += 1
+        return self._cut[key]
 
     def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
         V = self.case.vocab_size
@@ -219,22 +264,24 @@ class ExactReport:
     law: Law
     target: Law
     tv: Fraction
-    tau: Fraction
+    tau: Fraction | None  # None: the method computed the rounds only up to the law's n tokens (walk)
     round_lengths: dict[int, Fraction]
     acceptance: Fraction
     method: str
     enumerated: int
     seconds: float
     extra: dict = field(default_factory=dict)
+    horizon: int | None = None  # round_lengths' last key h + 1 stands for "more than h" when set
 
     def to_json(self) -> dict:
         key = lambda s: ",".join(map(str, s))
+        length = lambda k: f">{self.horizon}" if self.horizon is not None and k > self.horizon else str(k)
         return {
             "law": {key(s): str(p) for s, p in sorted(self.law.items()) if p},
             "target": {key(s): str(p) for s, p in sorted(self.target.items()) if p},
             "tv": str(self.tv),
-            "tau": str(self.tau),
-            "round_lengths": {str(k): str(v) for k, v in self.round_lengths.items() if v},
+            "tau": None if self.tau is None else str(self.tau),
+            "round_lengths": {length(k): str(v) for k, v in self.round_lengths.items() if v},
             "acceptance": str(self.acceptance),
             "method": self.method,
             "enumerated": self.enumerated,
@@ -270,19 +317,22 @@ def exact_report(
 ) -> ExactReport:
     t0 = time.perf_counter()
     n = case.tokens if tokens is None else tokens
-    ex = Exact(case, method, max_trees=max_trees, progress=progress)
+    sized = replace(case, tokens=n) if method == "walk" else case  # walk's size depends on n
+    ex = Exact(sized, method, max_trees=max_trees, progress=progress)
     check_law_size(case, n, max_law_size, name="tokens" if tokens is None else "--tokens")
     law = ex.token_law(n)
     tgt = target_law(case, n)
-    lengths = ex.round_lengths()
+    horizon = n if ex.cuts else None  # walk: the first round only up to n tokens, so no tau
+    lengths = ex.round_lengths(horizon=horizon)
     return ExactReport(
         law,
         tgt,
         tv(law, tgt),
-        ex.tau(),
+        None if ex.cuts else ex.tau(),
         lengths,
-        ex.acceptance(),
+        ex.acceptance(horizon=horizon),
         method,
         ex.counter.enumerated,
         time.perf_counter() - t0,
+        horizon=horizon,
     )

@@ -15,6 +15,7 @@ from itertools import product
 
 from rheo_ref.laws import normalise
 
+from . import processing
 from .errors import CaseError
 from .models import Case, Row, TableModel
 
@@ -95,19 +96,15 @@ def temper_row(row: Row, T: Fraction, *, max_denominator: int = 10**4) -> Row:
     float power rounded to a denominator <= max_denominator, renormalised exactly: itself a valid exact row."""
     if T < 0:
         raise CaseError(f"temperature {T} must be >= 0")
-    if T == 0:
-        top = min(range(len(row)), key=lambda t: (-row[t], t))  # the argmax, ties by lower id
-        return tuple(Fraction(int(i == top)) for i in range(len(row)))
-    if (1 / T).denominator == 1:
-        w = [x ** int(1 / T) for x in row]
-    else:
-        w = [Fraction(float(x) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0) for x in row]
-        if not any(w):  # every power underflowed: the same powers relative to the largest entry (which is 1)
-            largest = float(max(row))
-            w = [
-                Fraction((float(x) / largest) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0)
-                for x in row
-            ]
+    if T == 0 or (1 / T).denominator == 1:  # exact: rheo_ref.processing (T = 0: argmax, ties by lower id)
+        return processing.normalise(processing.temperature(tuple(row), T))
+    w = [Fraction(float(x) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0) for x in row]
+    if not any(w):  # every power underflowed: the same powers relative to the largest entry (which is 1)
+        largest = float(max(row))
+        w = [
+            Fraction((float(x) / largest) ** float(1 / T)).limit_denominator(max_denominator) if x else Fraction(0)
+            for x in row
+        ]
     z = sum(w, Fraction(0))
     return tuple(x / z for x in w)
 

@@ -13,10 +13,12 @@ token ids; zero entries are omitted):
   law            law of the first N tokens decoded by repeated rounds of the scheme
   target         the target law p(s_1..s_N | context) = prod p(s_i | context, s_<i)
   tv             exact total-variation distance between law and target ("0": lossless)
-  tau            expected tokens emitted by the first round (from the case's context)
-  round_lengths  law of the number of tokens the first round emits (1..D+1)
+  tau            expected tokens emitted by the first round (from the case's context);
+                 null with --method walk (it computes rounds only up to N tokens)
+  round_lengths  law of the number of tokens the first round emits (1..D+1; walk: 1..N and
+                 ">N" for a round that emits more)
   acceptance     one-level acceptance rate: P(some child of the root is accepted)
-  method         the enumerator used (dp, classes or brute; all are exact and must agree)
+  method         the enumerator used (dp, classes, brute or walk; all are exact and must agree)
   enumerated     how many trees (outcomes) the enumerator visited over all rounds it needed
                  (dp: the kept trees its best-first construction branched into, before
                  merging, docs/EXACT_AT_SCALE.md; family static: brute counts joint draws of
@@ -57,11 +59,13 @@ def register(sub) -> None:
     ex.add_argument("case", help="case file in the section-10 JSON format")
     ex.add_argument(
         "--method",
-        choices=("dp", "classes", "brute"),
+        choices=("dp", "classes", "brute", "walk"),
         default="dp",
         help="dp (default): kept trees built best-first and lazily, verified by a memoised recursion "
         "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
-        "into classes; brute: every sampled identity (static: every joint draw)",
+        "into classes; brute: every sampled identity (static: every joint draw); walk (family rheo): "
+        "the law of the first N tokens from the kept nodes of depth <= N and counts of the deeper "
+        "ones, at the paper's budget (docs/EXACT_AT_SCALE.md)",
     )
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
     ex.add_argument(

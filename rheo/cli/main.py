@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,10 +102,24 @@ def _say(prefix: str, message: object) -> None:
     print(f"rheo: {prefix}: {text}", file=sys.stderr)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM (`timeout`, a CI runner's cancel) stops a command as Ctrl-C does, so that what it was
+    doing is reported (a long exact law says where it was) instead of a silent kill. Returns the
+    handler it replaced (None off the main thread, where handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; the exit status is documented in docs/CLI.md (argparse's own usage
     errors exit 2 with a usage line and an error line)."""
     _tolerant_streams()
+    previous = _stop_on_sigterm()
     try:
         args_in = sys.argv[1:] if argv is None else list(argv)
         if len(args_in) > MAX_ARGS or sum(len(a) for a in args_in) > MAX_ARGV_CHARS:
@@ -119,8 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RheoError as e:
         _say("error", e)
         return e.exit_status
-    except KeyboardInterrupt:
-        print("rheo: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (a timeout): a long exact law says where it was
+        print(f"rheo: interrupted{f': {e}' if str(e) else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # stdout closed early (`rheo exact ... | head`)
         _quiet_stdout()
@@ -151,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)",
         )
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _tolerant_streams() -> None:

@@ -3,8 +3,10 @@
 Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits when its models are
 `TableLM`s of a case, as far as rheo knows the decoder exactly.
 
-- `Processing` (`.table`, `.case`; `processed` for a whole case): the processed law that sampling targets when `generate` gets temperature /
-  top-k / top-p (transformers' warpers, in its order: temperature, top-k, top-p), exactly. A
+- `Processing` (`.table`, `.case`; `processed` for a whole case): the processed law that sampling
+  targets when `generate` gets temperature / top-k / top-p (transformers' warpers, in its order:
+  temperature, top-k, top-p), exactly, by `rheo_ref.processing` (the one implementation of logits
+  processing). A
   temperature must be 1/k (rows to the power k); a boundary that float rounding decides (a top-k
   near-tie, a top-p cumulative mass within 1e-6 of 1 − top_p, tied tokens across it) is refused.
 - `Chain.round_law`: one round of chain speculative sampling as transformers runs it
@@ -34,9 +36,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from rheo_ref import processing
 from rheo_ref.errors import CaseError
 from rheo_ref.laws import Law, compose
-from rheo_ref.laws import normalise as _normalise
 from rheo_ref.models import Case, Context, Row, TableModel, present
 from rheo_ref.verifier_laws import specinfer_accept, specinfer_reject
 
@@ -91,7 +93,7 @@ class Processing:
         return self.power == 1 and self.top_k is None and self.top_p is None
 
     def row(self, row: Sequence[Fraction], where: str = "row") -> Row:
-        r = _normalise([x**self.power for x in row])
+        r = processing.normalise(processing.temperature(tuple(row), Fraction(1, self.power)))
         if self.top_k is not None and self.top_k < len(r):
             r = _top_k(r, self.top_k, where)
         if self.top_p is not None:
@@ -114,31 +116,31 @@ class Processing:
 
 
 def _top_k(r: Row, k: int, where: str) -> Row:
-    """Keep the tokens whose probability is >= the k-th largest (transformers keeps ties)."""
+    """`rheo_ref.processing.top_k` (ties with the k-th value kept, as transformers), refusing a
+    near-tie that float rounding would decide."""
     kth = sorted(r, reverse=True)[k - 1]
     for x in r:
         if x < kth and kth and float(kth - x) <= FLOAT_MARGIN * float(kth):
             raise CaseError(f"{where}: top_k={k} boundary: {x} is within float rounding of the k-th value {kth}")
-    return _normalise([x if x >= kth else ZERO for x in r])
+    return processing.normalise(processing.top_k(r, k))
 
 
 def _top_p(r: Row, top_p: Fraction, where: str) -> Row:
-    """transformers' rule: sort ascending, drop tokens whose cumulative probability is <= 1 − top_p,
-    never the largest."""
+    """`rheo_ref.processing.top_p` (transformers' rule: sort ascending, drop tokens whose cumulative
+    probability is <= 1 − top_p, never the largest), refusing a cut-off that float rounding or the
+    order of tied tokens would decide."""
     cut = 1 - top_p
     order = sorted(range(len(r)), key=lambda i: r[i])
-    drop, cum = set(), ZERO
+    cum = ZERO
     for j, i in enumerate(order[:-1]):
         cum += r[i]
         if abs(float(cum - cut)) <= FLOAT_MARGIN:
             raise CaseError(
                 f"{where}: top_p={float(top_p):g}: a cumulative mass {cum} is within float rounding of 1 - top_p"
             )
-        if cum <= cut:
-            if r[order[j + 1]] == r[i] and r[i] and cum + r[i] > cut:
-                raise CaseError(f"{where}: top_p={float(top_p):g} cuts between tied tokens; their order decides")
-            drop.add(i)
-    return _normalise([ZERO if i in drop else x for i, x in enumerate(r)])
+        if cum <= cut and r[order[j + 1]] == r[i] and r[i] and cum + r[i] > cut:
+            raise CaseError(f"{where}: top_p={float(top_p):g} cuts between tied tokens; their order decides")
+    return processing.normalise(processing.top_p(r, top_p))
 
 
 # --- drafters ----------------------------------------------------------------------------------

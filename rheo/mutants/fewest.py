@@ -5,7 +5,8 @@ table of docs/GATE.md ("The fewest samples"), so its numbers are regenerated, ne
 - the twenty algorithmic mutants: before = on the gate case `rheo mutants` runs them on
   (`rheo.selfgate.matrix.mutant_case`); after = the better of that and their best hunted case
   (`rheo.mutants.best_cases.BEST_HUNTED`, `rheo.mutants.hunt.variant_case`);
-- the bug classes: before = on their library case (rheo.selfgate.case_library); after = on their best case
+- the bug classes: before = on their library case (rheo.selfgate.case_library; the served-decoder
+  classes 15–27: their report case, `rheo_ref.bugclasses.report_cases`); after = on their best case
   (`rheo.mutants.best_cases.BEST_CASES`: hunted, then refined); the float-level class shows its proved
   bound instead (the fewest samples any hunted case could need).
 """
@@ -41,13 +42,11 @@ def twenty_row(name: str, *, alpha: float, beta: float) -> dict:
 def bug_row_pair(name: str, *, alpha: float, beta: float) -> dict:
     from rheo.mutants.best_cases import BEST_CASES
     from rheo.mutants.hunt import FLOAT_LEVEL
-    from rheo.mutants.library import float_level_fields, library_case_of
+    from rheo.mutants.library import before_case, float_level_fields
     from rheo.selfgate.bugclasses import CLASS_OF, bug_row
-    from rheo.selfgate.case_library import LIBRARY
     from rheo_ref.bugclasses.cases import BugCase
 
-    lib = library_case_of(name)
-    case = BugCase.from_json(LIBRARY[lib]["case"])
+    lib, case = before_case(name)
     r = bug_row(case, name, alpha=alpha, beta=beta)
     row = {"mutant": name, "class": CLASS_OF[name], "before": r["samples_to_convict"], "before_case": lib}
     row.update(after=r["samples_to_convict"], after_case=lib, check=r["convicting_check"])

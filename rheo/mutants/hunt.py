@@ -59,7 +59,10 @@ def float_level_bound() -> float:
 
 
 def floor_mutants(verify: str) -> list[str]:
-    return [m for m in BUG_MUTANTS if m not in NOT_READ[verify] and m not in FLOAT_LEVEL]
+    """The mutants a case's floor is over: the seam classes (1–14) its verification reads."""
+    return [
+        m for m, b in BUG_MUTANTS.items() if b.kind == "seam" and m not in NOT_READ[verify] and m not in FLOAT_LEVEL
+    ]
 
 
 def random_case(seed: int, i: int, *, verify: str | None = None) -> BugCase:
@@ -229,7 +232,7 @@ def floor_of(case: BugCase) -> float:
 
     def largest_tv(name: str) -> float | None:
         try:
-            BUG_MUTANTS[name].check(case.request)
+            BUG_MUTANTS[name].check(case)
         except CaseError:
             return None
         laws, bad = bug_laws(case, name)
@@ -243,7 +246,7 @@ def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
     rows = {}
     for name, m in BUG_MUTANTS.items():
         try:
-            m.check(case.request)
+            m.check(case)
         except CaseError:
             continue
         rows[name] = bug_row(case, name, alpha=alpha, beta=beta)
@@ -274,7 +277,7 @@ def refine(
 
     def build() -> BugCase:
         d, t = (TableModel.from_weights(w[n], context_length=L, name=n) for n in ("draft", "target"))
-        return BugCase(d, t, case.context, case.tokens, case.request)
+        return BugCase(d, t, case.context, case.tokens, case.request, case.constraint)
 
     def score(c: BugCase) -> float:
         if mutant is None:

@@ -97,6 +97,22 @@ def library_case_of(mutant: str) -> str:
     return next(iter(LIBRARY))
 
 
+def before_case(mutant: str):
+    """(label, case) a bug-class mutant runs on before any hunt: its library case for the seam
+    classes (1–14), else the report case of its kind (`rheo_ref.bugclasses.report_cases`)."""
+    from rheo.selfgate.case_library import LIBRARY
+    from rheo_ref.bugclasses.cases import BugCase
+    from rheo_ref.bugclasses.mutants import BUG_MUTANTS
+    from rheo_ref.bugclasses.report_cases import CASE_OF, REPORT_CASE, report_cases
+
+    kind = BUG_MUTANTS[mutant].kind
+    if kind == "seam":
+        lib = library_case_of(mutant)
+        return lib, BugCase.from_json(LIBRARY[lib]["case"])
+    name = CASE_OF.get(mutant, REPORT_CASE[kind])
+    return f"report case {name}", report_cases()[name]
+
+
 def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n: int = 200_000) -> list[dict]:
     """The bug-class mutants (all, or those named in `only`), each on its best case (rheo.mutants.best_cases;
     else its library case): exact TVs, samples_to_convict, and the convicting check run at that N
@@ -104,7 +120,6 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
     from rheo.mutants.best_cases import BEST_CASES
     from rheo.mutants.hunt import FLOAT_LEVEL
     from rheo.selfgate.bugclasses import bug_row, run_check, seed
-    from rheo.selfgate.case_library import LIBRARY
     from rheo_ref.bugclasses.cases import BugCase
     from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
@@ -112,8 +127,7 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
     for name in BUG_MUTANTS:
         if only and name not in only:
             continue
-        lib = library_case_of(name)
-        case = BugCase.from_json(LIBRARY[lib]["case"])
+        lib, case = before_case(name)
         row = bug_row(case, name, alpha=alpha, beta=beta)
         on_library = {"library_case": lib, "library_samples_to_convict": row["samples_to_convict"]}
         if name in BEST_CASES:

@@ -5,7 +5,10 @@ gate check needs to convict a mutant (docs/GATE.md, "Bug classes" and "The fewes
   with a seeded `random.Random` stream (one stream per sample; the same code as the exact law);
 - checks `joint1` … `joint<tokens>`: the first n tokens against the request's exact law; `round`:
   the prefill token and the first verification step's tokens against the baseline decoder's
-  exact law of them (so a lossless change of the algorithm, or of τ, shows too);
+  exact law of them (so a lossless change of the algorithm, or of τ, shows too); `logprobs`: the
+  tokens and whether every probability the decoder reports is the processed target's (a wrong
+  report is an outcome the checked law lacks: one sample convicts); `grid` (boundary mutants): the
+  tokens with the stream's coins on the grid {k/16}, against the baseline's law on the same grid;
 - `samples_to_convict(laws, tvs)`: the smallest N at which one check rejects the mutant with
   power ≥ 1 − β at level α, from its exact TV (`rheo.lossless.stats.samples_for_coarse`: the mutant's
   law is known exactly, so its TV is re-read on the cells the test pools at that N and the power
@@ -30,9 +33,9 @@ from rheo.lossless.stats import (
     samples_for_coarse,
     seed_for,
 )
-from rheo_ref.bugclasses.cases import BugCase, case_law, request_law
+from rheo_ref.bugclasses.cases import GRID, BugCase, case_law, grid_law, logprobs_law, request_law
 from rheo_ref.bugclasses.decoder import Models, decode
-from rheo_ref.bugclasses.exact import marginal
+from rheo_ref.bugclasses.exact import marginal, reported_ok
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 from rheo_ref.laws import Law, tv
 
@@ -69,19 +72,23 @@ CLASS_OF = {
 class FloatStream:
     """A `Random` over float64 uniforms: a position's uniform is drawn once, when first asked for."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, grid: int | None = None) -> None:
         self.rng = rng
+        self.grid = grid  # None: float64 uniforms; M: uniforms k/M, k uniform in 0..M − 1
         self.drawn: dict[int, float] = {}
 
     def uniform(self, position: int) -> float:
         if position not in self.drawn:
-            self.drawn[position] = self.rng.random()
+            self.drawn[position] = self.rng.random() if self.grid is None else self.rng.randrange(self.grid) / self.grid
         return self.drawn[position]
 
     def below(self, u: float, a: float) -> bool:
         return u < a
 
-    def pick(self, u: float, row) -> int:
+    def pick(self, u: float, row, closed: bool = False) -> int:
+        if closed:  # the first t with u·Σ <= cumulative sum, zero-mass tokens included
+            x = u * sum(row)
+            return next((t for t in range(len(row)) if x <= sum(row[: t + 1])), len(row) - 1)
         x, last = u * sum(row), 0
         for t, w in enumerate(row):
             if w > 0:
@@ -96,18 +103,27 @@ def _floats(row) -> tuple[float, ...]:
     return tuple(float(x) for x in row)
 
 
-def sampler(mutant: str | None = None, *, first_round: bool = False):
+def sampler(mutant: str | None = None, *, first_round: bool = False, logprobs: bool = False, grid: int | None = None):
     """(case, seed, n) -> n first-`case.tokens` sequences of the baseline decoder (or of `mutant`);
-    `first_round`: the prefill token and the first verification step's tokens."""
+    `first_round`: the prefill token and the first verification step's tokens; `logprobs`: each
+    followed by 1 when every probability it reports is the processed target's, else 0; `grid`: the
+    stream's uniforms on the grid {k/grid} (the `grid` check's coins)."""
     steps = BUG_MUTANTS[mutant].steps if mutant else None
 
     def run(case: BugCase, seed: int, n: int) -> list[tuple[int, ...]]:
         models = Models(case.draft, case.target, number=_floats)
         rng = random.Random(seed)
-        kw: dict[str, Any] = (
-            {"first_round": first_round} if steps is None else {"steps": steps, "first_round": first_round}
-        )
-        return [decode(models, case.context, case.tokens, case.request, FloatStream(rng), **kw) for _ in range(n)]
+        kw: dict[str, Any] = {"first_round": first_round, "constraint": case.constraint}
+        if steps is not None:
+            kw["steps"] = steps
+        out = []
+        for _ in range(n):
+            reported: list = []
+            s = decode(models, case.context, case.tokens, case.request, FloatStream(rng, grid), logprobs=reported, **kw)
+            if logprobs:
+                s = (*s, int(reported_ok(case.target, case.context, case.request, case.constraint, s, reported)))
+            out.append(s)
+        return out
 
     return run
 
@@ -124,6 +140,10 @@ _BASELINE: dict[str, Law] = {}  # the baseline's round law per case (JSON), comp
 
 def check_law_of(case: BugCase, check: str, mutant: str | None = None) -> Law:
     """The exact law a check tests against (`mutant` None), or the mutant's law of the same outcome."""
+    if check == "logprobs":
+        return logprobs_law(case, mutant)
+    if check == "grid":
+        return grid_law(case, mutant)
     if check == "round":
         if mutant is not None:
             return case_law(case, mutant, first_round=True)
@@ -152,8 +172,9 @@ def run_check(
     gate's rule for `tv` unless `n` is given."""
     law = check_law_of(case, check)
     N = samples_for(law, tv, alpha, beta) if n is None else n
-    draws = sampler(mutant, first_round=check == "round")(case, seed, N)
-    if check != "round":
+    grid = GRID if check == "grid" else None
+    draws = sampler(mutant, first_round=check == "round", logprobs=check == "logprobs", grid=grid)(case, seed, N)
+    if check.startswith("joint"):
         draws = [s[: int(check[5:])] for s in draws]
     return check_law(draws, law, alpha=alpha, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
 
@@ -202,11 +223,14 @@ def samples_to_convict(
 
 def bug_laws(case: BugCase, mutant: str) -> tuple[dict[str, Law], dict[str, Law]]:
     """(the law each check tests against, the mutant's law of the same outcome) on a case."""
-    m = case_law(case, mutant)
+    m = case_law(case, mutant, logprobs=True)
     ref = request_law(case)
     laws: dict[str, Law] = {c: marginal(ref, int(c[5:])) for c in checks(case) if c != "round"}
     bad: dict[str, Law] = {c: marginal(m, int(c[5:])) for c in laws}
     laws["round"], bad["round"] = check_law_of(case, "round"), check_law_of(case, "round", mutant)
+    laws["logprobs"], bad["logprobs"] = logprobs_law(case), m
+    if BUG_MUTANTS[mutant].kind == "boundary":
+        laws["grid"], bad["grid"] = grid_law(case), grid_law(case, mutant)
     return laws, bad
 
 

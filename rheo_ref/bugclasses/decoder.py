@@ -40,8 +40,11 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Protocol
 
+from .. import processing
+from ..constraint import Constraint
 from ..errors import CaseError
 from ..models import TableModel
+from ..processing import normalise
 
 Num = Any  # a Fraction (exact law) or a float (samples)
 Weights = tuple  # one row of non-negative numbers over the vocabulary, not necessarily normalised
@@ -50,11 +53,15 @@ VERIFY = ("token", "block")
 
 @dataclass(frozen=True)
 class Request:
-    """The sampling parameters of a request and the decoder's shape.
+    """The sampling parameters of a request and the decoder's shape (rheo_ref.processing says what
+    each setting does and in which order).
 
-    temperature: 1 or 1/2 (1/T an integer, so rows stay rational); top_k: 0 = off; top_p: 1 = off;
-    penalty ρ: the factor per earlier occurrence of a token among the generated ones (1 = off);
-    gamma: draft tokens per round; verify: `token` or `block`."""
+    temperature: 0 (greedy) or 1/T an integer 1..4, so rows stay rational; top_k: 0 = off; top_p:
+    1 = off; penalty ρ: the frequency factor per earlier occurrence of a token among the generated
+    ones (1 = off); gamma: draft tokens per round; verify: `token` or `block`; min_p: 0 = off;
+    presence π: the factor on a token already generated (1 = off); repetition θ: an integer, the
+    power on a token of prompt or output (1 = off); bias: (token, factor) pairs, factor = e^bias
+    (0: banned); order: `transformers` or `vllm` (`rheo_ref.processing.ORDERS`)."""
 
     temperature: Fraction = Fraction(1)
     top_k: int = 0
@@ -62,11 +69,17 @@ class Request:
     penalty: Fraction = Fraction(1)
     gamma: int = 2
     verify: str = "token"
+    min_p: Fraction = Fraction(0)
+    presence: Fraction = Fraction(1)
+    repetition: int = 1
+    bias: tuple[tuple[int, Fraction], ...] = ()
+    order: str = "transformers"
 
     def __post_init__(self) -> None:
-        inv = 1 / Fraction(self.temperature) if self.temperature else None
-        if inv is None or inv.denominator != 1 or not 1 <= inv <= 4:
-            raise CaseError(f"temperature={self.temperature}; allowed: 1, 1/2, 1/3, 1/4 (1/T an integer)")
+        T = Fraction(self.temperature)
+        inv = 1 / T if T else None
+        if T != 0 and (inv is None or inv.denominator != 1 or not 1 <= inv <= 4):
+            raise CaseError(f"temperature={self.temperature}; allowed: 0 (greedy), 1, 1/2, 1/3, 1/4 (1/T an integer)")
         if not isinstance(self.top_k, int) or self.top_k < 0:
             raise CaseError(f"top_k={self.top_k!r}; allowed: an integer >= 0 (0: off)")
         if not 0 < Fraction(self.top_p) <= 1:
@@ -77,9 +90,19 @@ class Request:
             raise CaseError(f"gamma={self.gamma!r}; allowed: 1..4 draft tokens per round")
         if self.verify not in VERIFY:
             raise CaseError(f"verify={self.verify!r}; allowed: {', '.join(VERIFY)}")
+        if not 0 <= Fraction(self.min_p) <= 1:
+            raise CaseError(f"min_p={self.min_p}; allowed: 0 <= min_p <= 1 (0: off)")
+        if not 0 < Fraction(self.presence) <= 1:
+            raise CaseError(f"presence={self.presence}; allowed: 0 < π <= 1 (1: off)")
+        if not isinstance(self.repetition, int) or not 1 <= self.repetition <= 4:
+            raise CaseError(f"repetition={self.repetition!r}; allowed: an integer θ in 1..4 (1: off)")
+        if any(not isinstance(t, int) or t < 0 or Fraction(f) < 0 for t, f in self.bias):
+            raise CaseError(f"bias={self.bias!r}; allowed: (token id >= 0, factor >= 0) pairs")
+        if self.order not in processing.ORDERS:
+            raise CaseError(f"order={self.order!r}; allowed: {', '.join(processing.ORDERS)}")
 
     def to_json(self) -> dict:
-        return {
+        out: dict = {
             "temperature": str(self.temperature),
             "top_k": self.top_k,
             "top_p": str(self.top_p),
@@ -87,6 +110,15 @@ class Request:
             "gamma": self.gamma,
             "verify": self.verify,
         }
+        extra = {  # written only when set, so a case without them reads as before
+            "min_p": (str(self.min_p), self.min_p != 0),
+            "presence": (str(self.presence), self.presence != 1),
+            "repetition": (self.repetition, self.repetition != 1),
+            "bias": ([[t, str(f)] for t, f in self.bias], bool(self.bias)),
+            "order": (self.order, self.order != "transformers"),
+        }
+        out.update({k: v for k, (v, on) in extra.items() if on})
+        return out
 
     @classmethod
     def from_json(cls, obj: dict) -> Request:
@@ -97,75 +129,32 @@ class Request:
             Fraction(obj.get("penalty", "1")),
             int(obj.get("gamma", 2)),
             str(obj.get("verify", "token")),
+            Fraction(obj.get("min_p", "0")),
+            Fraction(obj.get("presence", "1")),
+            int(obj.get("repetition", 1)),
+            tuple((int(t), Fraction(f)) for t, f in obj.get("bias", [])),
+            str(obj.get("order", "transformers")),
         )
 
 
 DEFAULT_REQUEST = Request()  # what a server uses when the request's parameters are lost
 
 
-# --- logits processors (on probability rows) -------------------------------------------------
+# --- logits processors: rheo_ref.processing, the one implementation -----------------------------
 
 
-def normalise(w: Weights) -> Weights:
-    z = sum(w)
-    return tuple(x / z for x in w)
-
-
-def frequency_penalty(w: Weights, counts: Sequence[int], rho: Num) -> Weights:
-    return w if rho == 1 else tuple(x * rho ** counts[i] for i, x in enumerate(w))
-
-
-def temperature(w: Weights, T: Fraction) -> Weights:
-    power = int(1 / T)
-    return w if power == 1 else tuple(x**power for x in w)
-
-
-def top_k(w: Weights, k: int) -> Weights:
-    if k == 0 or k >= len(w):
-        return w
-    kth = sorted(w, reverse=True)[k - 1]
-    return tuple(x if x >= kth else 0 * x for x in w)
-
-
-def top_p(w: Weights, p: Num) -> Weights:
-    if p == 1:
-        return w
-    z = sum(w)
-    order = sorted(range(len(w)), key=lambda i: (w[i], i))  # ascending; ties by token id
-    out, cum = list(w), 0 * z
-    for i in order[:-1]:  # the largest is always kept
-        cum += w[i] / z
-        if cum > 1 - p:
-            break
-        out[i] = 0 * w[i]
-    return tuple(out)
-
-
-def process(row: Weights, counts: Sequence[int], req: Request) -> Weights:
-    """The processed, normalised row: penalty → temperature → top-k → top-p."""
-    return _process(row, tuple(counts), req, type(row[0]).__name__)  # the type: 0.5 == Fraction(1, 2) as a key
+def process(
+    row: Weights, counts: Sequence[int], req: Request, seen: Sequence[int] = (), replace: tuple = ()
+) -> Weights:
+    """The processed, normalised row (`rheo_ref.processing.process`, the request's order;
+    `replace`: a mutant's stand-in steps)."""
+    key = type(row[0]).__name__  # 0.5 == Fraction(1, 2) as a key
+    return _process(row, tuple(counts), req, key, tuple(sorted(set(seen))), replace)
 
 
 @lru_cache(maxsize=1 << 16)
-def _process(row: Weights, counts: tuple[int, ...], req: Request, kind: str) -> Weights:
-    w = frequency_penalty(row, counts, _like(row, req.penalty))
-    w = temperature(w, req.temperature)
-    w = top_k(w, req.top_k)
-    return normalise(top_p(w, _like(row, req.top_p)))
-
-
-def _like(row: Weights, x: Fraction) -> Num:
-    """`x` in the number type of the row (floats for samples, Fractions for the exact law)."""
-    return float(x) if isinstance(row[0], float) else x
-
-
-def argmax(row: Weights) -> int:
-    best = max(row)
-    return next(i for i, x in enumerate(row) if x == best)
-
-
-def one_hot(row: Weights, t: int) -> Weights:
-    return tuple(x * 0 + (1 if i == t else 0) for i, x in enumerate(row))
+def _process(row: Weights, counts: tuple, req: Request, kind: str, seen: tuple, replace: tuple) -> Weights:
+    return processing.process(row, req, counts, seen, replace=replace)
 
 
 def residual(p: Weights, q: Weights, weight: Num = 1) -> Weights:
@@ -181,13 +170,14 @@ def residual(p: Weights, q: Weights, weight: Num = 1) -> Weights:
 class Random(Protocol):
     """The random stream: `uniform(position)` is the uniform at a stream position (the same
     position gives the same uniform); a uniform is tested (`below`) or turned into a token by
-    inverse CDF (`pick`). A plain number may stand for a uniform (a constant)."""
+    inverse CDF (`pick`: the first t with u < Σ_{i≤t} row_i/Σ row; `closed`: with u ≤, which differs
+    only for a u exactly on a cumulative sum). A plain number may stand for a uniform (a constant)."""
 
     def uniform(self, position: int) -> Any: ...
 
     def below(self, u: Any, a: Num) -> bool: ...
 
-    def pick(self, u: Any, row: Weights) -> int: ...
+    def pick(self, u: Any, row: Weights, closed: bool = False) -> int: ...
 
 
 @dataclass
@@ -231,12 +221,12 @@ class Steps:
 
     def first_token(self, rand: Random, stream: Stream, p: Weights) -> int:
         """The token after prefill: a draw from the target's processed row."""
-        return rand.pick(stream.next(), p)
+        return self.pick(rand, stream.next(), p)
 
     def draft_token(self, rand: Random, stream: Stream, q: Weights) -> tuple[int, Any]:
         """(x, the uniform that drew it): a draw from the draft's processed row."""
         u = stream.next()
-        return rand.pick(u, q), u
+        return self.pick(rand, u, q), u
 
     def draft_sampling_row(self, q: Weights) -> Weights:
         """The row the draft samples from (its processed row, in the decoder's dtype)."""
@@ -273,6 +263,38 @@ class Steps:
         """The weight of p in block verification's residual max(w·p − q, 0)."""
         return w
 
+    def target_steps(self, j: int | None, gamma: int) -> tuple:
+        """Processing steps replaced in target row j (None: the row after the prompt; γ: the bonus
+        row): none (`rheo_ref.processing.process`'s `replace`)."""
+        return ()
+
+    def target_counted(self, out: Sequence[int], drafted: Sequence[int]) -> list[int]:
+        """The tokens the penalties count at a target row: the emitted ones and the drafts before it."""
+        return [*out, *drafted]
+
+    def mask_state(self, j: int, gamma: int, states: Sequence[int]) -> int | None:
+        """The constraint state that masks target row j (`states[i]`: after the emitted tokens and
+        x_1..x_i); None: unmasked. The state along the row's own path."""
+        return states[j]
+
+    def accept(self, rand: Random, stream: Stream, p: Weights, q: Weights, x: int) -> tuple[bool, Any]:
+        """Token-level acceptance of x: (a uniform below min(1, p(x)/q(x)), that uniform)."""
+        u = self.accept_uniform(rand, stream)
+        return rand.below(u, ratio(p[x], q[x])), u
+
+    def residual_row(self, p: Weights, q: Weights) -> Weights:
+        """The row drawn from after a rejection: max(p − q, 0) renormalised."""
+        return residual(p, q)
+
+    def pick(self, rand: Random, u: Any, row: Weights) -> int:
+        """A token from a row by inverse CDF: the first t with u < Σ_{i≤t} row_i / Σ row."""
+        return rand.pick(u, row)
+
+    def reported_prob(self, p: Weights, p_raw: Weights, t: int) -> Num:
+        """The probability the decoder reports for emitted token t (its logprob, exponentiated):
+        the processed target row's."""
+        return p[t]
+
 
 CORRECT = Steps()
 
@@ -286,46 +308,72 @@ def decode(
     steps: Steps = CORRECT,
     *,
     first_round: bool = False,
+    constraint: Constraint | None = None,
+    logprobs: list | None = None,
 ) -> tuple:
     """The first n tokens the decoder emits after `context` (module docstring); with
-    `first_round`, the prefill token and the tokens of the first verification step instead."""
+    `first_round`, the prefill token and the tokens of the first verification step instead.
+    `constraint`: the grammar (its state starts at 0 after the prompt); `logprobs`: a list that
+    receives the probability reported for each emitted token."""
     if first_round:
         n = req.gamma + 2
     V = models.draft.vocab_size
     stream = Stream(rand)
     out: list[int] = []
+    reported: list = []
     done_steps: list[tuple[int, ...]] = []
     treq = steps.target_request(req)
 
-    def target(extra: Sequence[int]) -> tuple[Weights, Weights]:
-        """(processed p for verification, the row residual/bonus draws use) after out + extra."""
+    def target(extra: Sequence[int], j: int | None, states: Sequence[int]) -> tuple[Weights, Weights, Weights]:
+        """(processed p for verification, the row residual/bonus draws use, the raw row) at row j."""
         raw = models.rows(models.target, tuple(context) + tuple(out) + tuple(extra))
-        p = steps.verify_row(models.number(process(raw, steps.counts(out + list(extra), done_steps, V), treq)))
-        return p, steps.recovery_row(p, models.number(normalise(raw)))
+        if constraint is not None:
+            state = states[0] if j is None else steps.mask_state(j, req.gamma, states)
+            raw = raw if state is None else constraint.mask(raw, state)
+        counted = steps.target_counted(out, list(extra))
+        seen = (*context, *counted)
+        exact = process(raw, steps.counts(counted, done_steps, V), treq, seen, steps.target_steps(j, req.gamma))
+        p = steps.verify_row(models.number(exact))
+        raw_n = models.number(normalise(raw))
+        return p, steps.recovery_row(p, raw_n), raw_n
 
-    p0, _ = target(())
+    def path_states(xs: Sequence[int]) -> list[int]:
+        if constraint is None:
+            return [0] * (len(xs) + 1)
+        s0 = constraint.state(out)
+        return [constraint.state(xs[:i], s0) for i in range(len(xs) + 1)]
+
+    p0, _, raw0 = target((), None, path_states(()))
     out.append(steps.first_token(rand, stream, p0))
+    reported.append(steps.reported_prob(p0, raw0, out[0]))
     while len(out) < n:
-        # draft: γ tokens from the processed draft rows
+        # draft: γ tokens from the processed draft rows (the draft is not constrained)
         xs: list[int] = []
         qs: list[Weights] = []
         us: list[Any] = []
         for _ in range(req.gamma):
             raw = models.rows(models.draft, tuple(context) + tuple(out) + tuple(xs))
-            q = models.number(process(raw, steps.counts(out + xs, done_steps, V), req))
+            counted = [*out, *xs]
+            q = models.number(process(raw, steps.counts(counted, done_steps, V), req, (*context, *counted)))
             x, u = steps.draft_token(rand, stream, steps.draft_sampling_row(q))
             qs.append(steps.reported_q(q, models.number(normalise(raw)), x))
             xs.append(x)
             us.append(u)
         # target: γ + 1 rows, row j after x_1..x_j
-        rows = [target(xs[:j]) for j in range(req.gamma + 1)]
+        states = path_states(xs)
+        rows = [target(xs[:j], j, states) for j in range(req.gamma + 1)]
         verify = verify_token if req.verify == "token" else verify_block
         emitted = verify(xs, qs, us, rows, rand, stream, steps)
+        for j, t in enumerate(emitted):
+            p, _, raw_j = rows[steps.target_position(j, req.gamma)] if j < req.gamma else rows[req.gamma]
+            reported.append(steps.reported_prob(p, raw_j, t))
         done_steps.append(tuple(emitted))
         out.extend(emitted)
         if first_round:
-            return tuple(out)
-    return tuple(out[:n])
+            break
+    if logprobs is not None:
+        logprobs.extend(reported[: len(out) if first_round else n])
+    return tuple(out) if first_round else tuple(out[:n])
 
 
 def verify_token(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -> list[int]:
@@ -333,15 +381,15 @@ def verify_token(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -
     emitted: list[int] = []
     gamma = len(xs)
     for j, (x, q) in enumerate(zip(xs, qs)):
-        p, p_draw = rows[steps.target_position(j, gamma)]
-        u = steps.accept_uniform(rand, stream)
-        if rand.below(u, ratio(p[x], q[x])):
+        p, p_draw, _ = rows[steps.target_position(j, gamma)]
+        ok, u = steps.accept(rand, stream, p, q, x)
+        if ok:
             emitted.append(x)
             continue
         v = steps.recovery_uniform(rand, stream, u, us[j])
-        emitted.append(rand.pick(v, residual(p_draw, q)))
+        emitted.append(steps.pick(rand, v, steps.residual_row(p_draw, q)))
         return emitted
-    emitted.append(rand.pick(stream.next(), rows[gamma][1]))
+    emitted.append(steps.pick(rand, stream.next(), rows[gamma][1]))
     return emitted
 
 
@@ -358,7 +406,7 @@ def verify_block(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -
     gamma = len(xs)
     w = [qs[0][xs[0]] * 0 + 1]  # w_0 = 1
     for j in range(gamma):
-        p, _ = rows[steps.target_position(j, gamma)]
+        p = rows[steps.target_position(j, gamma)][0]
         pj, qj = p[xs[j]], qs[j][xs[j]]
         w.append(min(w[-1] * pj / qj, w[0]) if qj else w[0] * (1 if pj > 0 else 0))
     tau = 0
@@ -366,12 +414,12 @@ def verify_block(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -
         if i == gamma:
             h = w[gamma]
         else:
-            p, _ = rows[steps.target_position(i, gamma)]
+            p = rows[steps.target_position(i, gamma)][0]
             s = sum(max(w[i] * a - b, 0 * a) for a, b in zip(p, qs[i]))
             h = s / (s + 1 - w[i]) if s + 1 - w[i] > 0 else w[0]
         if rand.below(steps.accept_uniform(rand, stream), h):
             tau = i
     if tau == gamma:
-        return [*xs, rand.pick(stream.next(), rows[gamma][1])]
-    p, p_draw = rows[steps.target_position(tau, gamma)]
-    return [*xs[:tau], rand.pick(stream.next(), residual(p_draw, qs[tau], steps.block_weight(w[tau])))]
+        return [*xs, steps.pick(rand, stream.next(), rows[gamma][1])]
+    _, p_draw, _ = rows[steps.target_position(tau, gamma)]
+    return [*xs[:tau], steps.pick(rand, stream.next(), residual(p_draw, qs[tau], steps.block_weight(w[tau])))]

@@ -10,11 +10,13 @@ law. All in Fractions: the law is exact wherever the rows are rational (every pr
 them so, docs in the decoder module).
 
 `target_law` is the law the request asks for: tokens drawn one by one from the target's
-processed rows (the frequency penalty counting the generated tokens).
+processed rows (the penalties counting the generated tokens; a grammar constraint masking each
+row by its state before processing).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -23,6 +25,7 @@ from typing import Any
 
 from rheo_ref.laws import Law
 
+from ..constraint import Constraint
 from ..models import TableModel
 from .decoder import CORRECT, Models, Request, Steps, Weights, decode, process
 
@@ -63,13 +66,53 @@ class Enumerating:
         self.intervals[u] = hit[1]
         return hit[0]
 
-    def pick(self, u: Any, row: Weights) -> int:
+    def pick(self, u: Any, row: Weights, closed: bool = False) -> int:
+        """Continuous uniforms: a boundary has probability 0, so `closed` changes nothing."""
         lo, hi = self.intervals[u]
         options = []
         for t, (a, b) in enumerate(_bounds(row)):
             if b > lo and a < hi and b > a:
                 a, b = max(lo, a), min(hi, b)
                 options.append(((b - a) / (hi - lo), (t, (a, b))))
+        t, iv = self._choose(options)
+        self.intervals[u] = iv
+        return t
+
+
+@dataclass
+class GridEnumerating(Enumerating):
+    """`Enumerating` with every uniform on the grid {0, 1/M, ..., (M − 1)/M} (M = `grid`), as a
+    replay that feeds exact coins does: a uniform is kept as the integer range [lo, hi) of its k,
+    and a coin exactly on a cumulative sum is possible, so `pick(closed=True)` (u ≤ the sum) differs."""
+
+    grid: int = 16
+
+    def uniform(self, position: int) -> tuple[str, int]:
+        u = ("u", position)
+        self.intervals.setdefault(u, (ZERO, Fraction(self.grid)))
+        return u
+
+    def below(self, u: Any, a: Fraction) -> bool:
+        if not isinstance(u, tuple):
+            return bool(u < a)
+        lo, hi = self.intervals[u]
+        c = min(max(Fraction(math.ceil(Fraction(a) * self.grid)), lo), hi)  # k/M < a  <=>  k < ceil(aM)
+        hit = self._choose([((c - lo) / (hi - lo), (True, (lo, c))), ((hi - c) / (hi - lo), (False, (c, hi)))])
+        self.intervals[u] = hit[1]
+        return hit[0]
+
+    def pick(self, u: Any, row: Weights, closed: bool = False) -> int:
+        lo, hi = self.intervals[u]
+        M, options = self.grid, []
+        for t, (a, b) in enumerate(_bounds(row)):
+            if closed:  # k/M <= b and (t = 0 or k/M > a): disjoint in t; token 0 takes k = 0 even at mass 0
+                ka = ZERO if t == 0 else Fraction(math.floor(a * M) + 1)
+                kb = Fraction(math.floor(b * M) + 1)
+            else:  # a <= k/M < b
+                ka, kb = Fraction(math.ceil(a * M)), Fraction(math.ceil(b * M))
+            ka, kb = max(lo, ka), min(hi, kb)
+            if kb > ka:
+                options.append(((kb - ka) / (hi - lo), (t, (ka, kb))))
         t, iv = self._choose(options)
         self.intervals[u] = iv
         return t
@@ -95,15 +138,25 @@ def decoder_law(
     steps: Steps = CORRECT,
     *,
     first_round: bool = False,
+    constraint: Constraint | None = None,
+    logprobs: bool = False,
+    grid: int | None = None,
 ) -> Law:
     """Exact law of the first n tokens the decoder (with `steps`) emits (`first_round`: of the
-    prefill token and the first verification step's tokens)."""
+    prefill token and the first verification step's tokens). `logprobs`: of the tokens followed by
+    1 when every probability the decoder reports is the processed target's (`reported_ok`), else 0.
+    `grid`: every uniform on the exact grid {k/grid} instead of continuous (`GridEnumerating`)."""
     law: Law = {}
     models = Models(draft, target)
     trail: list[int] = []
     while True:
-        rand = Enumerating(trail)
-        out = decode(models, context, n, req, rand, steps, first_round=first_round)
+        rand = Enumerating(trail) if grid is None else GridEnumerating(trail, grid=grid)
+        reported: list = []
+        out = decode(
+            models, context, n, req, rand, steps, first_round=first_round, constraint=constraint, logprobs=reported
+        )
+        if logprobs:
+            out = (*out, int(reported_ok(target, context, req, constraint, out, reported)))
         law[out] = law.get(out, ZERO) + rand.prob
         trail = rand.trail[: len(rand.arity)]
         while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
@@ -113,15 +166,43 @@ def decoder_law(
         trail[-1] += 1
 
 
-def target_law(target: TableModel, context: Sequence[int], n: int, req: Request) -> Law:
-    """Exact law of n tokens drawn one by one from the target's processed rows."""
-    V = target.vocab_size
+def target_row(
+    target: TableModel, context: Sequence[int], seq: tuple[int, ...], req: Request, constraint: Constraint | None
+) -> Weights:
+    """The request's processed row after context + seq (masked by the constraint's state after seq)."""
+    raw = target.row(tuple(context) + seq)
+    if constraint is not None:
+        raw = constraint.mask(raw, constraint.state(seq))
+    return process(raw, [seq.count(t) for t in range(target.vocab_size)], req, (*context, *seq))
+
+
+def reported_ok(
+    target: TableModel,
+    context: Sequence[int],
+    req: Request,
+    constraint: Constraint | None,
+    out: Sequence[int],
+    reported: Sequence[Any],
+) -> bool:
+    """Whether every reported probability is the processed target's at its position, exactly."""
+
+    def same(rep: Any, exact: Fraction) -> bool:  # a float report is the exact value held as float64
+        return rep == (float(exact) if isinstance(rep, float) else exact)
+
+    rows = (target_row(target, context, tuple(out[:i]), req, constraint) for i in range(len(out)))
+    return len(reported) == len(out) and all(same(rep, row[t]) for row, t, rep in zip(rows, out, reported))
+
+
+def target_law(
+    target: TableModel, context: Sequence[int], n: int, req: Request, constraint: Constraint | None = None
+) -> Law:
+    """Exact law of n tokens drawn one by one from the target's processed rows (masked by the
+    constraint: the masked, renormalised target)."""
     law: Law = {(): ONE}
     for _ in range(n):
         nxt: Law = {}
         for seq, pr in law.items():
-            counts = [seq.count(t) for t in range(V)]
-            p = process(target.row(tuple(context) + seq), counts, req)
+            p = target_row(target, context, seq, req, constraint)
             for t, x in enumerate(p):
                 if x > 0:
                     nxt[seq + (t,)] = nxt.get(seq + (t,), ZERO) + pr * x

@@ -47,6 +47,9 @@ def bfloat16_tv_bound(gamma: int, check: str) -> Fraction:
 
 
 def case_bounds(case: BugCase) -> dict[str, Fraction]:
-    """The bound per check of a bug-class case (`joint1` … `joint<tokens>`, `round`)."""
+    """The bound per check of a bug-class case (`joint1` … `joint<tokens>`, `round`, and `logprobs`,
+    whose outcome is a function of the tokens `joint<tokens>` reads)."""
     names = [f"joint{n}" for n in range(1, case.tokens + 1)] + ["round"]
-    return {c: bfloat16_tv_bound(case.request.gamma, c) for c in names}
+    out = {c: bfloat16_tv_bound(case.request.gamma, c) for c in names}
+    out["logprobs"] = out[f"joint{case.tokens}"]
+    return out

@@ -2,7 +2,7 @@
 (`rheo_ref.bugclasses.decoder`): a `Steps` subclass that gets one step wrong the way the cited
 decoder did. The decoder never names them; `BUG_MUTANTS` is the registry (`rheo mutants`).
 
-Each entry: the mutant's name, its `klass` (the bug class, 1–14 of docs/GATE.md's "Bug classes" table),
+Each entry: the mutant's name, its `klass` (the bug class, docs/GATE.md's table),
 the public reference where the bug was found and fixed, and its `Steps`. Its exact law is the
 decoder's under those steps (`rheo_ref.bugclasses.exact.decoder_law`).
 """
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from ..errors import CaseError
-from .decoder import DEFAULT_REQUEST, Random, Request, Steps, Stream, Weights, argmax, one_hot
+from ..processing import PENALTIES, STEPS, argmax, like, normalise, one_hot, skipped, top_p
+from .decoder import DEFAULT_REQUEST, Random, Request, Steps, Stream, Weights
 
 
 class UnprocessedRecovery(Steps):
@@ -131,6 +132,157 @@ class ArgmaxFirstToken(Steps):
         return argmax(p)
 
 
+# --- every setting honoured (rheo_ref.processing) ----------------------------------------------
+
+
+class ProcessorsSkippedAtVerified(Steps):
+    """15: the target rows at verified positions are left unprocessed; only the bonus row (and the
+    row after the prompt) is processed."""
+
+    def target_steps(self, j: int | None, gamma: int) -> tuple:
+        return tuple((s, skipped) for s in STEPS) if j is not None and j < gamma else ()
+
+
+class PenaltyBonusOnly(Steps):
+    """16: the penalties are applied at the bonus row only, not at the verified positions."""
+
+    def target_steps(self, j: int | None, gamma: int) -> tuple:
+        return tuple((s, skipped) for s in PENALTIES) if j is not None and j < gamma else ()
+
+
+class TopKBeforeTopP(Steps):
+    """17: the request's top-p cut-off is read from the row before top-k (SGLang's rule), but the
+    verifier applies top-k, renormalises, then top-p."""
+
+    def target_request(self, req: Request) -> Request:
+        return replace(req, order="transformers")
+
+
+class PenaltyNotExpanded(Steps):
+    """18: the penalty state is not expanded to the draft rows: the target rows after x_1..x_j
+    count the emitted tokens only, not the drafts before them."""
+
+    def target_counted(self, out: Sequence[int], drafted: Sequence[int]) -> list[int]:
+        return list(out)
+
+
+def top_p_ties_kept(w: Weights, s: Any, counts: Sequence[int], seen: Sequence[int]) -> Weights:
+    """Top-p that also keeps every token tied with the smallest kept one (over-accepts a tie)."""
+    kept = top_p(w, like(w, s.top_p))
+    smallest = min(x for x in kept if x > 0)
+    return normalise(tuple(w[i] if kept[i] > 0 or w[i] == smallest else kept[i] for i in range(len(w))))
+
+
+class CutoffTieOverAccepted(Steps):
+    """19: the target's top-p keeps a token tied with its cut-off that the rule drops."""
+
+    def target_steps(self, j: int | None, gamma: int) -> tuple:
+        return (("top_p", top_p_ties_kept),)
+
+
+# --- grammars (rheo_ref.constraint) -------------------------------------------------------------
+
+
+class GrammarBonusUnconstrained(Steps):
+    """20: the bonus row is left unconstrained (its mask missing after padded drafts)."""
+
+    def mask_state(self, j: int, gamma: int, states: Sequence[int]) -> int | None:
+        return None if j == gamma else states[j]
+
+
+class GrammarInvalidDraftAccepted(Steps):
+    """21: grammar-invalid drafts are not forced to reject: verification and the residual read the
+    unmasked target rows (the bonus row is masked)."""
+
+    def mask_state(self, j: int, gamma: int, states: Sequence[int]) -> int | None:
+        return None if j < gamma else states[j]
+
+
+class GrammarMaskFlat(Steps):
+    """22: one mask for the whole block: every row masked by the state at the round's start, not
+    by the state along its own path."""
+
+    def mask_state(self, j: int, gamma: int, states: Sequence[int]) -> int | None:
+        return states[0]
+
+
+# --- logprobs -----------------------------------------------------------------------------------
+
+
+class LogprobsZero(Steps):
+    """23: every emitted token's logprob reported as 0.0 (probability 1)."""
+
+    def reported_prob(self, p: Weights, p_raw: Weights, t: int) -> Any:
+        return p[t] * 0 + 1
+
+
+class LogprobsUnprocessed(Steps):
+    """24: logprobs reported from the raw target row, not the processed one."""
+
+    def reported_prob(self, p: Weights, p_raw: Weights, t: int) -> Any:
+        return p_raw[t]
+
+
+# --- boundaries ---------------------------------------------------------------------------------
+
+
+class CumsumLeqCoin(Steps):
+    """25: inverse CDF by `u <= cumulative sum`: a coin on a boundary picks the token below it,
+    even one of probability 0."""
+
+    def pick(self, rand: Random, u: Any, row: Weights) -> int:
+        return rand.pick(u, row, closed=True)
+
+
+# --- documented-lossy acceptance rules (negative controls) --------------------------------------
+
+THRESHOLD_SINGLE = Fraction(1, 3)  # SGLang's threshold_single, set below its lossless default 1
+TYPICAL_EPSILON = Fraction(1, 4)  # Medusa's posterior threshold ε (its entropy term off)
+
+
+class ThresholdAcceptance(Steps):
+    """26 (negative control): SGLang's threshold acceptance: x also accepted whenever p(x) ≥
+    threshold_single."""
+
+    def accept(self, rand: Random, stream: Stream, p: Weights, q: Weights, x: int) -> tuple[bool, Any]:
+        ok, u = super().accept(rand, stream, p, q, x)
+        return ok or p[x] >= like(p, THRESHOLD_SINGLE), u
+
+
+class TypicalAcceptance(Steps):
+    """27 (negative control): Medusa's typical acceptance: x accepted iff p(x) ≥ ε, no coin; a
+    rejection draws from p (not the residual)."""
+
+    def accept(self, rand: Random, stream: Stream, p: Weights, q: Weights, x: int) -> tuple[bool, Any]:
+        return p[x] >= like(p, TYPICAL_EPSILON), self.accept_uniform(rand, stream)
+
+    def residual_row(self, p: Weights, q: Weights) -> Weights:
+        return p
+
+
+def _needs(case: Any, what: str) -> str | None:
+    """Why a case cannot show a mutant that needs `what` (None: it can)."""
+    r = case.request
+    tests = {
+        "block": (r.verify == "block", f"verify='block'; got verify={r.verify!r}"),
+        "token": (r.verify == "token", f"verify='token'; got verify={r.verify!r}"),
+        "penalty": (r.penalty != 1, f"a frequency penalty ρ < 1; got penalty={r.penalty}"),
+        "penalties": (
+            r.penalty != 1 or r.presence != 1 or r.repetition != 1,
+            "a frequency, presence or repetition penalty; the request has none",
+        ),
+        "processing": (r != Request(gamma=r.gamma, verify=r.verify), "a processed target; the request sets nothing"),
+        "top_p": (r.top_p != 1, f"top_p < 1; got top_p={r.top_p}"),
+        "sglang": (
+            r.order == "sglang" and r.top_k > 0 and r.top_p != 1,
+            f"order='sglang' with top-k and top-p; got order={r.order!r}, top_k={r.top_k}, top_p={r.top_p}",
+        ),
+        "constraint": (getattr(case, "constraint", None) is not None, "a grammar constraint; the case has none"),
+    }
+    ok, msg = tests[what]
+    return None if ok else msg
+
+
 @dataclass(frozen=True)
 class BugMutant:
     """One bug class as a mutant of the baseline decoder."""
@@ -140,14 +292,15 @@ class BugMutant:
     description: str
     reference: str
     steps: Steps
-    needs: str = ""  # what a case must have for the mutant to change the law
+    needs: str = ""  # what a case must have for the mutant to change the law (`_needs`)
+    kind: str = "seam"  # seam (1–14: the case library's floors), setting, grammar, logprobs, boundary, control
 
-    def check(self, req: Request) -> None:
-        """Refuse a request on which this mutant cannot change the law (see `needs`)."""
-        if self.needs == "block" and req.verify != "block":
-            raise CaseError(f"mutant {self.name!r} needs verify='block'; got verify={req.verify!r}")
-        if self.needs == "penalty" and req.penalty == 1:
-            raise CaseError(f"mutant {self.name!r} needs a frequency penalty ρ < 1; got penalty={req.penalty}")
+    def check(self, case: Any) -> None:
+        """Refuse a case on which this mutant cannot change the law (see `needs`)."""
+        for what in filter(None, self.needs.split(",")):
+            why = _needs(case, what)
+            if why:
+                raise CaseError(f"mutant {self.name!r} needs {why}")
 
 
 BUG_MUTANTS: dict[str, BugMutant] = {
@@ -252,6 +405,121 @@ BUG_MUTANTS: dict[str, BugMutant] = {
             "the first token after prefill by argmax, later ones sampled",
             "bug class 14 (no single public report cited)",
             ArgmaxFirstToken(),
+        ),
+        BugMutant(
+            "processors-skipped-at-verified",
+            15,
+            "the processors applied on the bonus path, skipped at the verified positions",
+            "vLLM #42744",
+            ProcessorsSkippedAtVerified(),
+            needs="processing",
+            kind="setting",
+        ),
+        BugMutant(
+            "penalty-bonus-only",
+            16,
+            "the penalties applied at the bonus row only",
+            "SGLang #28200 (a proposal)",
+            PenaltyBonusOnly(),
+            needs="penalties",
+            kind="setting",
+        ),
+        BugMutant(
+            "topk-renormalised-before-topp",
+            17,
+            "top-k applied and renormalised before top-p where the request reads top-p from the row before top-k",
+            "SGLang #36173",
+            TopKBeforeTopP(),
+            needs="sglang",
+            kind="setting",
+        ),
+        BugMutant(
+            "penalty-not-expanded",
+            18,
+            "penalty state not expanded to the draft rows (drafts before a row not counted)",
+            "vLLM #29699",
+            PenaltyNotExpanded(),
+            needs="penalties",
+            kind="setting",
+        ),
+        BugMutant(
+            "cutoff-tie-over-accepted",
+            19,
+            "top-p keeps a token tied with its cut-off that the rule drops",
+            "FlashInfer #3774",
+            CutoffTieOverAccepted(),
+            needs="top_p",
+            kind="setting",
+        ),
+        BugMutant(
+            "grammar-bonus-unconstrained",
+            20,
+            "the bonus row left unconstrained",
+            "vLLM #44006",
+            GrammarBonusUnconstrained(),
+            needs="constraint",
+            kind="grammar",
+        ),
+        BugMutant(
+            "grammar-invalid-draft-accepted",
+            21,
+            "grammar-invalid drafts not forced to reject, the residual not masked",
+            "a vLLM fork, PR #476",
+            GrammarInvalidDraftAccepted(),
+            needs="constraint",
+            kind="grammar",
+        ),
+        BugMutant(
+            "grammar-mask-flat",
+            22,
+            "the mask of the round's start applied to every row, not per path",
+            "TensorRT-LLM #18892",
+            GrammarMaskFlat(),
+            needs="constraint",
+            kind="grammar",
+        ),
+        BugMutant(
+            "logprobs-zero",
+            23,
+            "logprob 0.0 reported for every token",
+            "llama.cpp #27972",
+            LogprobsZero(),
+            kind="logprobs",
+        ),
+        BugMutant(
+            "logprobs-unprocessed",
+            24,
+            "logprobs reported from the raw target row, not the processed one",
+            "vLLM #34497",
+            LogprobsUnprocessed(),
+            needs="processing",
+            kind="logprobs",
+        ),
+        BugMutant(
+            "cumsum-leq-coin",
+            25,
+            "inverse CDF by u <= cumulative sum: a coin on a boundary takes the token below it",
+            "SGLang #35771",
+            CumsumLeqCoin(),
+            kind="boundary",
+        ),
+        BugMutant(
+            "threshold-acceptance",
+            26,
+            "negative control: SGLang's threshold acceptance (threshold_single = 1/3)",
+            "SGLang (threshold_single, documented lossy)",
+            ThresholdAcceptance(),
+            needs="token",
+            kind="control",
+        ),
+        BugMutant(
+            "typical-acceptance",
+            27,
+            "negative control: Medusa's typical acceptance (ε = 1/4, no entropy term)",
+            "Medusa (typical acceptance, documented lossy)",
+            TypicalAcceptance(),
+            needs="token",
+            kind="control",
         ),
     ]
 }

@@ -21,6 +21,15 @@ round's bonus):
 `leaf_bonus="processed"` models the corrected rule (the bonus from the processed p); `Eagle` with
 it is lossless, which the tests check exactly: the defect is that one line.
 
+The law of the first n tokens is built one token at a time: `Eagle.moves` is the law of the next
+token from a tree node together with the node after it (an accepted child, or the next round's root
+after a bonus): one walk over the rejection orders of the node's children, memoised by node and
+visible context. `Eagle.law(node, context, m)`, the law of the next m tokens, is a move followed by
+the law of m − 1 tokens from the node after it (memoised by node, visible context and m). The work
+grows with the m-token suffixes from the nodes a prefix of n tokens reaches, never with everything a
+round can accept below a node; a progress bar shows it on a terminal, and a stopped run says where
+it was (`rheo.law_progress`).
+
 Processing: eagle builds its processors in the order temperature, top-p, top-k
 (`utils.prepare_logits_processor`), transformers in the order temperature, top-k, top-p; with only
 one of top-k / top-p given they agree, and `rheo gate-hf --decoder eagle` refuses both.
@@ -31,12 +40,14 @@ from __future__ import annotations
 from collections import defaultdict
 from fractions import Fraction
 
+from rheo.decoders.law_progress import LawProgress
 from rheo.decoders.laws import Processing
 from rheo_ref.errors import CaseError
-from rheo_ref.laws import Law, compose
+from rheo_ref.laws import Law
 from rheo_ref.laws import normalise as _normalise
 from rheo_ref.models import Context, Row, TableModel
 
+Move = tuple[int, tuple[int, ...]]  # (token, the tree node after it: an accepted child's path, or () after a bonus)
 ZERO, ONE = Fraction(0), Fraction(1)
 
 # eagle.model.choices.mc_sim_7b_63 (eagle-llm 1.2.1): the paths of the 25 tree nodes below the root
@@ -69,56 +80,94 @@ class Eagle:
         self.raw, self.p, self.q = p, proc.table(p), proc.table(q)
         self.leaf_bonus, self.kids = leaf_bonus, tree_children(tree)
         self.L, self.V = p.context_length, p.vocab_size
-        self._nodes: dict[tuple, Law] = {}
-        self._after: dict[tuple, Law] = {}
+        self._moves: dict[tuple, dict[Move, Fraction]] = {}
+        self._laws: dict[tuple, Law] = {}
+        self._progress: LawProgress | None = None
 
     def _key(self, ctx: Context) -> tuple[int, ...]:
         return tuple(ctx[-self.L :]) if self.L else ()
 
-    def node_law(self, path: tuple[int, ...], ctx: Context) -> Law:
-        """Law of (accepted tokens below this node ..., bonus) from a node whose path ends `ctx`."""
+    def moves(self, path: tuple[int, ...], ctx: Context) -> dict[Move, Fraction]:
+        """The law of the next token from a node whose path ends `ctx`, with the node after it:
+        (token, an accepted child's path) when a child is accepted (the walk goes on there), or
+        (token, ()) for the bonus (the next round's root)."""
         key = (path, self._key(ctx))
-        if key in self._nodes:
-            return self._nodes[key]
+        if key in self._moves:
+            return self._moves[key]
         k, V = self.kids.get(path, 0), self.V
         q, p = self.q.row(list(ctx)), self.p.row(list(ctx))
         raw = p if self.leaf_bonus == "processed" else self.raw.row(list(ctx))
-        out: Law = defaultdict(Fraction)
+        out: dict[Move, Fraction] = defaultdict(Fraction)
+
+        def bonus(r: Row, weight: Fraction) -> None:
+            for y, py in enumerate(r):
+                if py:
+                    out[(y, ())] += weight * py
 
         def walk(c: int, r: Row, drawn: tuple[int, ...], weight: Fraction, flipped: bool) -> None:
             rest = ONE - sum((q[x] for x in drawn), ZERO)
             if c == k or rest == 0:  # no child left, or the rest have q = 0 (skipped without a coin)
-                for y, py in enumerate(r if flipped else raw):
-                    if py:
-                        out[(y,)] += weight * py
+                bonus(r if flipped else raw, weight)
                 return
             qc = [ZERO if y in drawn else q[y] / rest for y in range(V)]  # q with earlier siblings removed
+            r2: Row | None = None  # the residual after a rejection here: the same whichever x was rejected
+            last = ZERO  # rejections after which no child is left: their bonus comes from r2 at once
             for x in range(V):
                 if not qc[x]:
                     continue
                 a = min(ONE, r[x] / qc[x])
                 if a:
-                    for s, ps in self.node_law(path + (c,), tuple(ctx) + (x,)).items():
-                        out[(x,) + s] += weight * qc[x] * a * ps
+                    out[(x, path + (c,))] += weight * qc[x] * a
                 if a < 1:
-                    r2 = _normalise([max(ZERO, r[y] - qc[y]) for y in range(V)])
-                    walk(c + 1, r2, drawn + (x,), weight * qc[x] * (1 - a), True)
+                    if r2 is None:
+                        r2 = _normalise([max(ZERO, r[y] - qc[y]) for y in range(V)])
+                    if c + 1 == k or rest == q[x]:
+                        last += weight * qc[x] * (1 - a)
+                    else:
+                        walk(c + 1, r2, drawn + (x,), weight * qc[x] * (1 - a), True)
+            if last and r2 is not None:
+                bonus(r2, last)
 
         walk(0, p, (), ONE, False)
-        self._nodes[key] = dict(out)
-        return self._nodes[key]
+        self._moves[key] = dict(out)
+        return self._moves[key]
 
-    def after_root(self, ctx: Context, n: int) -> Law:
-        """Law of the next n tokens after a round's root (the last token of ctx)."""
-        return compose(lambda c: self.node_law((), c), tuple(ctx), n, memo=self._after, key=self._key)
-
-    def token_law(self, context: Context, n: int) -> Law:
-        """Law of the first n tokens eagenerate emits from `context` (the first from the processed p)."""
-        if n < 1:
-            raise CaseError(f"n={n!r} must be >= 1")
+    def law(self, path: tuple[int, ...], ctx: Context, m: int, *, top: bool = False) -> Law:
+        """Law of the next m tokens from a node whose path ends `ctx` (memoised by node, visible
+        context and m). `top`: the outermost call, whose moves' mass the progress bar counts."""
+        if m == 0:
+            return {(): ONE}
+        key = (path, self._key(ctx), m)
+        if key in self._laws:
+            return self._laws[key]
+        progress = self._progress
+        if progress is not None:
+            progress.enter(ctx, list(path))
         out: Law = defaultdict(Fraction)
-        for t, pt in enumerate(self.p.row(list(context))):
-            if pt:
-                for s, ps in self.after_root(tuple(context) + (t,), n - 1).items():
-                    out[(t,) + s] += pt * ps
-        return dict(out)
+        for (y, node), pm in self.moves(path, ctx).items():
+            for s, ps in self.law(node, tuple(ctx) + (y,), m - 1).items():
+                out[(y,) + s] += pm * ps
+            if top and progress is not None:
+                progress.done(float(pm))
+        if progress is not None:
+            progress.leave()
+        self._laws[key] = dict(out)
+        return self._laws[key]
+
+    def token_law(self, context: Context, n: int, *, show: bool | None = None) -> Law:
+        """Law of the first n tokens eagenerate emits from `context` (the first from the processed p,
+        the round's root). `show`: the progress bar (None: on a terminal only)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise CaseError(f"n={n!r} must be an integer >= 1")
+        out: Law = {}
+        with LawProgress("eagle exact law", n, context, state_name="tree node", show=show) as progress:
+            self._progress = progress
+            try:
+                for t, pt in enumerate(self.p.row(list(context))):
+                    if pt:
+                        with progress.part(float(pt)):
+                            for s, ps in self.law((), tuple(context) + (t,), n - 1, top=True).items():
+                                out[(t,) + s] = pt * ps
+            finally:
+                self._progress = None
+        return out

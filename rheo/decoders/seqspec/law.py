@@ -32,11 +32,21 @@ from collections import defaultdict
 from collections.abc import Callable
 from fractions import Fraction
 
+from rheo.decoders.law_progress import LawProgress
 from rheo.decoders.laws import Processing
 from rheo.decoders.seqspec.sampler import CRASH, METHODS
 from rheo_ref.errors import CaseError
-from rheo_ref.laws import Law, compose, normalise
+from rheo_ref.laws import Law, normalise
 from rheo_ref.models import Context, Row, TableModel
+
+Move = tuple[tuple[int, ...], int]  # (the tokens emitted, the decoder state after them)
+ROUND, CRASHED = 0, -1  # states: a round's start (for standard: 0 drafts accepted), a crashed run
+BAR_DRAFTS = 10_000  # a round law over this many drafts shows a bar (on a terminal)
+
+
+def _normalise(xs: list[Fraction]) -> tuple[Fraction, ...] | None:
+    return normalise(xs, on_zero="none")
+
 
 ZERO, ONE = Fraction(0), Fraction(1)
 NAN = None  # 0/0 in the package's floats: a coin that is never accepted
@@ -61,8 +71,12 @@ class SeqSpec:
         self.p, self.q = proc.table(p), proc.table(q)
         self.method, self.gamma = method, gamma
         self.L, self.V = p.context_length, p.vocab_size
-        self._rounds: dict[tuple[int, ...], Law] = {}
-        self._after: dict[tuple, Law] = {}
+        self._rounds: dict[tuple, Law] = {}
+        self._moves: dict[tuple, dict[Move, Fraction]] = {}
+        self._laws: dict[tuple, Law] = {}
+        self._progress: LawProgress | None = None
+        self._cut: int | None = None  # the tokens asked for: round laws are cut to them
+        self._show: bool | None = None
         self._verify: Callable = {"standard": self._standard, "naive_hsd": self._naive, "capped_hsd": self._capped}[
             method
         ]
@@ -76,13 +90,33 @@ class SeqSpec:
         qs = [self.q.row(list(ctx + xs[:i])) for i in range(len(xs) + 1)]
         return ps, qs
 
-    def round_law(self, ctx: tuple[int, ...]) -> Law:
-        """Law of the tokens one round appends to ctx (a CRASH round: the single outcome (CRASH,))."""
-        key = self._key(ctx)
+    def round_law(self, ctx: tuple[int, ...], cut: int | None = None) -> Law:
+        """Law of the tokens one round appends to ctx, each outcome cut to its first `cut` tokens (None:
+        whole); a CRASH round: the single outcome (CRASH,). Enumerates the V^γ drafts (a bar on a
+        terminal when they are many): the hsd rules' first coin reads the whole draft."""
+        if cut is not None and cut > self.gamma:
+            cut = None  # a round emits at most γ + 1 tokens
+        key = (self._key(ctx), cut)
         if key in self._rounds:
             return self._rounds[key]
+        from tqdm import tqdm
+
         out: Law = defaultdict(Fraction)
-        for xs in itertools.product(range(self.V), repeat=self.gamma):
+        drafts = itertools.product(range(self.V), repeat=self.gamma)
+        total = self.V**self.gamma
+        progress = self._progress
+        bar = tqdm(
+            drafts,
+            total=total,
+            desc=f"seqspec {self.method} round law after {list(ctx[-3:])}",
+            unit="draft",
+            disable=(None if self._show is None else not self._show) if total >= BAR_DRAFTS else True,
+            leave=False,
+        )
+        refills: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)  # naive_hsd's, by kept prefix
+        for k, xs in enumerate(bar):
+            if progress is not None:
+                progress.detail = f"verifying draft {list(xs)}, {k:,} of {total:,} drafts done at this round's start"
             ps, qs = self.rows(ctx, xs)
             w = ONE
             for i, x in enumerate(xs):
@@ -91,35 +125,45 @@ class SeqSpec:
                     break
             if not w:
                 continue
-            for s, pr in self._verify(ctx, xs, ps, qs).items():
+            pending: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)
+            for s, pr in self._verify(ctx, xs, ps, qs, cut, pending).items():
                 out[s] += w * pr
+            for where, pr in pending.items():
+                refills[where] += w * pr
+        bar.close()
+        for (tau, kept), w in refills.items():
+            self._naive_refill(out, ctx, tau, kept, w, cut)
+        if progress is not None:
+            progress.detail = ""
         self._rounds[key] = dict(out)
         return self._rounds[key]
 
     # --- the three verifiers: law of the round's new tokens given the draft xs
 
-    def _standard(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row]) -> Law:
+    def _standard(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
         out: Law = defaultdict(Fraction)
         w = ONE
         for t, x in enumerate(xs):
             a = coin(ps[t][x], qs[t][x])
             res = normalise([max(ZERO, ps[t][y] - qs[t][y]) for y in range(self.V)], on_zero="none")
             if a < 1:
-                _draw(out, xs[:t], res, w * (1 - a))
+                _draw(out, xs[:t], res, w * (1 - a), cut)
             w *= a
             if not w:
                 return dict(out)
-        _draw(out, xs, ps[self.gamma], w)
+        _draw(out, xs, ps[self.gamma], w, cut)
         return dict(out)
 
-    def _naive(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row]) -> Law:
+    def _naive(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
+        """The round's law given the draft xs; the refills after a rejection (which depend on the kept
+        prefix only) are added to `pending` by (τ, kept prefix), for round_law to walk once per prefix."""
         g, V = self.gamma, self.V
         P, Q = _prefix(ps, xs), _prefix(qs, xs)
         out: Law = defaultdict(Fraction)
         a, w = coin(P[g - 1], Q[g - 1]), ONE
         for t in range(g - 1, -1, -1):
             if a:
-                self._naive_tail(out, ctx, xs, t, ps, qs, P, Q, w * a)
+                self._naive_tail(out, pending, xs, t, ps, w * a, cut)
             w *= 1 - a
             if not w:
                 return dict(out)
@@ -128,20 +172,25 @@ class SeqSpec:
             dpq = sum((max(ZERO, P[tau] * ps[tau + 1][y] - Q[tau] * qs[tau + 1][y]) for y in range(V)), ZERO)
             dqp = sum((max(ZERO, Q[tau] * qs[tau + 1][y] - P[tau] * ps[tau + 1][y]) for y in range(V)), ZERO)
             a = coin(dpq, max(dpq, dqp))
-        self._naive_tail(out, ctx, xs, -1, ps, qs, P, Q, w)
+        self._naive_tail(out, pending, xs, -1, ps, w, cut)
         return dict(out)
 
-    def _naive_tail(self, out: Law, ctx: tuple, xs: tuple, tau: int, ps, qs, P, Q, w: Fraction) -> None:
+    def _naive_tail(self, out: Law, pending: dict, xs: tuple, tau: int, ps, w: Fraction, cut: int | None) -> None:
         g = self.gamma
         if tau == g - 1:
-            _draw(out, xs, ps[g], w)
-            return
-        kept = xs[: tau + 1]
+            _draw(out, xs, ps[g], w, cut)
+        else:
+            pending[(tau, xs[: tau + 1])] += w
+
+    def _naive_refill(self, out: Law, ctx: tuple, tau: int, kept: tuple, w: Fraction, cut: int | None) -> None:
+        """x_0..x_τ kept, then γ − 1 − τ tokens each from norm((P·p − Q·q)+) (p where that is 0)."""
+        ps, qs = self.rows(ctx, kept)
+        P, Q = _prefix(ps, kept), _prefix(qs, kept)
         Pc, Qc = (ONE, ONE) if tau == -1 else (P[tau], Q[tau])
 
         def walk(seq: tuple, p: Row, q: Row, Pc: Fraction, Qc: Fraction, w: Fraction, left: int) -> None:
-            if left == 0:
-                out[seq] += w
+            if left == 0 or (cut is not None and len(seq) >= cut):
+                out[seq[:cut]] += w
                 return
             res = normalise([max(ZERO, Pc * p[y] - Qc * q[y]) for y in range(self.V)], on_zero="none") or p
             for y, ry in enumerate(res):
@@ -151,16 +200,16 @@ class SeqSpec:
                         seq + (y,), self.p.row(list(nxt)), self.q.row(list(nxt)), Pc * p[y], Qc * q[y], w * ry, left - 1
                     )
 
-        walk(kept, ps[tau + 1], qs[tau + 1], Pc, Qc, w, g - 1 - tau)
+        walk(kept, ps[tau + 1], qs[tau + 1], Pc, Qc, w, self.gamma - 1 - tau)
 
-    def _capped(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row]) -> Law:
+    def _capped(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
         g = self.gamma
         ratios = [pr / qr for pr, qr in zip(_prefix(ps, xs), _prefix(qs, xs))]
         out: Law = defaultdict(Fraction)
         a, w = min(ONE, _capped_prefix_ratio(ratios, g - 1)), ONE
         for t in range(g - 1, -1, -1):
             if a:
-                self._capped_tail(out, xs, t, ps, qs, ratios, w * a)
+                self._capped_tail(out, xs, t, ps, qs, ratios, w * a, cut)
             w *= 1 - a
             if not w:
                 return dict(out)
@@ -168,7 +217,7 @@ class SeqSpec:
             if tau >= 0:
                 _, dpq, dqp = self._capped_divergences(xs, ps, qs, tau, ratios)
                 a = coin(dpq, dqp)
-        self._capped_tail(out, xs, -1, ps, qs, ratios, w)
+        self._capped_tail(out, xs, -1, ps, qs, ratios, w, cut)
         return dict(out)
 
     def _capped_divergences(self, xs: tuple, ps, qs, t: int, ratios: list[Fraction]):
@@ -190,29 +239,91 @@ class SeqSpec:
         dqp = sum(((1 - r) * qj for r, qj in zip(r_star, q_joint) if r <= 1), ZERO)
         return r_star, dpq, dqp
 
-    def _capped_tail(self, out: Law, xs: tuple, tau: int, ps, qs, ratios, w: Fraction) -> None:
+    def _capped_tail(self, out: Law, xs: tuple, tau: int, ps, qs, ratios, w: Fraction, cut: int | None) -> None:
         g = self.gamma
         if tau == g - 1:
-            _draw(out, xs, ps[g], w)
+            _draw(out, xs, ps[g], w, cut)
             return
         r_star, _, _ = self._capped_divergences(xs, ps, qs, tau, ratios)
         q_prefix = ONE
         for i in range(tau):
             q_prefix *= qs[i][xs[i]]
         res = normalise([max(ZERO, qv * q_prefix * (r - 1)) for qv, r in zip(qs[tau + 1], r_star)], on_zero="none")
-        _draw(out, xs[: tau + 1], res, w)
+        _draw(out, xs[: tau + 1], res, w, cut)
 
-    # --- many rounds
+    # --- many rounds, one token (standard) or one round (hsd) at a time
 
-    def after(self, ctx: tuple[int, ...], n: int) -> Law:
-        """Law of the next n tokens after ctx (a crash: n tokens CRASH)."""
-        return compose(self.round_law, tuple(ctx), n, memo=self._after, key=self._key, absorbing=CRASH)
+    def moves(self, state: int, ctx: tuple[int, ...]) -> dict[Move, Fraction]:
+        """The law of what comes next from a decoder state, with the state after it. `standard`: one
+        token (state = drafts accepted this round: a draft accepted moves to the next position, a
+        rejection's token or the bonus to a new round, ROUND). The hsd rules read the whole draft
+        before their first coin: one round, cut to the tokens asked for (a crash: CRASHED)."""
+        if self.method != "standard":
+            return {(s, CRASHED if s == (CRASH,) else ROUND): pr for s, pr in self.round_law(ctx, self._cut).items()}
+        key = (state, self._key(ctx))
+        if key in self._moves:
+            return self._moves[key]
+        p, q = self.p.row(list(ctx)), self.q.row(list(ctx))
+        out: dict[Move, Fraction] = defaultdict(Fraction)
+        if state == self.gamma:  # every draft accepted: the bonus from p
+            for y, py in enumerate(p):
+                if py:
+                    out[((y,), ROUND)] += py
+        else:
+            rejected = ZERO
+            for x, qx in enumerate(q):
+                if qx:
+                    a = coin(p[x], qx)
+                    if a:
+                        out[((x,), state + 1)] += qx * a
+                    rejected += qx * (1 - a)
+            if rejected:  # (p − q)+ sums to 0 only where p = q, where nothing is rejected
+                res = _normalise([max(ZERO, p[y] - q[y]) for y in range(self.V)])
+                for y, ry in enumerate(res or ()):
+                    if ry:
+                        out[((y,), ROUND)] += rejected * ry
+        self._moves[key] = dict(out)
+        return self._moves[key]
 
-    def token_law(self, context: Context, n: int) -> Law:
-        """Law of the first n tokens speculative_generate emits after `context`."""
-        if n < 1:
-            raise CaseError(f"n={n!r} must be >= 1")
-        return self.after(tuple(context), n)
+    def law(self, state: int, ctx: tuple[int, ...], m: int, *, top: bool = False) -> Law:
+        """Law of the next m tokens from a decoder state after ctx (a crash: m tokens CRASH), memoised
+        by state, visible context and m. `top`: the outermost call, whose moves' mass the bar counts."""
+        if m == 0:
+            return {(): ONE}
+        key = (state, self._key(ctx), m)
+        if key in self._laws:
+            return self._laws[key]
+        progress = self._progress
+        if progress is not None:
+            progress.enter(ctx, "a round's start" if state == ROUND else f"draft position {state}")
+        out: Law = defaultdict(Fraction)
+        for (s, nxt), pm in self.moves(state, ctx).items():
+            if nxt == CRASHED:
+                out[(CRASH,) * m] += pm
+            elif len(s) >= m:
+                out[s[:m]] += pm
+            else:
+                for s2, p2 in self.law(nxt, ctx + s, m - len(s)).items():
+                    out[s + s2 if s2[:1] != (CRASH,) else (CRASH,) * m] += pm * p2
+            if top and progress is not None:
+                progress.done(float(pm))
+        if progress is not None:
+            progress.leave()
+        self._laws[key] = dict(out)
+        return self._laws[key]
+
+    def token_law(self, context: Context, n: int, *, show: bool | None = None) -> Law:
+        """Law of the first n tokens speculative_generate emits after `context` (a crash: n tokens CRASH).
+        `show`: the progress bars (None: on a terminal only)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise CaseError(f"n={n!r} must be an integer >= 1")
+        self._cut, self._show = n, show  # a law of m <= n tokens is the same whatever n cut the rounds to
+        with LawProgress(f"seqspec {self.method} exact law", n, context, state_name="at", show=show) as progress:
+            self._progress = progress
+            try:
+                return self.law(ROUND, tuple(context), n, top=True)
+            finally:
+                self._progress = None
 
 
 def _prefix(rows: list[Row], xs: tuple) -> list[Fraction]:
@@ -224,12 +335,16 @@ def _prefix(rows: list[Row], xs: tuple) -> list[Fraction]:
     return out
 
 
-def _draw(out: Law, kept: tuple, row: Row | None, w: Fraction) -> None:
-    """kept, then one token from row (None: a row summing to 0, which torch.multinomial refuses)."""
+def _draw(out: Law, kept: tuple, row: Row | None, w: Fraction, cut: int | None) -> None:
+    """kept, then one token from row (None: a row summing to 0, which torch.multinomial refuses);
+    cut to the first `cut` tokens (a crash is a crash wherever it happens)."""
     if not w:
         return
     if row is None:
         out[(CRASH,)] += w
+        return
+    if cut is not None and len(kept) >= cut:
+        out[kept[:cut]] += w
         return
     for y, ry in enumerate(row):
         if ry:

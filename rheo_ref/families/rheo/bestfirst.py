@@ -41,6 +41,7 @@ from rheo_ref.models import Case, Context, Row
 
 ZERO, ONE = Fraction(0), Fraction(1)
 Key = tuple[Fraction, int, int, int]  # (-score, depth, frontier index of the parent, slot)
+MORE = -1  # marks a round cut at its horizon: it emits more tokens than the law looks at
 Shape = tuple  # a kept subtree as verification sees it: ((kind, slot, tokens, Shape of the child), ...)
 
 
@@ -221,7 +222,9 @@ class KeptLaws:
         self.case, self.plans = case, plans
         self._laws: dict[tuple[Context, Shape], Law] = {}
 
-    def law(self, ctx: Context, shape: Shape) -> Law:
+    def law(self, ctx: Context, shape: Shape | None) -> Law:
+        if shape is None:  # at the horizon: the round goes on, and what it emits is not looked at
+            return {(MORE,): ONE}
         ctx = self.plans.memo(ctx)
         key = (ctx, shape)
         if key not in self._laws:

@@ -19,6 +19,7 @@ from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import check_build
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
+from rheo_ref.families.rheo.walk import WalkRounds
 from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, expansions
@@ -83,14 +84,19 @@ def rounds(
     rules: Rules = SPEC_RULES,
     max_trees: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> RheoRounds:
+) -> RheoRounds | WalkRounds:
     """The family's `rounds` (rheo_ref.family.Family): its mutants come as `rules` (built by
-    rheo_ref.families.rheo.mutants), never as `variant`."""
+    rheo_ref.families.rheo.mutants), never as `variant`. `walk` answers round laws up to a
+    horizon (rheo_ref.families.rheo.walk)."""
     if variant is not SPEC:
         raise CaseError(
             f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
             f"rheo_ref.families.rheo.mutants (MutantExact), not by variant="
         )
+    if method == "walk":
+        if rules is not SPEC_RULES:
+            raise CaseError("method 'walk' verifies by the spec's rules only; mutants run with method 'brute'")
+        return WalkRounds(case, progress=progress)
     return RheoRounds(case, method, rules=rules, max_trees=max_trees, progress=progress)
 
 
@@ -98,23 +104,26 @@ def estimate(case: Case, method: str, variant: Variant = SPEC) -> Size:
     """An upper bound of the trees per round that `brute`/`classes` enumerate (dp: 0, its limit is
     enforced while it runs), never computed when large: brute (V-m)^E, with E the expansions of a
     round; classes (V-m)^(E-last) x min(V-m, K-m)^last (the sampled nodes created by the last
-    level of expansions are never expanded, and distinct fills bound their classes)."""
+    level of expansions are never expanded, and distinct fills bound their classes); walk: the
+    classes bound of the tree cut at depth min(n, D), n = the case's tokens (its shallow trees;
+    the deep frontiers it adds are bounded by the relevance floor, not by this count)."""
     if method == "dp":
         return Size.of(0)
     s = case.scheme_as(Scheme)
     if s.m >= s.K:
         return Size.of(1)
     branch = case.vocab_size - s.m  # possible sampled identities per expansion
-    E = expansions(s.K, s.W, s.D)
+    D = min(case.tokens, s.D) if method == "walk" else s.D  # walk: the shallow trees, to depth n
+    E = expansions(s.K, s.W, D)
     if method == "brute":
         return Size.power(branch, E)
-    last = E - expansions(s.K, s.W, s.D - 1) if s.D > 1 else E
+    last = E - expansions(s.K, s.W, D - 1) if D > 1 else E
     return Size.power(branch, E - last) * Size.power(min(branch, s.K - s.m), last)
 
 
 def estimate_what(case: Case, method: str) -> str:
     s = case.scheme_as(Scheme)
     return (
-        f"method {show(method)}: trees per round (K={show(s.K)}, W={show(s.W)}, D={show(s.D)}, "
-        f"V={show(case.vocab_size)})"
+        f"method {show(method)}: {'shallow ' if method == 'walk' else ''}trees per round (K={show(s.K)}, "
+        f"W={show(s.W)}, D={show(min(case.tokens, s.D) if method == 'walk' else s.D)}, V={show(case.vocab_size)})"
     )

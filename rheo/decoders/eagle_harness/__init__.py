@@ -1,0 +1,77 @@
+"""eagle-harness 0.1.3's sampled tree (ordered draws without replacement, recursive rejection), its own
+`draw_children` / `reject_children` run unmodified on tables (docs/THIRD_PARTY.md, "eagle-harness").
+`driver` runs in .venv-eagle-harness; `law` is the exact law as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from rheo_ref.models import Case
+
+from ..served_gate import Row, ServedDecoder
+from .law import SampledTreeLaw
+from .law import target_law as _target
+
+VERSION = "0.1.3"
+WALK_ON_CPU = (
+    "kernels/sampled_tree.py line 54 (`tl.load(QIDS + ..., mask=(c < C) & valid, other=0)`, in _walk): "
+    "triton 3.9.0's interpreter raises InterpreterError(ValueError('mask has unsupported dtype')) at "
+    "the first launch, whatever the inputs; compiled Triton on a GPU runs it"
+)
+
+
+def _temperature(gen: Mapping[str, Any]) -> Fraction:
+    return Fraction(str(gen.get("temperature", 1)))
+
+
+def exact_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
+    law = SampledTreeLaw(
+        case.target,
+        case.draft,
+        temperature=_temperature(gen),
+        children=int(gen.get("children", 2)),
+        depth=int(gen.get("depth", 2)),
+        reuse_coin=bool(gen.get("reuse_coin", False)),
+    )
+    return law.token_law(case.context, n)
+
+
+def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
+    return _target(case.target, _temperature(gen), case.context, n)
+
+
+DECODER = ServedDecoder(
+    name="eagle-harness",
+    help="eagle-harness 0.1.3 sampled tree: draw_children + reject_children (core/sampled_tree.py), unmodified",
+    package=f"eagle-harness {VERSION}",
+    path="eagle_harness/core/sampled_tree.py",
+    env="eagle-harness",
+    module="rheo.decoders.eagle_harness.driver",
+    gen_keys=("temperature", "children", "depth", "reuse_coin", "walk"),
+    exact_law=exact_law,
+    target_law=target_law,
+    rows=(
+        Row("k=2 d=2 T=1", {"children": 2, "depth": 2}, "2 ordered children per node, 2 levels"),
+        Row("k=3 d=2 T=1", {"children": 3, "depth": 2}, "3 children per node, 2 levels"),
+        Row("k=2 d=3 T=1/2", {"children": 2, "depth": 3, "temperature": 0.5}, "2 children, 3 levels, T = 1/2"),
+        Row(
+            "Triton tree walk",
+            {"children": 2, "depth": 2, "walk": "triton"},
+            "kernels/sampled_tree.sample_tree",
+            runs_here=WALK_ON_CPU,
+        ),
+        Row(
+            "control: residual reuses a coin",
+            {"children": 1, "depth": 2, "reuse_coin": True},
+            "negative control: the residual draw reuses the first child's accept coin (reject_children "
+            "documents its uniforms as independent of each other)",
+            cause="core/sampled_tree.py lines 99-101: the residual's inverse CDF at a coin that is >= the "
+            "first child's acceptance probability whenever it is used",
+            control=True,
+            tv=0.03,
+        ),
+    ),
+)

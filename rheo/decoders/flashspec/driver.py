@@ -1,0 +1,93 @@
+"""Runs inside .venv-flashspec: flashspec 0.3.1's `SpeculativeEngine.generate`, unmodified, on TableLMs.
+
+Request (JSON on stdin): target, draft (table JSON), context, tokens, num_samples, seed, gen with
+gamma (default 3), temperature (default 1), top_p (default 1), top_k (handed to SamplingConfig like
+any other key: pydantic's default `extra="ignore"` drops it), variant ("rejection" or "typical") and
+batch (1: the batch-1 fast path, `_generate_single` with `rejection_step`; B > 1: the context loop
+`_generate_generic` with `rejection_sample` / `typical_sample`, B copies of the context per call).
+Reply: {"samples", "seconds", "flashspec", "path"}.
+
+The models are rheo's `TableLM`s (transformers models whose law is a table, `rheo_fast.table_lm`),
+injected into flashspec's own wrappers (`HuggingFaceDrafter(model=...)`, `TargetModel(model=...)`). One
+model drafter and `drafter_strategy="bandit"` with one arm: the drafter is that model at `gamma` (the
+default "auto" strategy adds an n-gram lookup drafter, whose law depends on the context's repeats).
+`sampling.seed` is None, so flashspec draws from torch's global generator, seeded once here.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import sys
+import time
+
+import torch
+from flashspec.engine.hf_drafter import HuggingFaceDrafter
+from flashspec.engine.speculative import SpeculativeEngine
+from flashspec.engine.verifier import TargetModel
+from flashspec.utils.config import BanditConfig, FlashSpecConfig, SamplingConfig
+
+from rheo_fast.table_lm import table_lm
+from rheo_ref.models import TableModel
+
+SAMPLING_KEYS = ("gamma", "temperature", "top_p", "top_k", "variant")
+
+
+def engine_for(req: dict, n: int) -> SpeculativeEngine:
+    gen = req.get("gen", {})
+    sampling = {k: gen[k] for k in SAMPLING_KEYS if k in gen}
+    sampling.setdefault("gamma", 3)
+    T = float(sampling.get("temperature", 1.0))
+    config = FlashSpecConfig(
+        drafter_name="table-draft",
+        target_name="table-target",
+        device="cpu",
+        dtype="float32",
+        max_new_tokens=n,
+        drafter_strategy="bandit",
+        compile=False,
+        bandit=BanditConfig(n_arms=1),
+        sampling=SamplingConfig(**sampling),
+    )
+    draft = table_lm(TableModel.from_json(req["draft"], "draft"))
+    target = table_lm(TableModel.from_json(req["target"], "target"))
+    drafter = HuggingFaceDrafter("table-draft", "cpu", torch.float32, temperature=T, model=draft)
+    verifier = TargetModel("table-target", torch.device("cpu"), torch.float32, model=target)
+    return SpeculativeEngine(config, [drafter], verifier)
+
+
+def run(req: dict) -> dict:
+    n, num, context = int(req["tokens"]), int(req["num_samples"]), list(req["context"])
+    batch = int(req.get("gen", {}).get("batch", 1))
+    torch.manual_seed(int(req["seed"]))
+    engine = engine_for(req, n)
+    out: list[list[int]] = []
+    t0 = time.perf_counter()
+    last = t0
+    while len(out) < num:
+        b = min(batch, num - len(out))
+        ids = torch.tensor([context] * b, dtype=torch.int64)  # [b, L]
+        res = engine.generate(ids, max_new_tokens=n)
+        for row in res.output_ids.tolist():  # [b, new tokens], -1 after a row's end
+            out.append([int(t) for t in row if t >= 0][:n])
+        if time.perf_counter() - last > 5:
+            last = time.perf_counter()
+            print(f"flashspec driver: {len(out)}/{num} samples", file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - t0
+    short = [o for o in out if len(o) < n]
+    if short:
+        raise SystemExit(f"flashspec returned {len(short[0])} tokens, fewer than {n}: {short[0]}")
+    return {
+        "samples": out,
+        "seconds": seconds,
+        "flashspec": importlib.metadata.version("flashspec"),
+        "path": "_generate_single + rejection_step" if batch == 1 else "_generate_generic",
+    }
+
+
+def main() -> None:
+    json.dump(run(json.load(sys.stdin)), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

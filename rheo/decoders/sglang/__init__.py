@@ -1,0 +1,105 @@
+"""SGLang 0.5.23's EAGLE verify sampler on CPU: `chain_speculative_sampling_triton` (token-level and block
+verification, the ROCm default path) in Triton's interpreter, with its top-k / top-p renormalisation
+(docs/THIRD_PARTY.md, "SGLang"). `driver` runs in .venv-sglang; `law` is the exact law as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from rheo_ref.models import Case
+
+from ..served_gate import Row, ServedDecoder
+from .law import ChainLaw, Processing, plain_target_law
+
+VERSION = "0.5.23"
+RENORM_ON_CPU = (
+    "renorm_triton.py line 57-58: _prepare_probs raises ValueError('renorm kernels require a CUDA/HIP "
+    "tensor') for a CPU tensor, before any Triton kernel; on CPU renorm.py (lines 33-35) binds "
+    "top_k_renorm_prob = top_p_renorm_prob = None. Runs on a GPU (CUDA: FlashInfer's; ROCm: these)"
+)
+
+
+def processing(gen: Mapping[str, Any]) -> Processing:
+    k = gen.get("top_k")
+    p = gen.get("top_p")
+    return Processing(
+        temperature=Fraction(str(gen.get("temperature", 1))),
+        top_k=None if k is None else int(k),
+        top_p=None if p is None else Fraction(str(p)),
+    )
+
+
+def exact_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
+    td = gen.get("draft_temperature")
+    law = ChainLaw(
+        case.target,
+        case.draft,
+        processing(gen),
+        num_steps=int(gen.get("num_steps", 3)),
+        block=bool(gen.get("block_verification", False)),
+        draft_temperature=None if td is None else Fraction(str(td)),
+    )
+    return law.token_law(case.context, n)
+
+
+def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
+    """What SGLang's plain sampler draws (for temperature only: p at T)."""
+    return plain_target_law(case.target, processing(gen), case.context, n)
+
+
+DECODER = ServedDecoder(
+    name="sglang",
+    help="SGLang 0.5.23 chain_speculative_sampling_triton (TRITON_INTERPRET=1), unmodified",
+    package=f"sglang {VERSION}",
+    path="sglang/kernels/ops/speculative/reject_sampling.py",
+    env="sglang",
+    module="rheo.decoders.sglang.driver",
+    gen_keys=(
+        "temperature",
+        "num_steps",
+        "block_verification",
+        "threshold_single",
+        "threshold_acc",
+        "draft_temperature",
+        "top_k",
+        "top_p",
+    ),
+    exact_law=exact_law,
+    target_law=target_law,
+    rows=(
+        Row("token T=1", {"num_steps": 3}, "token-level verification"),
+        Row("token T=1/2", {"num_steps": 3, "temperature": 0.5}, "token-level, temperature 1/2"),
+        Row("block T=1", {"num_steps": 3, "block_verification": True}, "block verification (Sun et al. 2024)"),
+        Row("block T=1/2", {"num_steps": 3, "block_verification": True, "temperature": 0.5}, "block, T = 1/2"),
+        Row(
+            "thresholds 0.5",
+            {"num_steps": 3, "threshold_single": 0.5, "threshold_acc": 0.5},
+            "speculative_accept_threshold_single/acc = 0.5 (documented lossy): never reach the kernel "
+            "(reject_sampling.py lines 254-255 are not passed on, lines 266-295), so the run is lossless",
+        ),
+        Row("top-k 2", {"num_steps": 3, "top_k": 2}, "top-k renorm, then verify", runs_here=RENORM_ON_CPU),
+        Row(
+            "top-p 0.7", {"num_steps": 3, "top_p": 0.7}, "top-p renorm (>= rule), then verify", runs_here=RENORM_ON_CPU
+        ),
+        Row(
+            "top-k 3 + top-p 0.7",
+            {"num_steps": 3, "top_k": 3, "top_p": 0.7},
+            "both: the speculative path applies top-p to the top-k-renormalised row; the plain sampler keeps "
+            "the joint top-k and top-p sets of the same row",
+            cause="eagle_utils.py lines 728-743 (top_p_renorm_prob on the output of top_k_renorm_prob) vs "
+            "sampler.py lines 435-439 (top_k_top_p_sampling_from_probs, filter_apply_order='joint')",
+            runs_here=RENORM_ON_CPU,
+        ),
+        Row(
+            "control: draft probs at T=1, drawn at T=1/4",
+            {"num_steps": 3, "draft_temperature": 0.25},
+            "negative control: the kernel is told q at T = 1 while the candidates come from q at T = 1/4 "
+            "(eagle_utils.py requires draft_probs to be the proposal distribution)",
+            cause="reject_sampling.py line 149: the ratio p/q uses the stated q, not the proposal's",
+            control=True,
+        ),
+    ),
+)

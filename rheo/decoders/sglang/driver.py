@@ -1,0 +1,161 @@
+"""Runs inside .venv-sglang: SGLang 0.5.23's `chain_speculative_sampling_triton`, unmodified, on tables.
+
+Request (JSON on stdin): target, draft (table JSON), context, tokens, num_samples, seed, gen with
+temperature (T, default 1), num_steps (draft tokens a round, default 3), block_verification (default
+false), threshold_single / threshold_acc (passed through as SGLang's verify passes them), and
+draft_temperature (the temperature the candidates are drawn at; default T: the negative control sets
+it apart from the T of the draft probabilities handed to the kernel). Reply: {"samples": [[tokens]],
+"seconds": wall time, "sglang": version}.
+
+What runs as SGLang's EAGLE verify runs it (`sglang/srt/speculative/eagle_utils.py`, `eagle_sample`,
+rejection-sampling branch): target probs from `sglang.kernels.ops.sampling.softmax(logits,
+temperatures)` (on CPU: logits / T, then torch.softmax), coins `torch.rand` in [0, 1), then
+`chain_speculative_sampling_triton(...)` with `TRITON_INTERPRET=1` (Triton's CPU interpreter; set here
+before triton is imported). The draft side (SGLang's draft worker) is the harness: candidates are drawn
+with torch.multinomial from the draft probs at `draft_temperature`. A chain of num_steps drafts is one
+round; the samples of a batch run as the batch's rows, one kernel launch per round.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import importlib.metadata
+import json
+import math
+import sys
+import time
+
+import torch
+from sglang.kernels.ops.sampling import softmax as sglang_softmax
+from sglang.kernels.ops.speculative.reject_sampling import chain_speculative_sampling_triton
+
+from rheo_ref.models import TableModel, context_key
+
+
+class Rows:
+    """Float log-rows of a table, by context key (logits: log p, -inf where p = 0)."""
+
+    def __init__(self, table: TableModel) -> None:
+        self.table = table
+        self.cache: dict[str, torch.Tensor] = {}
+
+    def logits(self, ctx: list[int]) -> torch.Tensor:
+        key = context_key(ctx, self.table.context_length)
+        row = self.cache.get(key)
+        if row is None:
+            row = torch.tensor([float(x) for x in self.table.row(ctx)], dtype=torch.float64).log().float()
+            self.cache[key] = row
+        return row
+
+
+def probs(rows: Rows, ctxs: list[list[int]], temperature: float) -> torch.Tensor:
+    logits = torch.stack([rows.logits(c) for c in ctxs])  # [R, V]
+    temps = torch.full((len(ctxs), 1), temperature, dtype=torch.float32)  # [R, 1]
+    return sglang_softmax(logits, temperatures=temps)  # [R, V]
+
+
+def renorm(target: torch.Tensor, gen: dict) -> torch.Tensor:
+    """top-k then top-p renormalisation as eagle_utils.py (lines 728-743) applies it, with the functions
+    `sglang.kernels.ops.sampling.renorm` binds on ROCm (renorm_triton's; on CPU renorm.py binds None).
+    On CPU tensors they raise ValueError("renorm kernels require a CUDA/HIP tensor"), renorm_triton.py
+    line 58: the driver lets that error end the run."""
+    if gen.get("top_k") is None and gen.get("top_p") is None:
+        return target
+    from sglang.kernels.ops.sampling.renorm_triton import top_k_renorm_probs_triton, top_p_renorm_probs_triton
+
+    B, S, V = target.shape
+    flat = target.reshape(B * S, V)  # [B*S, V]
+    if gen.get("top_k") is not None:
+        flat = top_k_renorm_probs_triton(flat, torch.full((B * S,), int(gen["top_k"])))
+    if gen.get("top_p") is not None:
+        flat = top_p_renorm_probs_triton(flat, torch.full((B * S,), float(gen["top_p"])))
+    return flat.reshape(B, S, V)
+
+
+def run(req: dict) -> dict:
+    p_rows = Rows(TableModel.from_json(req["target"], "target"))
+    q_rows = Rows(TableModel.from_json(req["draft"], "draft"))
+    gen = req.get("gen", {})
+    T = float(gen.get("temperature", 1.0))
+    T_draw = float(gen.get("draft_temperature", T))
+    gamma = int(gen.get("num_steps", 3))
+    block = bool(gen.get("block_verification", False))
+    thr_single = float(gen.get("threshold_single", 1.0))
+    thr_acc = float(gen.get("threshold_acc", 1.0))
+    n, num, context = int(req["tokens"]), int(req["num_samples"]), list(req["context"])
+    gen_rng = torch.Generator().manual_seed(int(req["seed"]))
+    torch.manual_seed(int(req["seed"]) + 1)  # the coins: torch.rand, as _verify_coins draws them unseeded
+    out: list[list[int]] = [[] for _ in range(num)]
+    t0 = time.perf_counter()
+    rounds = 0
+    while True:
+        live = [i for i in range(num) if len(out[i]) < n]
+        if not live:
+            break
+        B, S = len(live), gamma + 1
+        ctx0 = [context + out[i] for i in live]
+        drafts: list[list[int]] = [[] for _ in live]
+        draft_probs = torch.empty(B, gamma, p_rows.table.vocab_size)  # [B, γ, V]
+        for j in range(gamma):
+            ctxs = [c + d for c, d in zip(ctx0, drafts)]
+            draw = probs(q_rows, ctxs, T_draw)  # [B, V]: what the candidates are drawn from
+            draft_probs[:, j] = draw if T_draw == T else probs(q_rows, ctxs, T)  # [B, V]: what the kernel is told
+            picked = torch.multinomial(draw, 1, generator=gen_rng).squeeze(1).tolist()  # [B]
+            for d, x in zip(drafts, picked):
+                d.append(int(x))
+        target = torch.stack(
+            [probs(p_rows, [c + d[:j] for c, d in zip(ctx0, drafts)], T) for j in range(S)], dim=1
+        )  # [B, S, V]
+        target = renorm(target, gen)  # [B, S, V]
+        last = [c[-1] if c else 0 for c in ctx0]
+        candidates = torch.tensor([[r, *d] for r, d in zip(last, drafts)], dtype=torch.int64)  # [B, S]
+        retrive_index = torch.arange(B * S, dtype=torch.int64).reshape(B, S)  # [B, S]
+        predicts = torch.zeros(B * S, dtype=torch.int32)  # [B*S]
+        accept_index = torch.full((B, S), -1, dtype=torch.int32)  # [B, S]
+        accept_num = torch.zeros(B, dtype=torch.int32)  # [B]
+        coins = torch.rand_like(candidates, dtype=torch.float32)  # [B, S], as eagle_utils._verify_coins
+        coins_final = torch.rand((B,), dtype=torch.float32)  # [B]
+        chain_speculative_sampling_triton(
+            predicts=predicts,
+            accept_index=accept_index,
+            accept_token_num=accept_num,
+            candidates=candidates,
+            retrive_index=retrive_index,
+            retrive_next_token=None,
+            retrive_next_sibling=None,
+            uniform_samples=coins,
+            uniform_samples_for_final_sampling=coins_final,
+            target_probs=target,
+            draft_probs=draft_probs,
+            threshold_single=thr_single,
+            threshold_acc=thr_acc,
+            deterministic=True,
+            block_verification=block,
+        )
+        pred, acc, num_acc = predicts.tolist(), accept_index.tolist(), accept_num.tolist()
+        for b, i in enumerate(live):
+            out[i].extend(pred[acc[b][j]] for j in range(num_acc[b] + 1))
+        rounds += 1
+        done = sum(1 for o in out if len(o) >= n)
+        print(f"sglang driver: round {rounds}, {done}/{num} samples done", file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - t0
+    return {
+        "samples": [o[:n] for o in out],
+        "seconds": seconds,
+        "rounds": rounds,
+        "sglang": importlib.metadata.version("sglang"),
+        "triton": importlib.metadata.version("triton"),
+        "ms_per_sample": 1000 * seconds / max(num, 1) if not math.isnan(seconds) else None,
+    }
+
+
+def main() -> None:
+    req = json.load(sys.stdin)
+    json.dump(run(req), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""The exact law of SGLang 0.5.23's `chain_speculative_sampling_triton` as written, in Fractions.
+
+Source: `sglang/kernels/ops/speculative/reject_sampling.py` (kernel `speculative_sampling_classic_kernel`)
+and its caller `sglang/srt/speculative/eagle_utils.py` (`eagle_sample`). One round from a context:
+the draft draws x_1..x_γ from q_draw (x_i's row is q's at the context and x_<i); the kernel is handed
+the target rows p_0..p_γ and the *stated* draft rows q_0..q_{γ−1} (q_draw unless a control sets them
+apart); coins u are uniform on [0, 1).
+- token level (lines 128-160): x_i is accepted iff 0 < q(x_i) <= 1 and u·q(x_i) < p(x_i), i.e. w.p.
+  min(1, p/q); the first rejection ends the scan;
+- block verification (lines 52-127, Sun et al. 2024, Algorithm 2): r_0 = 1, r_i = min(r_{i−1}·p(x_i)/
+  q(x_i), 1) (0 when q(x_i) is not in (0, 1]); scanning i = γ..1 with one coin each, the longest i
+  whose coin passes is kept: at i = γ the coin passes w.p. r_γ; below, w.p. min(r_i, h_i) with
+  h_i = R_i/(R_i + 1 − r_i), R_i = Σ_v (r_i·p_i(v) − q_i(v))+, when 0 < r_i < 1, else w.p. r_i;
+- then (lines 164-239): after all γ accepted, a token from p_γ; else from (s·p_i − q_i)+ normalised
+  at the row i of the first rejection (s = r_i in block mode, 1 at token level), q clamped to 0 outside
+  [0, 1]; a residual of mass 0 gives token V − 1 (the CDF walk finds no cell: lines 200-205).
+`threshold_single` and `threshold_acc` are arguments of `chain_speculative_sampling_triton` (lines 254-255)
+that the function never passes to the kernel: they do not enter the law.
+
+Target processing (eagle_utils.py lines 720-743): softmax(logits / T), then, when set, SGLang's
+`top_k_renorm_prob` and then `top_p_renorm_prob` on the result (`renorm_triton.py`: a token is kept iff
+its probability is >= a pivot, ties kept; top-p's pivot is the first ascending-sorted entry whose
+cumulative sum is >= 1 − top_p, lines 122-130). Its plain sampler (`sglang/srt/layers/sampler.py`,
+`top_k_top_p_sampling_from_probs(..., filter_apply_order="joint")`) keeps the tokens in *both* the top-k
+set and the top-p set of the same softmax: `plain_row` below. With top-k and top-p together the
+speculative path applies top-p to the top-k-renormalised row instead: `spec_row`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from rheo_ref.errors import CaseError
+from rheo_ref.models import TableModel
+
+from ..rounds import ONE, ZERO, Law, Row, normalise, single_token_law, temper, token_law
+
+
+def top_k_keep(row: Sequence[Fraction], k: int) -> list[bool]:
+    """renorm_triton.top_k_renorm_probs_triton: pivot = the k-th largest entry; keep entries >= pivot."""
+    desc = sorted(row, reverse=True)
+    pivot = desc[min(max(k - 1, 0), len(row) - 1)]
+    return [x >= pivot for x in row]
+
+
+def top_p_keep(row: Sequence[Fraction], top_p: Fraction) -> list[bool]:
+    """renorm_triton.top_p_renorm_probs_triton: ascending sort, cutoff = the first index whose
+    cumulative sum is >= 1 − top_p (searchsorted, right=False), pivot = that entry; keep >= pivot."""
+    if not 0 < top_p <= 1:
+        raise CaseError(f"top_p {top_p} must be in (0, 1]")
+    asc = sorted(row)
+    acc, cut = ZERO, len(row) - 1
+    for i, x in enumerate(asc):
+        acc += x
+        if acc >= 1 - top_p:
+            cut = i
+            break
+    pivot = asc[cut]
+    return [x >= pivot for x in row]
+
+
+def _kept(row: Sequence[Fraction], keep: Sequence[bool]) -> Row:
+    out = normalise([x if k else ZERO for x, k in zip(row, keep)])
+    if out is None:
+        raise CaseError("top-k / top-p kept no mass")
+    return out
+
+
+@dataclass(frozen=True)
+class Processing:
+    """SGLang's sampling parameters: temperature T = 1/k, top_k (None: off), top_p (None: off)."""
+
+    temperature: Fraction = ONE
+    top_k: int | None = None
+    top_p: Fraction | None = None
+
+    def spec_row(self, row: Sequence[Fraction]) -> Row:
+        """What the speculative verify hands the kernel: softmax(·/T), top-k renorm, then top-p renorm."""
+        r = temper(row, self.temperature)
+        if self.top_k is not None:
+            r = _kept(r, top_k_keep(r, self.top_k))
+        if self.top_p is not None:
+            r = _kept(r, top_p_keep(r, self.top_p))
+        return r
+
+    def plain_row(self, row: Sequence[Fraction]) -> Row:
+        """What SGLang's plain sampler draws from: the joint top-k ∩ top-p support of softmax(·/T)."""
+        r = temper(row, self.temperature)
+        keep = [True] * len(r)
+        if self.top_k is not None:
+            keep = [a and b for a, b in zip(keep, top_k_keep(r, self.top_k))]
+        if self.top_p is not None:
+            keep = [a and b for a, b in zip(keep, top_p_keep(r, self.top_p))]
+        return _kept(r, keep)
+
+
+def _clamp(q: Fraction) -> Fraction:
+    return q if 0 <= q <= 1 else ZERO
+
+
+def _residual(p: Row, q: Row, scale: Fraction) -> Law:
+    """The final token from (scale·p − q)+ normalised; token V − 1 when that has mass 0."""
+    r = normalise([max(scale * a - _clamp(b), ZERO) for a, b in zip(p, q)])
+    if r is None:
+        return {(len(p) - 1,): ONE}
+    return {(v,): w for v, w in enumerate(r) if w}
+
+
+class ChainLaw:
+    """The law of `chain_speculative_sampling_triton` rounds on tables p (target) and q (draft)."""
+
+    def __init__(
+        self,
+        target: TableModel,
+        draft: TableModel,
+        proc: Processing,
+        *,
+        num_steps: int,
+        block: bool = False,
+        draft_temperature: Fraction | None = None,
+    ) -> None:
+        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or not 1 <= num_steps <= 6:
+            raise CaseError(
+                f"num_steps={num_steps!r} must be an integer in 1..6 (the law enumerates V^num_steps drafts)"
+            )
+        self.p, self.q, self.proc = target, draft, proc
+        self.gamma, self.block = num_steps, block
+        self.t_draw = proc.temperature if draft_temperature is None else Fraction(draft_temperature)
+
+    def p_row(self, ctx: tuple[int, ...]) -> Row:
+        return self.proc.spec_row(self.p.row(ctx))
+
+    def q_row(self, ctx: tuple[int, ...]) -> Row:
+        """The stated draft row: q at T (SGLang's draft probs are not top-k / top-p processed here)."""
+        return temper(self.q.row(ctx), self.proc.temperature)
+
+    def draw_row(self, ctx: tuple[int, ...]) -> Row:
+        return temper(self.q.row(ctx), self.t_draw)
+
+    def round_law(self, ctx: tuple[int, ...]) -> Law:
+        return self._block_round(ctx) if self.block else self._token_round(ctx)
+
+    def _token_round(self, ctx: tuple[int, ...]) -> Law:
+        out: dict[tuple[int, ...], Fraction] = {}
+
+        def add(law: Law, head: tuple[int, ...], w: Fraction) -> None:
+            for k, v in law.items():
+                out[head + k] = out.get(head + k, ZERO) + w * v
+
+        def level(acc: tuple[int, ...], w: Fraction) -> None:
+            c = ctx + acc
+            p = self.p_row(c)
+            if len(acc) == self.gamma:
+                add({(v,): x for v, x in enumerate(p) if x}, acc, w)
+                return
+            q, d = self.q_row(c), self.draw_row(c)
+            reject = ZERO
+            for x, dx in enumerate(d):
+                if not dx:
+                    continue
+                a = min(ONE, p[x] / q[x]) if 0 < q[x] <= 1 else ZERO
+                if a:
+                    level(acc + (x,), w * dx * a)
+                reject += dx * (1 - a)
+            if reject:
+                add(_residual(p, q, ONE), acc, w * reject)
+
+        level((), ONE)
+        return out
+
+    def _block_round(self, ctx: tuple[int, ...]) -> Law:
+        out: dict[tuple[int, ...], Fraction] = {}
+        V, g = self.p.vocab_size, self.gamma
+        for xs in itertools.product(range(V), repeat=g):
+            w, r = ONE, ONE
+            rows: list[tuple[Row, Row]] = []  # (p_i, q_i), i < γ
+            rs: list[Fraction] = []
+            for i, x in enumerate(xs):
+                c = ctx + xs[:i]
+                d = self.draw_row(c)
+                w *= d[x]
+                if not w:
+                    break
+                p, q = self.p_row(c), self.q_row(c)
+                rows.append((p, q))
+                r = min(r * p[x] / q[x], ONE) if 0 < q[x] <= 1 else ZERO
+                rs.append(r)
+            if not w:
+                continue
+            p_last = self.p_row(ctx + xs)
+            passes = []  # the probability that step i's coin passes, i = 1..γ
+            for i in range(1, g + 1):
+                ri = rs[i - 1]
+                if i < g and 0 < ri < 1:
+                    p_next, q_next = rows[i]
+                    R = sum((max(ri * a - b, ZERO) for a, b in zip(p_next, q_next)), ZERO)
+                    passes.append(min(ri, R / (R + 1 - ri)))
+                else:
+                    passes.append(ri)
+            above = ONE  # P(no coin above i passed)
+            for i in range(g, -1, -1):
+                a = passes[i - 1] if i >= 1 else ONE
+                wi = w * above * a
+                above *= 1 - a
+                if not wi:
+                    continue
+                head = xs[:i]
+                law: Law
+                if i == g:
+                    law = {(v,): x for v, x in enumerate(p_last) if x}
+                else:
+                    p_i, q_i = rows[i]
+                    law = _residual(p_i, q_i, rs[i - 1] if i >= 1 else ONE)
+                for k, v in law.items():
+                    out[head + k] = out.get(head + k, ZERO) + wi * v
+        return out
+
+    def token_law(self, context: Sequence[int], n: int) -> Law:
+        return token_law(self.round_law, context, n, label="sglang")
+
+
+def spec_target_law(target: TableModel, proc: Processing, context: Sequence[int], n: int) -> Law:
+    """The law the speculative path aims at: tokens from `spec_row` one at a time."""
+    return single_token_law(lambda c: proc.spec_row(target.row(c)), context, n)
+
+
+def plain_target_law(target: TableModel, proc: Processing, context: Sequence[int], n: int) -> Law:
+    """The law SGLang's plain (non-speculative) sampler draws: tokens from `plain_row`."""
+    return single_token_law(lambda c: proc.plain_row(target.row(c)), context, n)

@@ -1,0 +1,139 @@
+"""vLLM 0.33.0's `RejectionSampler` (vllm/v1/sample/rejection_sampler.py), judged unmodified.
+
+It runs in `.venv-vllm` (`make .venv-vllm/.installed`) through `driver.py`, in Triton's CPU
+interpreter; its exact law as written is `law.VLLMLaw`. `DECODER` describes it: its --gen keys,
+`sampler(gen)` (a rheo gate sampler `(case, seed, num_samples) -> sequences`) and `law(case, gen, n)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Case
+
+from ..served import run_driver
+from .law import BlockLaw, Law, Setting, VLLMLaw
+
+ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"
+SECONDS_PER_SAMPLE = 0.5  # the driver's timeout: generous against ~0.05-0.1 s a sample in the interpreter
+GEN_KEYS = {
+    "temperature": "1/k for an integer k, or 0 (greedy)",
+    "top_k": "keep the tokens >= the k-th largest (vLLM's PyTorch path, HAS_TRITON=False)",
+    "top_p": "drop tokens whose ascending cumulative mass is <= 1 - top_p (PyTorch path)",
+    "k": "drafts per round (num_speculative_tokens), 0..128; default 2",
+    "draft_probs": "1: hand vLLM the q rows; 0: none (one-hot drafts, as n-gram drafting); default 1",
+    "seed": "a per-request seed (vLLM draws this request's randomness from its own torch.Generator)",
+    "method": "token (default: vllm.v1.sample.rejection_sampler) or block (the V2 runner's block verification, T = 1)",
+    "synthetic": "comma-separated unconditional acceptance rates: vLLM's lossy synthetic method (negative control)",
+}
+
+
+def _method(gen: dict[str, Any]) -> str:
+    m = gen.get("method", "token")
+    if m not in ("token", "block"):
+        raise CaseError(f"method={m!r}; allowed: token, block")
+    if m == "block" and gen.get("synthetic") is not None:
+        raise CaseError("method=block with synthetic: vLLM refuses the pair (block verification is incompatible)")
+    return str(m)
+
+
+def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
+    bad = sorted(set(gen) - set(GEN_KEYS))
+    if bad:
+        raise CaseError(f"--gen {bad[0]!r} is not a vLLM option here; allowed: {', '.join(GEN_KEYS)}")
+    dp = gen.get("draft_probs", 1)
+    if dp not in (0, 1, True, False):
+        raise CaseError(f"draft_probs={dp!r} must be 0 or 1")
+    syn = gen.get("synthetic")
+    rates = None
+    if syn is not None:
+        rates = [Fraction(x) for x in str(syn).split(",")]
+        if any(not 0 <= r <= 1 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
+            raise CaseError(f"synthetic={syn!r}: rates must lie in [0, 1] and not increase")
+    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k")}
+    return Setting.from_gen(settings), bool(dp), rates
+
+
+def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tokens: int | None = None) -> dict:
+    """The driver's request for one setting (the gate's sampler; a mixed batch lists several)."""
+    s, dp, rates = _parse(gen)
+    spec: dict[str, Any] = {"temperature": 0.0 if s.greedy else 1.0 / s.power, "k": s.k, "num_samples": num_samples}
+    spec.update(top_k=s.top_k, top_p=None if s.top_p is None else float(s.top_p), seed=gen.get("seed"))
+    return {
+        "target": case.target.to_json(),
+        "draft": case.q_samp_model.to_json(),
+        "context": list(case.context),
+        "tokens": case.tokens if tokens is None else tokens,
+        "draft_probs": dp,
+        "seed": seed % 2**62,
+        "requests": [spec],
+        "synthetic_rates": None if rates is None else [float(r) for r in rates],
+        "method": _method(gen),
+    }
+
+
+def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, ...]]]:
+    """A rheo gate sampler running vLLM's RejectionSampler with these --gen settings."""
+    _parse(gen)
+
+    def sample(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
+        req = request(case, gen, seed, num_samples)
+        reply = run_driver(ENV, MODULE, req, timeout=60 + SECONDS_PER_SAMPLE * num_samples * case.tokens)
+        return [tuple(s) for s in reply["samples"][0]]
+
+    return sample
+
+
+def law(case: Case, gen: dict[str, Any], n: int, *, progress: bool = False) -> Law:
+    """The exact law of the first n tokens vLLM's RejectionSampler emits with these settings."""
+    s, dp, rates = _parse(gen)
+    if _method(gen) == "block":
+        return BlockLaw(case.target, case.q_samp_model, s, draft_probs=dp).token_law(case.context, n, progress=progress)
+    return VLLMLaw(case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates).token_law(
+        case.context, n, progress=progress
+    )
+
+
+def target(case: Case, gen: dict[str, Any], n: int) -> Law:
+    """The target law the settings claim: the processed p (the argmax chain at temperature 0)."""
+    from rheo_ref.exact import target_law
+
+    s, _, _ = _parse(gen)
+    if s.greedy:
+        ctx, out = list(case.context), []
+        for _ in range(n):
+            row = case.target.row(ctx)
+            out.append(row.index(max(row)))
+            ctx.append(out[-1])
+        return {tuple(out): Fraction(1)}
+    return target_law(s.processing.case(case), n)
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """A served decoder under the gate (a plain description until the decoder registry lands)."""
+
+    name: str
+    help: str
+    env: str
+    version: str
+    gen_keys: dict[str, str]
+    sampler: Callable[[dict[str, Any]], Callable[[Case, int, int], Sequence[Sequence[int]]]]
+    law: Callable[..., Law]
+    target: Callable[[Case, dict[str, Any], int], Law]
+
+
+DECODER = Decoder(
+    name="vllm",
+    help=f"vLLM {VERSION} RejectionSampler (token-level, Triton interpreter; top-k/top-p on its PyTorch path)",
+    env=ENV,
+    version=VERSION,
+    gen_keys=GEN_KEYS,
+    sampler=sampler,
+    law=law,
+    target=target,
+)

@@ -1,0 +1,291 @@
+"""Runs INSIDE .venv-vllm: vLLM 0.33.0's `RejectionSampler`, unmodified, decoding table models.
+
+`python -m rheo.decoders.vllm.driver` reads one JSON request on stdin and writes one JSON reply on
+stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harness's:
+- vLLM's, as published: `RejectionSampler(Sampler())` (`vllm/v1/sample/rejection_sampler.py`) with
+  its own `SpecDecodeMetadata` and `SamplingMetadata`, its Triton kernels run by Triton's CPU
+  interpreter (`TRITON_INTERPRET=1`, with `CUDA_VISIBLE_DEVICES=""` so that vLLM keeps Triton
+  enabled), the bonus token drawn by its `Sampler`, and `RejectionSampler.parse_output`.
+- the harness's (the model runner's and the drafter's part): the target's logits, log p of the
+  case's table at each verified position and at the bonus, laid out as vLLM's model runner lays them
+  (per request its k verified rows, then its bonus row); the drafts, drawn from the case's q table
+  with the harness's own generator; with `draft_probs` the q rows are handed to vLLM, without it
+  vLLM sees none (one-hot drafts, as for n-gram drafting); the batch as the input batch builds it
+  (temperature 0 for greedy, top-k = V and top-p = 1 where off, one `torch.Generator` per seeded
+  request, rows dropped when their request has its tokens).
+- top-k / top-p: `"topk_topp": "pytorch"` sets the module global
+  `vllm.v1.sample.ops.topk_topp_sampler.HAS_TRITON = False` (the switch vLLM itself reads to choose
+  `apply_top_k_top_p_pytorch`); the Triton top-k / top-p kernel does not run in the interpreter
+  (see docs/THIRD_PARTY.md). A verdict with top-k / top-p is a verdict on that PyTorch path.
+- `"method": "block"`: block verification (Sun et al.), which 0.33.0 has only in the V2 model
+  runner: `vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils.rejection_sample(...,
+  use_block_verification=True)`, called with the tensors that runner builds (target logits already
+  processed: temperature 1, no top-k / top-p here; one seed a request; positions). Its draws are
+  philox streams of (seed, position), so every sample gets its own seed from the harness.
+- `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
+  i-th draft with a fixed rate, whatever p and q): the negative control.
+No rheo module beyond this file's standard-library imports is needed here.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import math
+import os
+import pstats
+import sys
+import time
+from fractions import Fraction
+from types import SimpleNamespace
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+ZERO_LOGIT = -1.0e4  # log 0: finite, as TableLM does (exp(-1e4 / T) is exactly 0 in float32 for T < 90)
+
+
+def _rows(table: dict) -> tuple[int, int, dict[tuple[int, ...], list[float]]]:
+    V, L = table["vocab_size"], table["context_length"]
+    rows = {}
+    for key, row in table["probs"].items():
+        ctx = tuple(int(t) for t in key.split(",")) if key else ()
+        rows[ctx] = [float(Fraction(x)) for x in row]
+    return V, L, rows
+
+
+def _row(rows: dict, L: int, ctx: list[int]) -> list[float]:
+    key = tuple(ctx[-L:]) if L else ()
+    if key not in rows:
+        raise SystemExit(f"driver: the table has no row for context {list(key)}")
+    return rows[key]
+
+
+def _metadata(drafts: list[list[int]], device):
+    """SpecDecodeMetadata as the model runner's `_calc_spec_decode_metadata` builds it."""
+    import numpy as np
+    import torch
+    from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
+
+    nd = np.array([len(d) for d in drafts], dtype=np.int32)
+    ns = nd + 1
+    cu_s, cu_d = np.cumsum(ns, dtype=np.int32), np.cumsum(nd, dtype=np.int32)
+    starts = cu_s - ns
+    target = np.concatenate([s + np.arange(n, dtype=np.int32) for s, n in zip(starts, nd)] or [np.zeros(0, np.int32)])
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int32)).to(device)
+    return SpecDecodeMetadata(
+        draft_token_ids=t(np.array([t for d in drafts for t in d], dtype=np.int32)),
+        num_draft_tokens=nd.tolist(),
+        cu_num_draft_tokens=t(cu_d),
+        cu_num_sampled_tokens=t(cu_s),
+        target_logits_indices=t(target),
+        bonus_logits_indices=t(cu_s - 1),
+        logits_indices=t(np.arange(int(cu_s[-1]), dtype=np.int32)),
+    )
+
+
+def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, device):
+    import torch
+    from vllm.v1.sample.logits_processor import LogitsProcessors
+    from vllm.v1.sample.metadata import SamplingMetadata
+
+    B = len(specs)
+    temp = torch.tensor([float(s.get("temperature", 1.0)) for s in specs], dtype=torch.float32, device=device)
+    greedy = [float(s.get("temperature", 1.0)) == 0.0 for s in specs]
+    ks = [int(s.get("top_k") or 0) for s in specs]
+    ps = [float(s.get("top_p") or 1.0) for s in specs]
+    top_k = (
+        None if all(not 0 < k < V for k in ks) else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32)
+    )
+    top_p = None if all(p >= 1.0 for p in ps) else torch.tensor(ps, dtype=torch.float32)
+    return SamplingMetadata(
+        temperature=temp,
+        all_greedy=all(greedy),
+        all_random=not any(greedy),
+        top_p=top_p,
+        top_k=top_k,
+        generators=gens,
+        max_num_logprobs=None,
+        no_penalties=True,
+        prompt_token_ids=None,
+        frequency_penalties=torch.zeros(B, device=device),
+        presence_penalties=torch.zeros(B, device=device),
+        repetition_penalties=torch.ones(B, device=device),
+        output_token_ids=[[] for _ in range(B)],
+        allowed_token_ids_mask=None,
+        bad_words_token_ids={},
+        logitsprocs=LogitsProcessors(),
+        spec_token_ids=drafts,
+    )
+
+
+def _block_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V):
+    """One verification step of the V2 runner's block verifier for a batch of requests with K drafts."""
+    import torch
+
+    B = len(drafts)
+    n = B * (K + 1)
+    tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [B*(K+1), V] processed target logits
+    # [B*(K+1)]: per request the last context token, then its drafts (row i verifies entry i + 1)
+    ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64)
+    dl = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
+    cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
+    idx = torch.arange(B, dtype=torch.int32)
+    out, num = rejection_sample(
+        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64), idx, idx.repeat_interleave(K + 1),
+        torch.arange(K + 1, dtype=torch.int32).repeat(B), torch.ones(B), torch.tensor(seeds, dtype=torch.int64), K,
+        use_block_verification=True,
+    )  # fmt: skip
+    return [out[b, : int(num[b])].tolist() for b in range(B)]
+
+
+def decode_block(req: dict) -> dict:
+    import torch
+    import vllm
+    from vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils import rejection_sample
+
+    V, Lp, p_rows = _rows(req["target"])
+    _, Lq, q_rows = _rows(req["draft"])
+    logp = {k: [math.log(x) if x > 0 else ZERO_LOGIT for x in r] for k, r in p_rows.items()}
+    n_tok, context, use_q = int(req["tokens"]), [int(t) for t in req["context"]], bool(req["draft_probs"])
+    (spec,) = req["requests"]
+    K, N, seed = int(spec.get("k", 2)), int(spec["num_samples"]), int(req["seed"])
+    gen = torch.Generator().manual_seed(seed)
+    out: list[list[int]] = []
+    t_vllm, calls, t0 = 0.0, 0, time.perf_counter()
+    bs = int(req.get("batch_size", 256))
+    for start in range(0, N, bs):
+        live = list(range(start, min(start + bs, N)))
+        emitted: dict[int, list[int]] = {r: [] for r in live}
+        seeds = {r: int(torch.randint(0, 2**62, (1,), generator=gen)) for r in live}
+        while live:
+            drafts, logits, dprobs, positions = [], [], [], []
+            for r in live:
+                ctx, d = context + emitted[r], list[int]()
+                for j in range(K + 1):
+                    logits.append(_row(logp, Lp, ctx + d))
+                    positions.append(len(ctx) - 1 + j)
+                    if j < K:
+                        q = _row(q_rows, Lq, ctx + d)
+                        dprobs.append(q)
+                        d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=gen)))
+                drafts.append((d, ctx[-1]))
+            t1 = time.perf_counter()
+            toks = _block_round(
+                rejection_sample, drafts, logits, dprobs if use_q else None, [seeds[r] for r in live], positions, K, V
+            )
+            t_vllm += time.perf_counter() - t1
+            calls += 1
+            for r, t in zip(live, toks):
+                emitted[r] += t
+            live = [r for r in live if len(emitted[r]) < n_tok]
+        out += [emitted[r][:n_tok] for r in range(start, min(start + bs, N))]
+    return {
+        "vllm": vllm.__version__,
+        "torch": torch.__version__,
+        "samples": [out],
+        "seconds": {"total": round(time.perf_counter() - t0, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
+        "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "method": "block"},
+    }
+
+
+def decode(req: dict) -> dict:
+    import torch
+    import vllm
+    import vllm.v1.sample.ops.topk_topp_sampler as tkp
+    from vllm.v1.sample.rejection_sampler import RejectionSampler
+    from vllm.v1.sample.sampler import Sampler
+
+    if req.get("topk_topp", "pytorch") == "pytorch":
+        tkp.HAS_TRITON = False  # the switch vLLM reads: apply_top_k_top_p -> apply_top_k_top_p_pytorch
+    device = torch.device("cpu")
+    V, Lp, p_rows = _rows(req["target"])
+    _, Lq, q_rows = _rows(req["draft"])
+    logp = {k: [math.log(x) if x > 0 else ZERO_LOGIT for x in r] for k, r in p_rows.items()}
+    n_tok, context, use_q = int(req["tokens"]), [int(t) for t in req["context"]], bool(req["draft_probs"])
+    spec_cfg = None
+    if req.get("synthetic_rates"):
+        spec_cfg = SimpleNamespace(
+            rejection_sample_method="synthetic", synthetic_acceptance_rates=req["synthetic_rates"]
+        )
+    sampler = RejectionSampler(Sampler(), spec_config=spec_cfg)
+    seed = int(req["seed"])
+    torch.manual_seed(seed)
+    draft_gen = torch.Generator().manual_seed(seed + 1)
+    specs = req["requests"]
+    rows = [i for i, s in enumerate(specs) for _ in range(int(s["num_samples"]))]
+    order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed + 2)).tolist()
+    rows = [rows[j] for j in order]  # the specs interleaved in the batch
+    seeded = {
+        r: torch.Generator().manual_seed(int(specs[s]["seed"]) + r)
+        for r, s in enumerate(rows)
+        if specs[s].get("seed") is not None
+    }
+    out: list[list[list[int]]] = [[] for _ in specs]
+    bs = int(req.get("batch_size", 256))
+    t_vllm = t_all = 0.0
+    calls = 0
+    prof = cProfile.Profile() if req.get("profile") else None
+    t0 = time.perf_counter()
+    for start in range(0, len(rows), bs):
+        live = list(range(start, min(start + bs, len(rows))))
+        emitted: dict[int, list[int]] = {r: [] for r in live}
+        while live:
+            drafts, logits, dprobs = [], [], []
+            for r in live:
+                ctx, d = context + emitted[r], list[int]()
+                for _ in range(int(specs[rows[r]].get("k", 2))):
+                    q = _row(q_rows, Lq, ctx + d)
+                    logits.append(_row(logp, Lp, ctx + d))
+                    dprobs.append(q)
+                    d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=draft_gen)))
+                logits.append(_row(logp, Lp, ctx + d))  # the bonus row
+                drafts.append(d)
+            meta = _metadata(drafts, device)
+            sm = _sampling(
+                [specs[rows[r]] for r in live],
+                {i: seeded[r] for i, r in enumerate(live) if r in seeded},
+                drafts,
+                V,
+                device,
+            )
+            lg = torch.tensor(logits, dtype=torch.float32)
+            dp = torch.tensor(dprobs, dtype=torch.float32) if use_q and dprobs else None
+            t1 = time.perf_counter()
+            if prof is not None:
+                prof.enable()
+            res = sampler(meta, dp, lg, sm)
+            if prof is not None:
+                prof.disable()
+            t_vllm += time.perf_counter() - t1
+            calls += 1
+            toks, _ = RejectionSampler.parse_output(res.sampled_token_ids, V)
+            for r, t in zip(live, toks):
+                emitted[r] += t
+            live = [r for r in live if len(emitted[r]) < n_tok]
+        for r in range(start, min(start + bs, len(rows))):
+            out[rows[r]].append(emitted[r][:n_tok])
+    t_all = time.perf_counter() - t0
+    reply = {
+        "vllm": vllm.__version__,
+        "torch": torch.__version__,
+        "samples": out,
+        "seconds": {"total": round(t_all, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
+        "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "HAS_TRITON_topk_topp": tkp.HAS_TRITON},
+    }
+    if prof is not None:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(25)
+        reply["profile"] = s.getvalue()
+    return reply
+
+
+def main() -> None:
+    req = json.loads(sys.stdin.read())
+    reply = decode_block(req) if req.get("method") == "block" else decode(req)
+    sys.stdout.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    main()

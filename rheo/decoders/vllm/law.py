@@ -1,0 +1,247 @@
+"""The exact law of vLLM 0.33.0's `RejectionSampler` as written, on table models, in Fractions.
+
+One round of a request with k drafts from context c (`vllm/v1/sample/rejection_sampler.py`):
+- the drafts x_1..x_k are drawn one by one from the drafter's q (the harness's table drafter);
+- p_j is the target row at c + x_<j processed by `apply_sampling_constraints` (lines 589-645:
+  logits / temperature, then `apply_top_k_top_p`: top-k keeps values >= the k-th largest, top-p
+  drops the tokens whose ascending cumulative mass is <= 1 - top_p; `rheo.decoders.laws.Processing` is
+  that rule in rationals);
+- `rejection_random_sample_kernel` (lines 896-967; the test on line 951) accepts x_j iff
+  `draft_prob > 0 and target_prob / draft_prob >= uniform_prob`: w.p. min(1, p_j(x_j) / v_j(x_j)),
+  where v_j is the q row handed to vLLM, or the point mass on x_j when `draft_probs` is None;
+- the first rejection emits the recovered token of `sample_recovered_tokens_kernel` (lines
+  1071-1152), the argmax of max(p_j - v_j, 0) / E with E ~ Exp(1): a draw from norm((p_j - v_j)+);
+- all k accepted: the bonus from the `Sampler` on the bonus row (temperature, top-k, top-p), p_{k+1};
+- temperature 0 (`rejection_greedy_sample_kernel`): x_j is kept iff it is the argmax of the raw
+  target logits, the first mismatch emits the argmax, the bonus is the argmax;
+- `synthetic_rates` (`rejection_sample_method="synthetic"`, lossy by design): x_j is accepted iff
+  `uniform_prob < rate_j` (rates are the conditional ones vLLM derives from the unconditional
+  list, `unconditional_to_conditional_rates`), else the recovered token as above.
+Rounds repeat until n tokens; the law of the first n is computed lazily: a round is expanded only
+as far as the n tokens asked for need.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from tqdm import tqdm
+
+from rheo.decoders.laws import Processing
+from rheo_ref.errors import CaseError
+from rheo_ref.models import Row, TableModel
+
+Law = dict[tuple[int, ...], Fraction]
+ZERO, ONE = Fraction(0), Fraction(1)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One request's settings: temperature 1/power (0: greedy), top-k, top-p, drafts per round."""
+
+    power: int = 1
+    top_k: int | None = None
+    top_p: Fraction | None = None
+    k: int = 2
+    greedy: bool = False
+
+    @classmethod
+    def from_gen(cls, gen: dict) -> Setting:
+        k = gen.get("k", 2)
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 128:
+            raise CaseError(f"k={k!r} must be an integer in 0..128 (vLLM's MAX_SPEC_LEN)")
+        if gen.get("temperature") == 0:
+            return cls(k=k, greedy=True)
+        proc = Processing.from_gen(gen)
+        return cls(proc.power, proc.top_k, proc.top_p, k)
+
+    @property
+    def processing(self) -> Processing:
+        return Processing(self.power, self.top_k, self.top_p)
+
+
+def conditional_rates(rates: Sequence[Fraction]) -> list[Fraction]:
+    """vLLM's `unconditional_to_conditional_rates`: r_i / r_{i-1} (0 after a 0)."""
+    out, prev = [], ONE
+    for r in rates:
+        out.append(r / prev if prev else ZERO)
+        prev = r
+    return out
+
+
+def _normalise(r: Sequence[Fraction]) -> Row:
+    z = sum(r, ZERO)
+    return tuple(x / z for x in r)
+
+
+def _argmax(r: Row) -> int:
+    top = max(r)
+    if sum(1 for x in r if x == top) > 1:
+        raise CaseError(f"greedy: the target row {[str(x) for x in r]} has tied maxima; float argmax would decide")
+    return r.index(top)
+
+
+class VLLMLaw:
+    """The law of the tokens vLLM's rejection sampler emits for one request setting."""
+
+    def __init__(
+        self,
+        p: TableModel,
+        q: TableModel,
+        setting: Setting,
+        *,
+        draft_probs: bool = True,
+        synthetic_rates: Sequence[Fraction] | None = None,
+    ) -> None:
+        self.raw, self.q, self.s, self.use_q = p, q, setting, draft_probs
+        self.p = setting.processing.table(p)
+        self.rates = None if synthetic_rates is None else conditional_rates([Fraction(r) for r in synthetic_rates])
+        if self.rates is not None and len(self.rates) < setting.k:
+            raise CaseError(f"synthetic_rates has {len(self.rates)} entries; k={setting.k} drafts need one each")
+        self.L = max(p.context_length, q.context_length)
+        self._after: dict[tuple, Law] = {}
+
+    def _key(self, ctx: tuple[int, ...]) -> tuple[int, ...]:
+        return ctx[-self.L :] if self.L else ()
+
+    def round_law(self, ctx: tuple[int, ...], limit: int) -> Law:
+        """Law of one round's emitted tokens from ctx, cut to `limit` tokens."""
+        out: Law = defaultdict(Fraction)
+        k = self.s.k
+
+        def emit(acc: tuple[int, ...], row: Row, w: Fraction) -> None:
+            if len(acc) >= limit:
+                out[acc[:limit]] += w
+                return
+            for y, py in enumerate(row):
+                if py:
+                    out[acc + (y,)] += w * py
+
+        def walk(acc: tuple[int, ...], w: Fraction) -> None:
+            c = ctx + acc
+            if len(acc) >= limit:  # nothing after the first `limit` tokens is asked for
+                out[acc[:limit]] += w
+                return
+            p = self.p.row(list(c)) if not self.s.greedy else self.raw.row(list(c))
+            if len(acc) == k:  # all accepted: the bonus
+                emit(acc, self._point(_argmax(p)) if self.s.greedy else p, w)
+                return
+            q = self.q.row(list(c))
+            for x, qx in enumerate(q):
+                if not qx:
+                    continue
+                if self.s.greedy:
+                    g = _argmax(p)
+                    if x == g:
+                        walk(acc + (x,), w * qx)
+                    else:
+                        out[(acc + (g,))[:limit]] += w * qx
+                    continue
+                v = q if self.use_q else self._point(x)
+                a = self.rates[len(acc)] if self.rates is not None else min(ONE, p[x] / v[x])
+                if a:
+                    walk(acc + (x,), w * qx * a)
+                if a < 1:
+                    emit(acc, _normalise([max(ZERO, p[y] - v[y]) for y in range(len(p))]), w * qx * (1 - a))
+
+        walk((), ONE)
+        return dict(out)
+
+    def _point(self, x: int) -> Row:
+        return tuple(ONE if y == x else ZERO for y in range(self.raw.vocab_size))
+
+    def token_law(self, context: Sequence[int], n: int, *, progress: bool = False) -> Law:
+        """Law of the first n tokens from `context` (rounds composed; progress bar over the first round)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise CaseError(f"n={n!r} must be an integer >= 1")
+        return self._after_ctx(tuple(context), n, progress)
+
+    def _after_ctx(self, ctx: tuple[int, ...], n: int, progress: bool = False) -> Law:
+        key = (self._key(ctx), n)
+        if key in self._after:
+            return self._after[key]
+        out: Law = defaultdict(Fraction)
+        items = self.round_law(ctx, n).items()
+        for s, ps in tqdm(items, desc="vLLM exact law", disable=not progress, leave=False):
+            if len(s) >= n:
+                out[s] += ps
+            else:
+                for s2, p2 in self._after_ctx(ctx + s, n - len(s)).items():
+                    out[s + s2] += ps * p2
+        self._after[key] = dict(out)
+        return self._after[key]
+
+
+class BlockLaw(VLLMLaw):
+    """Block verification as the V2 model runner writes it
+    (`vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py`), at temperature 1 without top-k / top-p:
+    - `_compute_cumulative_log_p_kernel`: p_0 = 1, p_i = min(1, p_{i-1} P_i(x_i) / Q_i(x_i)) (Q_i(x_i) = 1
+      for one-hot drafts);
+    - `_rejection_kernel` (block branch): for i < k, h_i = r_i / (r_i + 1 - p_i) with
+      r_i = sum_y max(p_i P_{i+1}(y) - Q_{i+1}(y), 0) (one-hot: p_i (1 - P_{i+1}(x_{i+1})),
+      `_compute_global_residual_mass`), h_k = p_k; with one uniform u_i per step,
+      τ = the largest i with u_i <= h_i (0 if none);
+    - `_resample_kernel`: after x_1..x_τ, the token from norm(max(p_τ P_{τ+1} - Q_{τ+1}, 0)) (one-hot:
+      P_{τ+1} without x_{τ+1}), or from P_{k+1} when τ = k (the bonus)."""
+
+    def __init__(self, p: TableModel, q: TableModel, setting: Setting, *, draft_probs: bool = True) -> None:
+        if setting.greedy or not setting.processing.identity:
+            raise CaseError("block verification is modelled at temperature 1 without top-k / top-p")
+        super().__init__(p, q, setting, draft_probs=draft_probs)
+
+    def round_law(self, ctx: tuple[int, ...], limit: int) -> Law:
+        out: Law = defaultdict(Fraction)
+        k, V = self.s.k, self.raw.vocab_size
+
+        def residual(c: tuple[int, ...], pt: Fraction, x: int) -> Row:
+            P, Q = self.p.row(list(c)), (self.q.row(list(c)) if self.use_q else self._point(x))
+            r = [max(ZERO, pt * P[y] - Q[y]) for y in range(V)]
+            if not any(r):
+                raise CaseError(f"block verification: empty residual at context {list(c)}")
+            return _normalise(r)
+
+        def finish(xs: tuple[int, ...], w: Fraction) -> None:
+            ps = [ONE]  # p_0 .. p_k
+            for i, x in enumerate(xs):
+                c = ctx + xs[:i]
+                Q = self.q.row(list(c))[x] if self.use_q else ONE
+                ps.append(min(ONE, ps[-1] * self.p.row(list(c))[x] / Q))
+            h = []
+            for i in range(1, k + 1):
+                if i == k:
+                    h.append(ps[k])
+                    continue
+                c = ctx + xs[:i]
+                P, Qr = self.p.row(list(c)), (self.q.row(list(c)) if self.use_q else self._point(xs[i]))
+                r = sum((max(ZERO, ps[i] * P[y] - Qr[y]) for y in range(V)), ZERO)
+                den = r + 1 - ps[i]
+                h.append(r / den if den > 0 else ONE)
+            for tau in range(k + 1):  # P(τ = tau) = h_tau · Π_{j > tau} (1 - h_j), h_0 = 1
+                wt = w * (h[tau - 1] if tau else ONE)
+                for j in range(tau + 1, k + 1):
+                    wt *= 1 - h[j - 1]
+                if not wt:
+                    continue
+                acc = xs[:tau]
+                if len(acc) >= limit:
+                    out[acc[:limit]] += wt
+                    continue
+                c = ctx + acc
+                row = self.p.row(list(c)) if tau == k else residual(c, ps[tau], xs[tau])
+                for y, py in enumerate(row):
+                    if py:
+                        out[acc + (y,)] += wt * py
+
+        def draft(xs: tuple[int, ...], w: Fraction) -> None:
+            if len(xs) == k:
+                finish(xs, w)
+                return
+            for x, qx in enumerate(self.q.row(list(ctx + xs))):
+                if qx:
+                    draft(xs + (x,), w * qx)
+
+        draft((), ONE)
+        return dict(out)

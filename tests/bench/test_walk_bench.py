@@ -1,0 +1,95 @@
+"""Benchmark of `walk` against `dp` at the paper's budget (pytest -m bench tests/bench/test_walk_bench.py -s).
+
+The law of the first n tokens (n = 1, 2) of RheoSampling (m = 1, rheo proxy, K = 4, W = 3,
+D = 8) at R = 20, 30, 40, 60, from context [0], on two tables: `zipf` (peaked rows like a language
+model's, rheo_ref.generate's zipf style, V = 12: deep x_1 chains outrank shallow tails, so R
+decides what is kept) and `random` (the dp benchmark's flat rows, V = 16). In one process, side by
+side: walk, then dp stopped after a cap (a stopped run gives a lower bound of its ratio to walk).
+Each row prints walk's time, its shallow trees and deep frontiers, the process's peak RSS after
+the walk runs (they run first), dp's time and kept trees, the ratio, and walk's TV to the target
+(0: lossless). Goal (the paper's budget): R = 60, n = 2 in <= 60 s and <= 4 GB.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import time
+
+import pytest
+
+from rheo_ref.exact import Exact, Law, target_law, tv
+from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.generate import random_pair
+from rheo_ref.models import Case
+from rheo_ref.strategies import random_table
+
+pytestmark = pytest.mark.bench
+
+BUDGETS = (20, 30, 40, 60)
+DP_CAP = 15.0  # seconds per dp run
+GOAL_SECONDS, GOAL_BYTES = 60.0, 4 * 2**30
+
+
+def paper_case(table: str, R: int, *, seed: int = 0) -> Case:
+    rng = random.Random(seed)
+    if table == "zipf":
+        q, p = random_pair(rng, 12, 1, style="zipf")
+    else:
+        q, p = random_table(rng, 16, "draft"), random_table(rng, 16, "target")
+    return Case(q, p, Scheme(4, 1, 3, 8, R), (0,), 1)
+
+
+class Stopped(Exception):
+    """A run passed its cap."""
+
+
+def timed(case: Case, method: str, n: int, cap: float | None) -> tuple[Law | None, float, Exact, int]:
+    """(law or None when stopped, seconds, the Exact, outcomes seen: kept trees for dp)."""
+    t0, seen = time.perf_counter(), 0
+
+    def progress(k: int) -> None:
+        nonlocal seen
+        seen += k
+        if cap is not None and time.perf_counter() - t0 > cap:
+            raise Stopped
+
+    ex = Exact(case, method, max_trees=None, progress=progress)
+    try:
+        law: Law | None = ex.token_law(n)
+    except Stopped:
+        law = None
+    return law, time.perf_counter() - t0, ex, seen
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+@pytest.mark.parametrize("table", ["zipf", "random"])
+@pytest.mark.parametrize("n", [1, 2])
+def test_walk_side_by_side_with_dp(table, n, strict):
+    rows, walks = [], {}
+    for R in BUDGETS:  # every walk first, so the peak RSS after them is theirs (dp's comes later)
+        case = paper_case(table, R)
+        law, t, ex, _ = timed(case, "walk", n, None)
+        assert law is not None
+        walks[R] = (case, law, t, ex, peak_rss())
+    for R in BUDGETS:
+        case, law, t, ex, rss = walks[R]
+        d = tv(law, target_law(case, n))
+        dp_law, t_dp, _, dp_seen = timed(case, "dp", n, DP_CAP)
+        if dp_law is not None:
+            assert dp_law == law, f"dp and walk disagree at R = {R}"
+        laws = ex._laws
+        rows.append(
+            f"{table} n={n} R={R} D=8: walk {t:.2f} s ({laws.enumerated:,} shallow trees, "
+            f"{getattr(laws, 'frontiers', 0):,} deep frontiers, peak RSS {rss / 2**30:.2f} GiB), TV {d} | "
+            f"dp {'' if dp_law is not None else '> '}{t_dp:.1f} s ({dp_seen:,} kept trees"
+            f"{'' if dp_law is not None else ', stopped'}) | dp/walk {'' if dp_law is not None else '> '}"
+            f"{t_dp / t:.0f}x"
+        )
+        assert d == 0
+        if strict and R == 60:
+            assert t <= GOAL_SECONDS and rss <= GOAL_BYTES, rows[-1]
+    print("\n" + "\n".join(rows))

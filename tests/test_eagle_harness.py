@@ -1,0 +1,92 @@
+"""eagle-harness 0.1.3's sampled tree under the gate (docs/THIRD_PARTY.md, "eagle-harness").
+
+Exact-law tests run everywhere; rows marked `served` run the package's `draw_children` / `reject_children`
+in .venv-eagle-harness (skipped, with the make command, where it is not built); the verdict table is `slow`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+
+from rheo.decoders.eagle_harness import DECODER, exact_law, target_law
+from rheo.decoders.eagle_harness.law import SampledTreeLaw, ordered_draws
+from rheo.decoders.served import DriverError, env_missing_reason
+from rheo.decoders.served_gate import gate, verdict_row
+from rheo.lossless.stats import seed_for
+from rheo_ref.exact import tv
+from rheo_ref.models import load_case
+
+CASE = load_case(str(Path(__file__).parent / "cases" / "served.json"))
+N_TOKENS = 3
+served = pytest.mark.skipif(
+    env_missing_reason("eagle-harness") is not None, reason=str(env_missing_reason("eagle-harness"))
+)
+
+
+def test_ordered_draws_are_plackett_luce():
+    q = (F(1, 2), F(1, 4), F(1, 4), F(0))
+    draws = dict(ordered_draws(q, 2))
+    assert len(draws) == 6 and sum(draws.values()) == 1  # the zero entry is never drawn
+    assert draws[(0, 1)] == F(1, 2) * F(1, 2) and draws[(1, 0)] == F(1, 4) * F(2, 3)
+
+
+@pytest.mark.parametrize(
+    ("children", "depth", "temperature"), [(1, 2, F(1)), (2, 2, F(1)), (3, 2, F(1)), (2, 3, F(1, 2))]
+)
+def test_sampled_tree_law_is_the_target_law(children, depth, temperature):
+    """Recursive rejection without replacement, as written, is lossless at every position of 3 tokens."""
+    law = SampledTreeLaw(CASE.target, CASE.draft, temperature=temperature, children=children, depth=depth)
+    got = law.token_law(CASE.context, N_TOKENS)
+    assert sum(got.values()) == 1
+    assert tv(got, target_law(CASE, {"temperature": temperature}, N_TOKENS)) == 0
+
+
+def test_reused_coin_is_lossy():
+    gen = dict(DECODER.row("control: residual reuses a coin").gen)
+    assert tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS)) == F(67, 2000)
+
+
+@pytest.mark.served
+@served
+@pytest.mark.parametrize("setting", ["k=2 d=2 T=1", "k=2 d=3 T=1/2"])
+def test_sampled_tree_passes(setting, request):
+    """α = 1e-3, δ = 0.1 (power 0.99)."""
+    gen = dict(DECODER.row(setting).gen)
+    r = gate(DECODER, CASE, gen, n=N_TOKENS, alpha=1e-3, tv=0.1, beta=0.01, seed=seed_for(request.node.nodeid))
+    assert r["exact_tv"] == "0" and r["verdict"] == "pass", r
+
+
+@pytest.mark.served
+@served
+def test_negative_control_is_rejected(request):
+    """α = 1e-3, δ = 0.03 (power 0.99, N ≈ 26,000: about 3 s); the control's exact TV is 0.0335."""
+    gen = dict(DECODER.row("control: residual reuses a coin").gen)
+    r = gate(DECODER, CASE, gen, n=N_TOKENS, alpha=1e-3, tv=0.03, beta=0.01, seed=seed_for(request.node.nodeid))
+    assert r["verdict"] == "REJECT", r
+
+
+@pytest.mark.served
+@served
+def test_triton_walk_fails_in_the_interpreter():
+    with pytest.raises(DriverError, match="mask has unsupported dtype"):
+        DECODER.sample(CASE, {"walk": "triton"}, n=2, num_samples=2, seed=0, timeout=600)
+
+
+@pytest.mark.slow
+@pytest.mark.served
+@served
+@pytest.mark.parametrize("setting", [r.setting for r in DECODER.rows])
+def test_verdict_table(setting, request):
+    """Each row on two seeds at α = 1e-3, δ = 0.1 (the control at 0.03)."""
+    row = DECODER.row(setting)
+    seeds = (seed_for(request.node.nodeid), seed_for(request.node.nodeid, "second"))
+    r = verdict_row(DECODER, row, CASE, n=N_TOKENS, alpha=1e-3, tv=0.1, beta=0.01, seeds=seeds)
+    if row.runs_here:
+        assert r["error"] is not None and "mask has unsupported dtype" in r["error"], r
+        return
+    want = "pass" if r["exact_tv"] == "0" else "REJECT"
+    assert r["exact_tv"] == "0" or r["exact_tv_float"] > r["tv"], r
+    assert r["verdicts"] == [want, want], r

@@ -1,0 +1,87 @@
+"""flashspec 0.3.1's SpeculativeEngine under the gate (docs/THIRD_PARTY.md, "flashspec").
+
+Exact-law tests run everywhere; rows marked `served` run the engine on TableLMs in .venv-flashspec
+(skipped, with the make command, where it is not built); the verdict table is `slow`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+
+from rheo.decoders.flashspec import DECODER, exact_law, target_law
+from rheo.decoders.flashspec.law import FlashSpecLaw, Setting, claimed_target_law
+from rheo.decoders.served import env_missing_reason
+from rheo.decoders.served_gate import gate, verdict_row
+from rheo.lossless.stats import seed_for
+from rheo_ref.exact import tv
+from rheo_ref.models import TableModel, load_case
+
+CASE = load_case(str(Path(__file__).parent / "cases" / "served.json"))
+N_TOKENS = 3
+served = pytest.mark.skipif(env_missing_reason("flashspec") is not None, reason=str(env_missing_reason("flashspec")))
+
+
+@pytest.mark.parametrize("temperature", [F(1), F(1, 2)])
+@pytest.mark.parametrize("gamma", [1, 3])
+def test_rejection_law_is_the_target_law(gamma, temperature):
+    s = Setting(gamma=gamma, temperature=temperature)
+    law = FlashSpecLaw(CASE.target, CASE.draft, s).token_law(CASE.context, N_TOKENS)
+    assert sum(law.values()) == 1
+    assert tv(law, claimed_target_law(CASE.target, s, CASE.context, N_TOKENS)) == 0
+
+
+def test_residual_floor_makes_a_tiny_error():
+    """`_residual_probs` draws from p, not (p − q)+, when that mass is at most 1e-6: with p and q 1e-7 apart
+    the law is off by a TV the gate cannot see, but the exact law shows it."""
+    eps = F(1, 10**7)
+    p = TableModel.from_rows({(): (F(1, 2) + eps, F(1, 2) - eps)}, context_length=0)
+    q = TableModel.from_rows({(): (F(1, 2), F(1, 2))}, context_length=0)
+    s = Setting(gamma=1)
+    d = tv(FlashSpecLaw(p, q, s).token_law((), 1), claimed_target_law(p, s, (), 1))
+    assert 0 < d < F(1, 10**6)
+
+
+def test_ignored_top_p_and_top_k_are_lossy():
+    """top_p reaches only the typical variant; top_k is no field of SamplingConfig: the engine samples p."""
+    for gen, want in (({"gamma": 3, "top_p": 0.9}, F(271, 1000)), ({"gamma": 3, "top_k": 2}, None)):
+        d = tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS))
+        assert d > F(1, 10) and (want is None or d == want), d
+
+
+def test_typical_is_lossy():
+    gen = dict(DECODER.row("control: typical top_p=0.9").gen)
+    assert tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS)) > F(3, 10)
+
+
+@pytest.mark.served
+@served
+def test_rejection_engine_passes(request):
+    """α = 1e-3, δ = 0.3 (power 0.99): the batch-1 fast path (rejection_step)."""
+    r = gate(DECODER, CASE, {"gamma": 3}, n=N_TOKENS, alpha=1e-3, tv=0.3, beta=0.01, seed=seed_for(request.node.nodeid))
+    assert r["exact_tv"] == "0" and r["verdict"] == "pass", r
+
+
+@pytest.mark.served
+@served
+def test_negative_control_is_rejected(request):
+    """α = 1e-3, δ = 0.2 (N = 306, on the batch-64 loop: about 1 s); typical's exact TV here is 0.337."""
+    gen = dict(DECODER.row("control: typical top_p=0.9").gen)
+    r = gate(DECODER, CASE, gen, n=N_TOKENS, alpha=1e-3, tv=0.2, beta=0.01, seed=seed_for(request.node.nodeid))
+    assert r["verdict"] == "REJECT", r
+
+
+@pytest.mark.slow
+@pytest.mark.served
+@served
+@pytest.mark.parametrize("setting", [r.setting for r in DECODER.rows])
+def test_verdict_table(setting, request):
+    """Each row on two seeds at α = 1e-3, δ = 0.1."""
+    row = DECODER.row(setting)
+    seeds = (seed_for(request.node.nodeid), seed_for(request.node.nodeid, "second"))
+    r = verdict_row(DECODER, row, CASE, n=N_TOKENS, alpha=1e-3, tv=0.1, beta=0.01, seeds=seeds)
+    want = "pass" if r["exact_tv"] == "0" else "REJECT"
+    assert r["exact_tv"] == "0" or r["exact_tv_float"] > r["tv"], r
+    assert r["verdicts"] == [want, want], r

@@ -1,0 +1,129 @@
+"""SGLang 0.5.23's chain_speculative_sampling_triton under the gate (docs/THIRD_PARTY.md, "SGLang").
+
+Exact-law tests run everywhere; rows marked `served` run SGLang's own kernel in .venv-sglang (Triton's
+interpreter) and skip, with the make command, where that environment is not built. The whole verdict
+table is `slow` (about 6 minutes on 2 cores at δ = 0.2: 50 ms per kernel program in the interpreter).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+
+from rheo.decoders.served import DriverError, env_missing_reason
+from rheo.decoders.served_gate import gate, verdict_row
+from rheo.decoders.sglang import DECODER, exact_law, target_law
+from rheo.decoders.sglang.law import ChainLaw, Processing, plain_target_law, spec_target_law, top_p_keep
+from rheo.lossless.stats import seed_for
+from rheo_ref.exact import tv
+from rheo_ref.models import load_case
+
+CASE = load_case(str(Path(__file__).parent / "cases" / "served.json"))
+N_TOKENS = 3
+served = pytest.mark.skipif(env_missing_reason("sglang") is not None, reason=str(env_missing_reason("sglang")))
+
+
+@pytest.mark.parametrize("block", [False, True], ids=["token", "block"])
+@pytest.mark.parametrize("temperature", [F(1), F(1, 2)], ids=["T1", "T1/2"])
+def test_chain_law_is_the_target_law(block, temperature):
+    """Token-level and block verification, as written, are lossless in exact arithmetic at every
+    position of 3 tokens (rounds of 3 drafts: the bonus and a second round are reached)."""
+    proc = Processing(temperature=temperature)
+    law = ChainLaw(CASE.target, CASE.draft, proc, num_steps=3, block=block).token_law(CASE.context, N_TOKENS)
+    assert sum(law.values()) == 1
+    assert tv(law, spec_target_law(CASE.target, proc, CASE.context, N_TOKENS)) == 0
+
+
+def test_block_and_token_rounds_differ():
+    """The two verifications have the same token law but different round laws (block accepts more)."""
+    proc = Processing()
+    token = ChainLaw(CASE.target, CASE.draft, proc, num_steps=3).round_law(tuple(CASE.context))
+    block = ChainLaw(CASE.target, CASE.draft, proc, num_steps=3, block=True).round_law(tuple(CASE.context))
+    assert tv(token, block) > F(1, 100)
+
+    def mean_len(law):
+        return sum(len(k) * v for k, v in law.items())
+
+    assert mean_len(block) > mean_len(token)
+
+
+def test_stated_draft_probs_unlike_the_proposal_are_lossy():
+    """The negative control's law: candidates from q at T = 1/4, the kernel told q at T = 1."""
+    gen = {"num_steps": 3, "draft_temperature": 0.25}
+    assert tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS)) > F(3, 10)
+
+
+def test_thresholds_do_not_enter_the_law():
+    plain = exact_law(CASE, {"num_steps": 3}, N_TOKENS)
+    assert exact_law(CASE, {"num_steps": 3, "threshold_single": 0.5, "threshold_acc": 0.5}, N_TOKENS) == plain
+
+
+def test_top_p_keeps_the_boundary_token():
+    """renorm_triton's rule: keep a token iff its probability >= the pivot found with cumsum >= 1 − p.
+    Here the ascending cumulative sum reaches exactly 1 − p = 1/2 at 3/10, so 3/10 is kept; the strict
+    rule of transformers and vLLM (cumsum > 1 − p) keeps only 1/2."""
+    row = (F(1, 10), F(1, 10), F(3, 10), F(1, 2))
+    assert top_p_keep(row, F(1, 2)) == [False, False, True, True]
+    assert top_p_keep(row, F(49, 100)) == [False, False, False, True]
+
+
+def test_top_k_with_top_p_differs_from_the_plain_sampler():
+    """Each alone, the speculative path's target is the plain sampler's; together it applies top-p to the
+    top-k-renormalised row (eagle_utils.py 728-743), the plain sampler the joint sets (sampler.py 435-439)."""
+    for proc in (Processing(top_k=2), Processing(top_p=F(7, 10))):
+        spec = spec_target_law(CASE.target, proc, CASE.context, N_TOKENS)
+        assert tv(spec, plain_target_law(CASE.target, proc, CASE.context, N_TOKENS)) == 0
+    both = Processing(top_k=3, top_p=F(7, 10))
+    d = tv(
+        spec_target_law(CASE.target, both, CASE.context, N_TOKENS),
+        plain_target_law(CASE.target, both, CASE.context, N_TOKENS),
+    )
+    assert d == F(149, 864)
+
+
+@pytest.mark.served
+@served
+def test_token_level_kernel_passes(request):
+    r = gate(
+        DECODER, CASE, {"num_steps": 3}, n=N_TOKENS, alpha=1e-3, tv=0.3, beta=0.01, seed=seed_for(request.node.nodeid)
+    )
+    assert r["exact_tv"] == "0"
+    assert r["verdict"] == "pass", r
+
+
+@pytest.mark.served
+@served
+def test_negative_control_is_rejected(request):
+    """α = 1e-3, δ = 0.2 (power 0.99, N = 306); the control's exact TV is 0.41. (At δ = 0.3, N = 96 pools
+    the 64 outcomes into 2 cells, whose law is far closer than 0.41: the control passed on two seeds.)"""
+    gen = dict(DECODER.row("control: draft probs at T=1, drawn at T=1/4").gen)
+    r = gate(DECODER, CASE, gen, n=N_TOKENS, alpha=1e-3, tv=0.2, beta=0.01, seed=seed_for(request.node.nodeid))
+    assert r["exact_tv_float"] > 0.3
+    assert r["verdict"] == "REJECT", r
+
+
+@pytest.mark.served
+@served
+def test_renorm_refuses_cpu_tensors():
+    with pytest.raises(DriverError, match="renorm kernels require a CUDA/HIP tensor"):
+        DECODER.sample(CASE, {"num_steps": 3, "top_k": 2}, n=2, num_samples=2, seed=0, timeout=600)
+
+
+@pytest.mark.slow
+@pytest.mark.served
+@served
+@pytest.mark.parametrize("setting", [r.setting for r in DECODER.rows])
+def test_verdict_table(setting, request):
+    """Each row on two seeds at α = 1e-3 and δ = 0.2 (N = 306): a row whose exact TV is 0
+    passes, a row whose exact TV exceeds δ is rejected, a row that cannot run on CPU fails with its reason."""
+    row = DECODER.row(setting)
+    seeds = (seed_for(request.node.nodeid), seed_for(request.node.nodeid, "second"))
+    r = verdict_row(DECODER, row, CASE, n=N_TOKENS, alpha=1e-3, tv=0.2, beta=0.01, seeds=seeds)
+    if row.runs_here:
+        assert r["error"] is not None and "CUDA/HIP" in r["error"], r
+        return
+    want = "pass" if r["exact_tv"] == "0" else "REJECT"
+    assert r["exact_tv"] == "0" or r["exact_tv_float"] > r["tv"], r
+    assert r["verdicts"] == [want, want], r
