@@ -28,7 +28,7 @@ served: $(SERVED:%=.venv-%/.installed)
 
 .venv-%/.installed: envs/%.txt
 	$(PY) -m venv .venv-$*
-	.venv-$*/bin/pip install "torch==2.13.0"
+	.venv-$*/bin/pip install -c constraints.txt torch
 	.venv-$*/bin/pip install --no-deps -r envs/$*.txt
 	touch $@
 

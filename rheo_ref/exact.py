@@ -175,26 +175,6 @@ class VariantExact(Exact):
     def __init__(self, case: Case, variant: Variant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
         super().__init__(case, "brute", max_trees=max_trees, variant=variant)
 
-    @property
-    def cuts(self) -> bool:
-        """Whether the round laws come up to a horizon (`walk`): a law of n tokens then needs the
-        rounds only up to n tokens, and a sequence that goes on past it ends with `MORE` (-1)."""
-        return bool(getattr(self._laws, "takes_horizon", False))
-
-    def round_law_to(self, context: Context | None, horizon: int) -> Law:
-        """The round law from `context` cut at `horizon` tokens when the method can (`cuts`), else
-        the whole round law (whose sequences past the horizon the caller cuts itself)."""
-        if not self.cuts:
-            return self.round_law(context)
-        ctx = self.case.context if context is None else tuple(context)
-        key = (memo_key(self.case, ctx), horizon)
-        if key not in self._cut:
-            before = self._laws.enumerated
-            self._cut[key] = self._laws.round_law(ctx, horizon)  # type: ignore[call-arg]
-            self.counter.enumerated += self._laws.enumerated - before
-            self.counter.rounds += 1
-        return self._cut[key]
-
     def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
         V = self.case.vocab_size
         return V if emitted[-1] == V else None

@@ -119,9 +119,16 @@ def test_make_installs_with_the_constraints_and_they_pin_exactly():
             pins[m.group(1).lower().replace("_", "-")] = m.group(2)
     assert pins["torch"] == "2.13.0"
     installs = [
-        ln for ln in (ROOT / "Makefile").read_text().splitlines() if re.search(r"pip install (?!--upgrade pip)", ln)
+        ln
+        for ln in (ROOT / "Makefile").read_text().splitlines()
+        if re.search(r"pip install (?!--upgrade pip)", ln) and "-r envs/" not in ln
     ]
     assert installs and all("-c constraints.txt" in ln for ln in installs), installs
+    # a served decoder's own environment installs its pinned list envs/NAME.txt (NAME==VERSION each)
+    for env in sorted((ROOT / "envs").glob("*.txt")):
+        for line in env.read_text().splitlines():
+            line = line.split("#")[0].strip()
+            assert not line or re.fullmatch(r"[A-Za-z0-9._\[\],-]+==[0-9][^\s]*", line), f"{env.name}: {line!r}"
     assert not [ln for ln in installs if "==" in ln], installs  # versions live in constraints.txt only
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = {_name(r) for r in project["dependencies"]}

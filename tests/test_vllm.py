@@ -117,7 +117,7 @@ def test_an_absent_environment_says_how_to_build_it():
 @pytest.mark.served
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def test_a_failing_driver_names_env_module_and_its_stderr():
-    with pytest.raises(EnvironmentFailure, match=r"(?s)vllm: `python -m rheo\.no_such_driver` exited.*No module named"):
+    with pytest.raises(EnvironmentFailure, match=r"(?s)rheo\.no_such_driver in \.venv-vllm exited.*No module named"):
         run_driver("vllm", "rheo.no_such_driver", {}, timeout=120)
 
 

@@ -25,6 +25,7 @@ from rheo.cli import (
     mutants,
     paper,
     sample,
+    served,
     sweep,
     train_draft,
 )
@@ -64,6 +65,7 @@ SUBCOMMANDS = (
     paper,
     compare,
     gate,
+    served,
     sweep,
     cases,
 )

@@ -55,9 +55,9 @@ def run_gate_served(args: argparse.Namespace) -> int:
         for r in rows:
             print(markdown_row(r))
         for r in rows:
-            print(json.dumps(r))
+            print(json.dumps(r, allow_nan=False))
         return 0
     gen = parse_gen(args.gen) if args.gen else dict(dec.row(args.setting or dec.rows[0].setting).gen)
     report = gate(dec, case, gen, seed=seeds[0], **opts)
-    print(json.dumps(report))
+    print(json.dumps(report, allow_nan=False))
     return 0 if report["verdict"] == "pass" else 1

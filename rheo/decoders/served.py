@@ -90,7 +90,7 @@ def run_driver(env: str, module: str, request: dict, *, timeout: float) -> dict:
     try:
         assert proc.stdin is not None and proc.stdout is not None
         with contextlib.suppress(BrokenPipeError):  # a driver that dies before reading its request
-            proc.stdin.write(json.dumps(request))
+            proc.stdin.write(json.dumps(request, allow_nan=False))
             proc.stdin.close()
         out = proc.stdout.read()
         proc.wait()

@@ -122,7 +122,7 @@ def run(req: dict) -> dict:
 
 
 def main() -> None:
-    json.dump(run(json.load(sys.stdin)), sys.stdout)
+    json.dump(run(json.load(sys.stdin)), sys.stdout, allow_nan=False)
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ def run(req: dict) -> dict:
 
 def main() -> None:
     req = json.load(sys.stdin)
-    json.dump(run(req), sys.stdout)
+    json.dump(run(req), sys.stdout, allow_nan=False)
 
 
 if __name__ == "__main__":

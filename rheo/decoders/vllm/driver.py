@@ -284,7 +284,7 @@ def decode(req: dict) -> dict:
 def main() -> None:
     req = json.loads(sys.stdin.read())
     reply = decode_block(req) if req.get("method") == "block" else decode(req)
-    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.write(json.dumps(reply, allow_nan=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -140,7 +140,7 @@ def main() -> None:
                 row = run(name, int(s), a.tv)
             except RheoError as e:  # a row that cannot run here: its error, located
                 row = {"row": name, "seed": int(s), "verdict": "cannot run", "error": str(e)[-1500:]}
-            print(json.dumps(row), flush=True)
+            print(json.dumps(row, allow_nan=False), flush=True)
 
 
 if __name__ == "__main__":
