@@ -77,6 +77,7 @@ SUBCOMMANDS = (
     "compare",
     "gate",
     "gate-hf",
+    "gate-served",
     "sweep",
     "paper-tables",
     "cases",
@@ -584,6 +585,43 @@ def stub_gate_hf():
 @example(path="small", argv=["--decoder", "seqspec:x"])
 def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
+
+
+# --- gate-served ---------------------------------------------------------------------------------
+
+GATE_SERVED_FLAGS = {
+    "--decoder": st.sampled_from(["sglang", "eagle-harness", "flashspec", "vllm", "nope", ""]),
+    "--setting": st.sampled_from(["token T=1", "nope", ""]),
+    "--gen": st.sampled_from(["temperature=0.5", "x", "a=b=c", "top_k=2", "temperature=nan"]),
+    "--table": None,
+    "--tokens": INT_TEXT,
+    "--alpha": FLOAT_TEXT,
+    "--tv": FLOAT_TEXT,
+    "--beta": FLOAT_TEXT,
+    "--seeds": st.sampled_from(["0,1", "1", "", ",", "x", "-1", "0,,1", "1e3", str(2**70)]),
+}
+
+
+@pytest.fixture(scope="module")
+def stub_gate_served():
+    """The served decoder's run (its own environment, seconds to minutes) stands in: every argument
+    that reaches it passed its checks."""
+    mp = pytest.MonkeyPatch()
+    import rheo.decoders.served_gate
+
+    mp.setattr(rheo.decoders.served_gate, "gate", _reached)
+    mp.setattr(rheo.decoders.served_gate, "verdict_row", _reached)
+    yield
+    mp.undo()
+
+
+@fuzz(40)
+@given(path=CASE_PATHS, argv=flags(GATE_SERVED_FLAGS))
+@example(path="small", argv=["--decoder", "sglang", "--seeds", ""])
+@example(path="small", argv=["--decoder", "sglang", "--seeds", "x"])
+@example(path="small", argv=["--decoder", "nope"])
+def test_gate_served_argument_vectors(files, stub_gate_served, path, argv):
+    invoke(["gate-served", case_path(files, path), *argv])
 
 
 def decoders_reach_the_sampling(case: str) -> list[str]:

@@ -35,6 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_gate_served(args: argparse.Namespace) -> int:
+    from rheo_ref.errors import CaseError
     from rheo_ref.models import load_case
 
     from ..decoders.served_gate import gate, markdown_row, served_decoder, verdict_row
@@ -46,7 +47,12 @@ def run_gate_served(args: argparse.Namespace) -> int:
         if not 0 < v < 1:
             raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
     integer("--tokens", args.tokens, min=1, max=8)
-    seeds = tuple(int(s) for s in args.seeds.split(",") if s.strip())
+    try:
+        seeds = tuple(int(s) for s in args.seeds.split(","))
+    except ValueError:
+        seeds = ()
+    if not seeds or any(s < 0 for s in seeds):
+        raise CaseError(f"--seeds {args.seeds!r}; allowed: comma-separated integers >= 0, e.g. 0,1")
     dec = served_decoder(args.decoder)
     case = load_case(args.case)
     opts = dict(n=args.tokens, alpha=args.alpha, tv=args.tv, beta=args.beta)
