@@ -85,7 +85,7 @@ def detectable_tv(
 ) -> float:
     """The smallest TV of the full law that `check_law` with `n` samples detects with power ≥ 1 − β
     at level α (the tested cells' plus the pooled mass)."""
-    alpha, beta, _ = gate_rates(alpha, beta, 0.5, "pearson")
+    alpha, beta = validate.rates(alpha, beta)
     return law_detectable_tv(law, validate.whole("n", n, min=1), alpha, beta)
 
 

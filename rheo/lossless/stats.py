@@ -121,13 +121,14 @@ def _detectable(groups: list[tuple], n: int, alpha: float, beta: float) -> float
     """Detectable TV of the test over these cells, as a distance between the *coarsened* laws
     (outcomes of one cell merged). One cell is a test only when it is one outcome (a point-mass
     law): then any sample elsewhere rejects; else it detects nothing."""
-    return _cells_detectable(len(groups), len(groups[0]) == 1, n, alpha, beta)
+    if len(groups) >= 2:
+        return min_detectable_tv(n, alpha, beta, len(groups))
+    return min_detectable_tv(n, alpha, beta, 1) if len(groups[0]) == 1 else 1.0
 
 
-def _cells_detectable(cells: int, single: bool, n: int, alpha: float, beta: float) -> float:
-    if cells >= 2:
-        return min_detectable_tv(n, alpha, beta, cells)
-    return min_detectable_tv(n, alpha, beta, 1) if single else 1.0
+def _full_detectable(detectable_cells: float, pooled: float) -> float:
+    """The full law's detectable TV from the cells' and the pooled mass p(A) (`law_detectable_tv`)."""
+    return min(1.0, detectable_cells + pooled)
 
 
 def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
@@ -139,7 +140,7 @@ def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
     statistics promise"), so an alternative at full TV ≥ δ_cells + p(A) is at coarsened TV ≥ δ_cells.
     """
     groups = pool_cells(law, n)
-    return min(1.0, _detectable(groups, n, alpha, beta) + pooled_mass(law, groups))
+    return _full_detectable(_detectable(groups, n, alpha, beta), pooled_mass(law, groups))
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def check_law(
     if impossible:
         stat, pval, null, draws = math.inf, 0.0, "chi2", 0
     det_cells = _detectable(groups, n, alpha, beta)
-    det = min(1.0, det_cells + mass)
+    det = _full_detectable(det_cells, mass)
     law_f = {o: float(p) for o, p in law.items() if p > 0}
     return LawTest(
         label,
