@@ -2,8 +2,10 @@
 
 Builds a draft and a target `TableLM` from the case (q_samp and p), runs the decoder N times from the
 case's context (N from α, δ and β, as `rheo.assert_lossless` chooses it) and prints the verdict as
-one JSON object. The decoders, their help and their `--gen` keys are the registry's
-(`rheo.decoders`; docs/DECODERS.md). See docs/THIRD_PARTY.md.
+one JSON object. `rheo gate --decoder NAME --rows all|quick|SETTING,... --seeds 1,2 [--json FILE]` runs
+the rows of the decoder's verdict table instead (docs/THIRD_PARTY.md). The decoders, their help, their
+`--gen` keys and their tables are the registry's (`rheo.decoders`; docs/DECODERS.md); a served decoder
+(its own virtual environment) is gated the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 from typing import Any
 
 from rheo.cli import flags
-from rheo.decoders import decoders
+from rheo.decoders import DecoderRun, decoders
 from rheo.lossless.validate import MAX_TOKENS, gate_size
 from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
@@ -33,11 +35,19 @@ output (one JSON object):
                          where the draws are affordable)
   pooled_mass            exact target mass of the light outcomes pooled into one cell
   exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
-                         does not know the decoder's law (the heuristic schedule)
+                         does not know the decoder's law (the heuristic schedule); a served decoder's
+                         target is the law its setting claims (vLLM at temperature 0: the argmax chain)
+  own_law_p              where exact_tv > 0: the p-value of the same samples against the decoder's own law
+  package, path          a third party's distribution (its version) and the code under test
   seconds, ms_per_sample wall time of the sampling and the test
   horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
   worst_conditional, worst_cells, summary  where the law deviates most (a rejection's diagnosis)
-exit status: 0 pass, 1 REJECT, 2 bad input."""
+exit status: 0 pass, 1 REJECT, 2 bad input.
+--rows all|quick|SETTING,...: the decoder's verdict table (its case, tokens, alpha, delta unless given), each
+  row on every --seeds; prints the markdown rows, then one JSON record a row (decoder, package, version,
+  path, setting, gen, exact_tv, verdicts, p_values, N, detectable_tv, seconds, expected, as_expected);
+  --json FILE writes the records. Exit status 0 when every verdict is the one its exact TV promises
+  (pass at 0, REJECT above delta and for a negative control), else 1."""
 
 
 def _block(head: str, text: str, width: int) -> list[str]:
@@ -70,16 +80,20 @@ def register(subparsers: Any) -> None:
         epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sp.add_argument("case", help="case file in the section-10 JSON format (tables, context, tokens)")
+    sp.add_argument(
+        "case", nargs="?", help="case file in the section-10 JSON format (tables, context, tokens); with --rows: "
+        "the table's unless given"
+    )  # fmt: skip
     sp.add_argument(
         "--decoder",
         required=True,
         metavar="NAME",
         help=" | ".join(d.spelling for d in decoders().values()),
     )
-    flags.alpha(sp, default=1e-3, what="false-alarm probability")
-    sp.add_argument("--tv", type=float, default=0.1, help="TV detected with power 1-beta (default 0.1)")
-    flags.beta(sp, default=0.01, at="--tv")
+    flags.alpha(sp, default=ALPHA, what="false-alarm probability")
+    sp.add_argument("--tv", type=float, default=TV, help=f"TV detected with power 1-beta (default {TV})")
+    flags.beta(sp, default=BETA, at="--tv")
+    sp.set_defaults(alpha=None, tv=None, beta=None)  # with --rows: the table's unless given
     sp.add_argument("--gen", action="append", default=[], metavar="KEY=VALUE", help="a generate option (repeatable)")
     sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
     flags.seed(sp, of="the sampling")
@@ -95,7 +109,15 @@ def register(subparsers: Any) -> None:
     sp.add_argument(
         "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"
     )
+    sp.add_argument(
+        "--rows", default=None, metavar="ROWS", help="all | quick | SETTING,...: rows of the decoder's verdict table"
+    )
+    sp.add_argument("--seeds", default="1,2", help="with --rows: comma-separated seeds (default 1,2)")
+    flags.json_file(sp, what="the --rows records")
     sp.set_defaults(func=run_gate_hf)
+
+
+ALPHA, TV, BETA = 1e-3, 0.1, 0.01  # one gate's defaults (a table's rows carry their own)
 
 
 def parse_gen(items: list[str]) -> dict[str, Any]:
@@ -124,22 +146,33 @@ def _no_constant(name: str) -> None:
 def run_gate_hf(args: argparse.Namespace) -> int:
     import importlib.util
 
-    from rheo.decoders import DecoderRun
     from rheo.decoders.gate import gate_hf
     from rheo.lossless.stats import StatsError, min_num_samples
     from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
-    entry = decoders().get(args.decoder.partition(":")[0])
+    entry = decoders().get(DecoderRun.head(args.decoder))
     if entry is not None:  # (an unknown name is refused with the allowed ones below)
         for module in entry.requires:
             if importlib.util.find_spec(module) is None:
                 raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
+        if entry.env is not None:
+            from rheo.decoders.served import env_missing_reason
+
+            reason = env_missing_reason(entry.env)
+            if reason is not None:
+                raise MissingDependencyError(f"rheo gate --decoder {entry.name}: {reason}")
     for name in ("alpha", "tv", "beta"):
         v = getattr(args, name)
-        if not 0 < v < 1:
+        if v is not None and not 0 < v < 1:
             raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
     integer("--workers", args.workers, min=1, max=MAX_WORKERS)
+    if args.rows is not None:
+        return run_rows(args)
+    if args.case is None:
+        raise CaseError("rheo gate needs a CASE file (or --rows, which runs the decoder's table on its own cases)")
+    args.alpha, args.tv, args.beta = (ALPHA if args.alpha is None else args.alpha, TV if args.tv is None else args.tv,
+                                      BETA if args.beta is None else args.beta)  # fmt: skip
     integer("--seed", args.seed, min=0, max=2**63 - 1)
     if args.tokens is not None:
         integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
@@ -181,3 +214,50 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         report["plot"] = plot_worst(report, args.plot)
     print(strict_json.dumps(report))
     return 0 if report["verdict"] == "pass" else 1
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`1,2` -> (1, 2): integers in [0, 2^63)."""
+    try:
+        seeds = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        seeds = ()
+    if not seeds or any(not 0 <= s < 2**63 for s in seeds):
+        raise CaseError(f"--seeds {show(text)}; allowed: comma-separated integers in [0, 2^63), e.g. 1,2")
+    return seeds
+
+
+ONE_GATE_ONLY = ("gen", "tokens", "horizon", "plot")  # a row carries its own
+
+
+def run_rows(args: argparse.Namespace) -> int:
+    """`--rows`: the decoder's verdict table, each row on every seed (`rheo.decoders.rows.run_row`)."""
+    from rheo.decoders.rows import MARKDOWN_HEAD, markdown_row, run_row
+    from rheo_ref.atomic import check_writable, write_text_atomic
+
+    given = [f"--{k}" for k in ONE_GATE_ONLY if getattr(args, k) not in (None, [])]
+    if given:
+        raise CaseError(f"--rows with {', '.join(given)}: each row carries its own; allowed with --rows: "
+                        "CASE, --alpha, --tv, --beta, --seeds, --workers, --json")  # fmt: skip
+    known = decoders()
+    name = DecoderRun.head(args.decoder)
+    if name not in known or ":" in args.decoder:
+        raise CaseError(f"--rows needs a decoder's name (its rows carry any :ARG); allowed: {', '.join(known)}")
+    entry = known[name]
+    if entry.table is None:
+        raise CaseError(f"decoder {name} declares no verdict table; allowed with --rows: "
+                        f"{', '.join(n for n, d in known.items() if d.table is not None)}")  # fmt: skip
+    rows = entry.table.select(args.rows)
+    seeds = parse_seeds(args.seeds)
+    if args.json is not None:
+        check_writable(args.json)
+    opts = dict(case=args.case, alpha=args.alpha, tv=args.tv, beta=args.beta, workers=args.workers)
+    records = [run_row(entry, r, entry.table, seeds=seeds, **opts) for r in rows]
+    print(MARKDOWN_HEAD)
+    for r in records:
+        print(markdown_row(r))
+    for r in records:
+        print(strict_json.dumps(r))
+    if args.json is not None:
+        write_text_atomic(args.json, strict_json.dumps(records, indent=1) + "\n")
+    return 0 if all(r["as_expected"] for r in records) else 1

@@ -2,10 +2,13 @@
 language models of a case and gated against the exact target law (docs/DECODERS.md, docs/THIRD_PARTY.md).
 
 A decoder is a `Decoder` entry in one registry (like the scheme families': `rheo.family`): the
-built-in ones are `rheo.decoders.<folder>.DECODER` for the folders of `BUILT_IN`, loaded on first
-use; another joins with `register` (a test's toy decoder, a helper's decoder in its own venv).
-`rheo gate --decoder NAME` (alias `gate-hf`), its help, its `--gen` keys and the fuzz harness's list
-of decoders all read the registry; code outside a decoder's folder never names it.
+built-in ones are discovered, on first use, as the `DECODER` of every subpackage of `rheo.decoders`
+(every folder on the package's `__path__` that defines one), in the order of their `order` field
+(ties by name); another joins with `register` (a test's toy decoder). A decoder that runs in its own
+virtual environment (vLLM, SGLang, ...) is the same entry, built by `rheo.decoders.served.Served`.
+`rheo gate --decoder NAME` (alias `gate-hf`), its help, its `--gen` keys, each decoder's verdict table
+(`--rows`) and the fuzz harness's list of decoders all read the registry; code outside a decoder's
+folder never names it.
 
 On the command line a decoder is `NAME` or, when it takes an argument, `NAME:ARG` (`ensemble:1/2`,
 `seqspec:standard`); `DecoderRun.parse` checks both and the `--gen` options and gives the run the
@@ -14,6 +17,8 @@ gate samples with (`rheo.decoders.gate`).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +28,7 @@ from rheo_ref.laws import Law
 from rheo_ref.models import Case
 from rheo_ref.registry import Registry
 
-# The built-in decoders' folders, in the order of the help and of every table.
-BUILT_IN = ("assisted", "prompt_lookup", "ensemble", "rheo_lm", "eagle", "seqspec")
+from .rows import Row, Table
 
 
 def _no_arg(text: str) -> Any:
@@ -57,7 +61,16 @@ class Decoder:
     - `min_context`: the tokens of context it needs (transformers generates from at least one id);
     - `requires`: modules that must be importable, and `install`: the line that installs them;
     - `package`: the distribution named in the verdict (`"eagle-llm"`), None for transformers' own;
-    - `examples`: valid `--decoder` values the fuzz harness runs (default: `name`).
+      `version`: its pinned version where it is not installed here (a served decoder's), else None
+      (the installed one); `path`: the code under test (`"vllm/v1/sample/rejection_sampler.py"`);
+    - `examples`: valid `--decoder` values the fuzz harness runs (default: `name`);
+    - `order`: the place in the help and in every table (then by name); the built-in ones use
+      multiples of 10, so a new folder slots in without renumbering;
+    - `target_law(case, n, run)`: the law the run claims where it is not the processed p
+      (`run.target_case`); None keeps the processed p (and with it `--horizon`);
+    - `env`: the served environment `.venv-<env>` the decoder runs in (None: this interpreter); when it
+      is not built, `rheo gate` exits naming `make .venv-<env>/.installed`;
+    - `table`: the decoder's verdict table (`rheo.decoders.rows`; `rheo gate --rows`), None: no table.
     """
 
     name: str
@@ -76,26 +89,81 @@ class Decoder:
     install: str = "pip install -e '.[model]'"
     package: str | None = None
     examples: tuple[str, ...] = field(default=())
+    version: str | None = None
+    path: str = ""
+    order: int = 1000
+    target_law: Callable[[Case, int, DecoderRun], Law | None] = lambda case, n, run: None
+    env: str | None = None
+    table: Table | None = None
 
     @property
     def spelling(self) -> str:
         """As written on the command line: `ensemble:W`, `assisted`."""
         return self.name if self.arg is None else f"{self.name}:{self.arg}"
 
+    def distribution(self) -> tuple[str, str | None]:
+        """(the distribution under test, its version): `package` (transformers' own when None) at the
+        pinned `version`, else the version installed here (None: not installed)."""
+        from rheo.decoders.gate import dist_version
 
-_REGISTRY: Registry[Decoder] = Registry(Decoder, "rheo.decoders", "DECODER", BUILT_IN, noun="decoder")
+        name = self.package or "transformers"
+        return name, self.version or dist_version(name)
+
+    def installed_version(self) -> str | None:
+        return self.distribution()[1]
+
+
+def discover() -> list[Decoder]:
+    """The `DECODER` of every subpackage of `rheo.decoders` (every folder on its `__path__`), sorted by
+    `(order, name)`: a new folder joins with no edit anywhere else."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.ispkg:
+            entry = getattr(importlib.import_module(f"{__name__}.{info.name}"), "DECODER", None)
+            if isinstance(entry, Decoder):
+                found.append(entry)
+    return sorted(found, key=lambda d: (d.order, d.name))
+
+
+class _Discovered(Registry[Decoder]):
+    """The registry whose built-in entries are `discover()`'s, found again when `__path__` changes."""
+
+    def __init__(self) -> None:
+        super().__init__(Decoder, __name__, "DECODER", (), noun="decoder")
+        self._path: tuple[str, ...] | None = None
+        self._added: dict[str, Decoder] = {}
+        self.built_in: tuple[str, ...] = ()
+
+    def _load(self) -> None:
+        path = tuple(__path__)
+        if self._path != path:
+            self._path, self._loaded = path, True
+            found = discover()
+            self.built_in = tuple(d.name for d in found)
+            self._entries = {}
+            for entry in [*found, *self._added.values()]:
+                super().register(entry)
+
+    def register(self, entry: Decoder) -> Decoder:
+        out = super().register(entry)
+        self._added[entry.name] = entry
+        return out
+
+    def unregister(self, name: str) -> None:
+        self._load()
+        if name in self.built_in:
+            raise CaseError(f"decoder {name!r} is built in; allowed: those added by register()")
+        self._added.pop(name, None)
+        self._entries.pop(name, None)
+
+
+_REGISTRY = _Discovered()
 register = _REGISTRY.register
-
-
-def unregister(name: str) -> None:
-    """Remove a decoder added by `register`; the built-in ones stay."""
-    if name in decoders() and decoders()[name].decode.__module__.startswith("rheo.decoders."):
-        raise CaseError(f"decoder {name!r} is built in; allowed: those added by register()")
-    _REGISTRY.unregister(name)
+unregister = _REGISTRY.unregister
 
 
 def decoders() -> Mapping[str, Decoder]:
-    """Every decoder by name, the built-in ones first, in `BUILT_IN` order."""
+    """Every decoder by name: the discovered ones in `(order, name)` order, then those registered."""
     return _REGISTRY.entries()
 
 
@@ -117,6 +185,7 @@ class DecoderRun:
         """`NAME` or `NAME:ARG` as on the command line (`rheo gate --help` lists them), with the
         `--gen` options; refuses an unknown decoder, a bad argument and an unsupported option."""
         head, _, text = name.partition(":")
+        head = cls.head(name)
         known = decoders()
         if head not in known or (known[head].arg is not None) != bool(text):
             raise CaseError(f"unknown decoder {name!r}; allowed: {', '.join(d.spelling for d in known.values())}")
@@ -132,6 +201,13 @@ class DecoderRun:
         run = cls(head, tuple(sorted(gen.items())), arg)
         dec.check(run)
         return run
+
+    @staticmethod
+    def head(name: str) -> str:
+        """The registry name of `NAME[:ARG]`; `_` stands for `-` (`eagle_harness`, the folder's name)."""
+        head = name.partition(":")[0]
+        alt = head.replace("_", "-")
+        return alt if head not in decoders() and alt in decoders() else head
 
     @property
     def entry(self) -> Decoder:
@@ -170,4 +246,4 @@ class DecoderRun:
         return sampler(self, case, workers=workers)
 
 
-__all__ = ["BUILT_IN", "Decoder", "DecoderRun", "decoders", "examples", "register", "unregister"]
+__all__ = ["Decoder", "DecoderRun", "Row", "Table", "decoders", "discover", "examples", "register", "unregister"]

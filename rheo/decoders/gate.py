@@ -16,14 +16,17 @@ import importlib
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 from rheo.decoders import DecoderRun
 from rheo.lossless.horizon import HorizonTest, check_lossless
-from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, seed_for
-from rheo_ref.errors import CaseError
+from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, check_law, samples_for, seed_for
+from rheo_ref.errors import CaseError, MissingDependencyError
 from rheo_ref.exact import target_law
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.laws import Law
 from rheo_ref.models import Case
 
 
@@ -32,7 +35,14 @@ def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
     with the models of `case` (the unprocessed tables: the decoder processes them itself)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise CaseError(f"workers={workers!r} must be an integer >= 1")
-    decoder.entry.check_case(case, decoder)
+    entry = decoder.entry
+    if entry.env is not None:  # a served decoder: its environment first (the make command that builds it)
+        from rheo.decoders.served import env_missing_reason
+
+        reason = env_missing_reason(entry.env)
+        if reason is not None:
+            raise MissingDependencyError(f"rheo gate --decoder {entry.name}: {reason}")
+    entry.check_case(case, decoder)
     obj = case.to_json()
 
     def sample(c: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
@@ -75,7 +85,8 @@ def decode_batch(
 ) -> list[tuple[int, ...]]:
     """num_samples independent decodes of n tokens from `context` (a module function: workers call it)."""
     case = Case.from_json(case_obj)
-    with quiet_one_thread():
+    quiet = quiet_one_thread() if decoder.entry.requires else contextlib.nullcontext()  # (nothing loaded here)
+    with quiet:
         return decoder.entry.decode(case, context, n, seed, num_samples, decoder)
 
 
@@ -110,24 +121,44 @@ def gate_hf(
     n = case.tokens if tokens is None else tokens
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
-    tcase = decoder.target_case(case, n)
     sample = sampler(decoder, case, workers=workers)  # checks the case first (before the exact law's cost)
+    claimed = decoder.entry.target_law(case, n, decoder)  # None: the processed p
+    if claimed is not None and horizon is not None:
+        raise CaseError(
+            f"decoder {decoder.name} with {dict(decoder.gen)} claims its own target law: --horizon needs the "
+            "processed p; allowed: the first tokens (--tokens)"
+        )
+    tcase = decoder.target_case(case, n) if claimed is None else case
     exact = decoder.exact_law(case, n)
     if workers == 1:
         for module in decoder.entry.requires:  # loaded before the clock starts: seconds are the sampling's
             importlib.import_module(module)
+    seen: list[tuple[int, ...]] = []
+
+    def keep(c: Case, s: int, num: int) -> list[tuple[int, ...]]:  # the samples, for the fit to the own law
+        out = sample(c, s, num)
+        seen.extend(tuple(x) for x in out)
+        return out
+
     t0 = time.perf_counter()
     res: LawTest | HorizonTest
-    if horizon is None:
-        res = check_lossless(sample, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
-    else:
+    if horizon is not None:
         res = check_lossless(sample, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
+    elif claimed is None:
+        res = check_lossless(keep, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+    else:
+        res = check_claimed(keep, case, claimed, alpha=alpha, tv=tv, beta=beta, seed=seed)
     seconds = time.perf_counter() - t0
-    exact_tv = None if exact is None else total_variation(exact, target_law(tcase, n))
-    extra = {}
+    target = target_law(tcase, n) if claimed is None else claimed
+    exact_tv = None if exact is None else total_variation(exact, target)
+    extra: dict[str, Any] = {}
     package = decoder.entry.package
     if package is not None:
-        extra["package"] = f"{package} {dist_version(package)}"
+        extra["package"] = f"{package} {decoder.entry.installed_version()}"
+    if decoder.entry.path:
+        extra["path"] = decoder.entry.path
+    if exact is not None and exact_tv and seen:  # where it is lossy: do the samples fit its own law?
+        extra["own_law_p"] = check_law(seen, exact, alpha=alpha, tv=tv, beta=beta).p_value
     return {
         "decoder": decoder.name,
         **extra,
@@ -150,6 +181,25 @@ def gate_hf(
         "ms_per_sample": round(1000 * seconds / res.n, 3),
         **horizon_fields(res),
     }
+
+
+def check_claimed(
+    sample: Sampler, case: Case, claimed: Law, *, alpha: float, tv: float, beta: float, seed: int
+) -> LawTest:
+    """The first tokens against a law the decoder's setting claims (not the processed p): N from α, δ and β
+    on that law (`samples_for`), then `check_law`."""
+    n = len(next(iter(claimed)))
+    samples = sample(replace(case, tokens=n), seed, samples_for(claimed, tv, alpha, beta))
+    return check_law(samples, claimed, alpha=alpha, tv=tv, beta=beta)
+
+
+def exact_tv_of(decoder: DecoderRun, case: Case, n: int) -> Fraction | None:
+    """The exact TV of the decoder's own law to the law it claims (None: its law is unknown here)."""
+    exact = decoder.exact_law(case, n)
+    if exact is None:
+        return None
+    claimed = decoder.entry.target_law(case, n, decoder)
+    return total_variation(exact, target_law(decoder.target_case(case, n), n) if claimed is None else claimed)
 
 
 def horizon_fields(res: LawTest | HorizonTest) -> dict[str, Any]:

@@ -7,6 +7,10 @@ dependency listed). rheo never imports such a package: a driver module runs insi
 (`<env python> -m <module>`), reads one JSON request on stdin and writes one JSON reply on stdout;
 its stderr passes through (progress). The repository root is on the driver's PYTHONPATH, so a
 driver may use the pure-Python reference (`rheo_ref`) and `rheo_fast.table_lm`.
+
+`Served` is the one base of these decoders: a folder says where its driver runs and gets its
+`rheo.decoders.Decoder` from `Served(...).decoder(...)`; `rheo gate --decoder NAME` then gates it like any
+other decoder, its exact TV beside the verdict.
 """
 
 from __future__ import annotations
@@ -18,10 +22,14 @@ import subprocess
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rheo_ref.errors import EnvironmentFailure, MissingDependencyError
+from rheo_ref.errors import CaseError, EnvironmentFailure, MissingDependencyError
+from rheo_ref.laws import Law
+from rheo_ref.models import Case
 
 REPO = Path(__file__).resolve().parents[2]
 STDERR_TAIL = 15  # lines of the driver's stderr quoted in an error
@@ -115,3 +123,69 @@ def run_driver(env: str, module: str, request: dict, *, timeout: float) -> dict:
     if not isinstance(reply, dict):
         raise DriverError(f"{module} in .venv-{env} replied {type(reply).__name__}, not a JSON object")
     return reply
+
+
+def table_request(case: Case, context: list[int], n: int, seed: int, num_samples: int, gen: dict) -> dict:
+    """The request most drivers read: the tables as JSON, the context, n, N, the seed and the settings."""
+    obj = case.to_json()
+    return {
+        "target": obj["target"],
+        "draft": obj["draft"],
+        "context": list(context),
+        "tokens": n,
+        "num_samples": num_samples,
+        "seed": seed,
+        "gen": dict(gen),
+    }
+
+
+def first_samples(reply: dict) -> list:
+    """The samples of a reply: `samples` (num_samples lists of n tokens)."""
+    return list(reply["samples"])
+
+
+SettingsLaw = Callable[[Case, Mapping[str, Any], int], Law]
+
+
+@dataclass(frozen=True)
+class Served:
+    """How a served decoder runs: its environment, its driver module, the request the driver reads and
+    where the samples are in its reply. `decoder(...)` makes the registry entry (`rheo.decoders.Decoder`)
+    whose `decode` runs the driver, whose exact and claimed laws are the folder's `(case, gen, n)`
+    functions, and whose absent environment `rheo gate` names with the make command that builds it."""
+
+    env: str
+    module: str
+    request: Callable[[Case, list[int], int, int, int, dict], dict] = table_request
+    samples: Callable[[dict], list] = first_samples
+    seconds_per_sample: float = 2.0  # the driver's timeout: 60 s + this per sample and token
+    check: Callable[[dict], Any] | None = None  # parses the --gen values (raising CaseError, ValueError)
+
+    def decode(self, case: Case, context: list[int], n: int, seed: int, num_samples: int, run: Any) -> list:
+        req = self.request(case, context, n, seed, num_samples, run.options())
+        reply = run_driver(self.env, self.module, req, timeout=60 + self.seconds_per_sample * num_samples * n)
+        return [tuple(s) for s in self.samples(reply)]
+
+    def decoder(
+        self, *, exact_law: SettingsLaw, target_law: SettingsLaw | Callable[..., Law | None], **fields: Any
+    ) -> Any:
+        from . import Decoder
+
+        def check(run: Any) -> None:
+            if self.check is not None:
+                try:
+                    self.check(dict(run.gen))
+                except (ValueError, TypeError, ArithmeticError) as e:
+                    raise CaseError(f"decoder {run.name}: --gen {dict(run.gen)}: {e}; see rheo gate --help") from None
+
+        return Decoder(
+            decode=self.decode,
+            exact_law=lambda case, n, run: exact_law(case, dict(run.gen), n),
+            target_law=lambda case, n, run: target_law(case, dict(run.gen), n),
+            check=check,
+            env=self.env,
+            requires=(),
+            install=f"make .venv-{self.env}/.installed",
+            min_context=0,
+            **fields,
+        )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from rheo.decoders import Decoder, Law
+from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.generate import HF_DEFAULTS, ON_DRAFT, PROCESSING, check_options, generate
 from rheo.decoders.laws import Chain, check_exact_float, table_drafter, table_row
 from rheo_ref.models import Case
@@ -48,6 +48,10 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
     return generate(case, context, n, seed, num_samples, run.options(), draft=True)
 
 
+# The slow profile of docs/THIRD_PARTY.md §2: alpha = 1e-4, delta = 0.05, the first 3 tokens (64 cells).
+SLOW = {"alpha": 1e-4, "tv": 0.05, "tokens": 3, "slow": True}
+NO_STOP = {"assistant_confidence_threshold": 0.0}  # no confidence stop: the draft length is fixed
+
 DECODER = Decoder(
     name="assisted",
     summary="target.generate(ids, assistant_model=draft, do_sample=True)",
@@ -57,4 +61,42 @@ DECODER = Decoder(
     exact_law=exact_law,
     defaults=defaults,
     check=check_options,
+    order=10,
+    table=Table(  # docs/THIRD_PARTY.md §2: the default profile (alpha = 1e-3, delta = 0.25, 2 tokens), then the slow one
+        case="tests/cases/hf.json",
+        tokens=2,
+        tv=0.25,
+        rows=(
+            Row("k2", {"num_assistant_tokens": 2, **NO_STOP}, "k = 2, constant, no confidence stop"),
+            Row(
+                "heuristic",
+                {"num_assistant_tokens": 2, "num_assistant_tokens_schedule": "heuristic", **NO_STOP},
+                "k = 2 to start, heuristic schedule (its law is unknown here)",
+            ),
+            Row(
+                "processed",
+                {"num_assistant_tokens": 3, "temperature": 0.5, "top_k": 3, "top_p": 0.9},
+                "k = 3, T = 1/2, top-k 3, top-p 0.9, default stop 0.4",
+            ),
+            *(Row(f"k{k} slow", {"num_assistant_tokens": k, **NO_STOP}, f"k = {k}", **SLOW) for k in (1, 2, 3)),
+            Row(
+                "heuristic slow",
+                {"num_assistant_tokens": 2, "num_assistant_tokens_schedule": "heuristic", **NO_STOP},
+                "heuristic schedule (state kept across calls)",
+                **SLOW,
+            ),
+            Row(
+                "threshold slow",
+                {"num_assistant_tokens": 4, "assistant_confidence_threshold": 0.4},
+                "k = 4, assistant_confidence_threshold 0.4",
+                **SLOW,
+            ),
+            Row(
+                "processed slow",
+                {"num_assistant_tokens": 3, "temperature": 0.5, "top_k": 3, "top_p": 0.9},
+                "k = 3, T = 1/2, top-k 3, top-p 0.9, stop 0.4",
+                **SLOW,
+            ),
+        ),
+    ),
 )

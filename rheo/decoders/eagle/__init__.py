@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.decoders import Decoder, Law
+from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.eagle.sampler import EAGLE_CHILDREN
 from rheo.decoders.generate import PROCESSING, check_options
 from rheo_ref.errors import CaseError
@@ -59,4 +59,20 @@ DECODER = Decoder(
     check=check,
     check_case=check_case,
     package="eagle-llm",
+    order=50,
+    path="eagle/model/ea_model.py (EaModel.eagenerate)",
+    table=Table(  # docs/THIRD_PARTY.md §6: the horizon test, every window (x_{k-1}, x_k), k <= 7
+        case="tests/cases/eagle.json",
+        tv=0.25,
+        rows=tuple(
+            Row(setting, gen, horizon=7)
+            for setting, gen in (
+                ("T=1", {}),
+                ("T=1/2", {"temperature": 0.5}),
+                ("top-p 0.9", {"top_p": 0.9}),
+                ("top-k 2", {"top_k": 2}),
+                ("T=1/2 top-p 0.9", {"temperature": 0.5, "top_p": 0.9}),
+            )
+        ),
+    ),
 )

@@ -11,7 +11,8 @@ from typing import Any
 
 from rheo_ref.models import Case
 
-from ..served_gate import Row, ServedDecoder
+from ..rows import Row, Table
+from ..served import Served
 from .law import SampledTreeLaw
 from .law import target_law as _target
 
@@ -43,35 +44,50 @@ def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
     return _target(case.target, _temperature(gen), case.context, n)
 
 
-DECODER = ServedDecoder(
+def check(gen: Mapping[str, Any]) -> None:
+    """Every setting parses (a bad value raises before the driver starts)."""
+    _temperature(gen)
+    int(gen.get("children", 2))
+    int(gen.get("depth", 2))
+
+
+DECODER = Served("eagle-harness", "rheo.decoders.eagle_harness.driver", check=check).decoder(
     name="eagle-harness",
-    help="eagle-harness 0.1.3 sampled tree: draw_children + reject_children (core/sampled_tree.py), unmodified",
-    package=f"eagle-harness {VERSION}",
+    summary="eagle-harness 0.1.3 sampled tree: draw_children + reject_children (core/sampled_tree.py),\n"
+    "unmodified, in .venv-eagle-harness",
+    package="eagle-harness",
+    version=VERSION,
     path="eagle_harness/core/sampled_tree.py",
-    env="eagle-harness",
-    module="rheo.decoders.eagle_harness.driver",
     gen_keys=("temperature", "children", "depth", "reuse_coin", "walk"),
+    gen_help="temperature (1/k), children (per node, default 2), depth (levels, default 2), walk=triton\n"
+    "(the Triton tree walk), reuse_coin (the negative control: the residual reuses a child's coin)",
     exact_law=exact_law,
     target_law=target_law,
-    rows=(
-        Row("k=2 d=2 T=1", {"children": 2, "depth": 2}, "2 ordered children per node, 2 levels"),
-        Row("k=3 d=2 T=1", {"children": 3, "depth": 2}, "3 children per node, 2 levels"),
-        Row("k=2 d=3 T=1/2", {"children": 2, "depth": 3, "temperature": 0.5}, "2 children, 3 levels, T = 1/2"),
-        Row(
-            "Triton tree walk",
-            {"children": 2, "depth": 2, "walk": "triton"},
-            "kernels/sampled_tree.sample_tree",
-            runs_here=WALK_ON_CPU,
-        ),
-        Row(
-            "control: residual reuses a coin",
-            {"children": 1, "depth": 2, "reuse_coin": True},
-            "negative control: the residual draw reuses the first child's accept coin (reject_children "
-            "documents its uniforms as independent of each other)",
-            cause="core/sampled_tree.py lines 99-101: the residual's inverse CDF at a coin that is >= the "
-            "first child's acceptance probability whenever it is used",
-            control=True,
-            tv=0.03,
+    order=90,
+    table=Table(
+        case="tests/cases/served.json",
+        tokens=3,
+        tv=0.1,
+        rows=(
+            Row("k=2 d=2 T=1", {"children": 2, "depth": 2}, "2 ordered children per node, 2 levels"),
+            Row("k=3 d=2 T=1", {"children": 3, "depth": 2}, "3 children per node, 2 levels"),
+            Row("k=2 d=3 T=1/2", {"children": 2, "depth": 3, "temperature": 0.5}, "2 children, 3 levels, T = 1/2"),
+            Row(
+                "Triton tree walk",
+                {"children": 2, "depth": 2, "walk": "triton"},
+                "kernels/sampled_tree.sample_tree",
+                runs_here=WALK_ON_CPU,
+            ),
+            Row(
+                "control: residual reuses a coin",
+                {"children": 1, "depth": 2, "reuse_coin": True},
+                "negative control: the residual draw reuses the first child's accept coin (reject_children "
+                "documents its uniforms as independent of each other)",
+                cause="core/sampled_tree.py lines 99-101: the residual's inverse CDF at a coin that is >= the "
+                "first child's acceptance probability whenever it is used",
+                control=True,
+                tv=0.03,
+            ),
         ),
     ),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from rheo.decoders import Decoder, Law
+from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.assisted import GEN_HELP, chain_law, defaults
 from rheo.decoders.generate import ON_DRAFT, PROCESSING, check_options, generate
 from rheo_ref.errors import CaseError
@@ -45,4 +45,31 @@ DECODER = Decoder(
     defaults=defaults,
     check=check_options,
     examples=("ensemble:1/2",),
+    order=30,
+    table=Table(  # docs/THIRD_PARTY.md §2: documented lossy, the negative control of transformers' rows
+        case="tests/cases/hf.json",
+        tokens=2,
+        tv=0.25,
+        rows=(
+            Row(
+                "W=1/2 k=2",
+                {"num_assistant_tokens": 2, "assistant_confidence_threshold": 0.0},
+                "assistant_ensemble_weight = 1/2, no confidence stop",
+                arg="1/2",
+                control=True,
+                cause="the candidate generator mixes the draft's logits into the target's at weight W",
+            ),
+            Row(
+                "W=9/10 k=3 slow",
+                {"num_assistant_tokens": 3, "assistant_confidence_threshold": 0.0},
+                "assistant_ensemble_weight = 9/10",
+                arg="9/10",
+                control=True,
+                alpha=1e-4,
+                tv=0.05,
+                tokens=3,
+                slow=True,
+            ),
+        ),
+    ),
 )

@@ -10,7 +10,8 @@ from typing import Any
 
 from rheo_ref.models import Case
 
-from ..served_gate import Row, ServedDecoder
+from ..rows import Row, Table
+from ..served import Served
 from .law import FlashSpecLaw, Setting, claimed_target_law
 
 VERSION = "0.3.1"
@@ -40,40 +41,56 @@ TOP_P_CAUSE = (
     "rejection_step (lines 1086-1090) and rejection_sample (line 790) get the untruncated target"
 )
 
-DECODER = ServedDecoder(
+
+def check(gen: Mapping[str, Any]) -> None:
+    """Every setting parses (a bad value raises before the driver starts)."""
+    setting(gen)
+    int(gen.get("batch", 1))
+    if gen.get("top_k") is not None:
+        int(gen["top_k"])
+
+
+DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check).decoder(
     name="flashspec",
-    help="flashspec 0.3.1 SpeculativeEngine.generate on TableLMs, unmodified",
-    package=f"flashspec {VERSION}",
+    summary="flashspec 0.3.1 SpeculativeEngine.generate on TableLMs, unmodified, in .venv-flashspec",
+    package="flashspec",
+    version=VERSION,
     path="flashspec/sampling/rejection.py",
-    env="flashspec",
-    module="rheo.decoders.flashspec.driver",
     gen_keys=("gamma", "temperature", "top_p", "top_k", "variant", "batch"),
+    gen_help="gamma (drafts a round, default 3), temperature (1/k), top_p, top_k (SamplingConfig), variant\n"
+    "(rejection | typical: documented lossy), batch (1: rejection_step; more: the context loop)",
     exact_law=exact_law,
     target_law=target_law,
-    rows=(
-        Row("rejection T=1, batch 1", {"gamma": 3}, "batch-1 fast path: rejection_step"),
-        Row("rejection T=1/2, batch 1", {"gamma": 3, "temperature": 0.5}, "rejection_step, T = 1/2"),
-        Row("rejection T=1, batch 64", {"gamma": 3, "batch": 64}, "context loop: rejection_sample"),
-        Row(
-            "rejection top_p=0.9, batch 64",
-            {"gamma": 3, "top_p": 0.9, "batch": 64},
-            "SamplingConfig(top_p=0.9), documented as the nucleus threshold",
-            cause=TOP_P_CAUSE,
-        ),
-        Row(
-            "rejection top_k=2, batch 64",
-            {"gamma": 3, "top_k": 2, "batch": 64},
-            "SamplingConfig(top_k=2) is accepted without an error",
-            cause="utils/config.py line 64, class SamplingConfig: no top_k field, and pydantic's default extra='ignore' "
-            "drops the key silently; the engine samples the untruncated target",
-        ),
-        Row(
-            "control: typical top_p=0.9",
-            {"gamma": 3, "variant": "typical", "top_p": 0.9, "batch": 64},
-            "negative control: variant='typical' (documented lossy), context loop",
-            cause="sampling/typical.py: line 135 accepts any draft in the typical set (no coin), and the rejected "
-            "position is drawn from p, not the residual (line 159)",
-            control=True,
+    order=100,
+    table=Table(
+        case="tests/cases/served.json",
+        tokens=3,
+        tv=0.1,
+        rows=(
+            Row("rejection T=1, batch 1", {"gamma": 3}, "batch-1 fast path: rejection_step"),
+            Row("rejection T=1/2, batch 1", {"gamma": 3, "temperature": 0.5}, "rejection_step, T = 1/2"),
+            Row("rejection T=1, batch 64", {"gamma": 3, "batch": 64}, "context loop: rejection_sample"),
+            Row(
+                "rejection top_p=0.9, batch 64",
+                {"gamma": 3, "top_p": 0.9, "batch": 64},
+                "SamplingConfig(top_p=0.9), documented as the nucleus threshold",
+                cause=TOP_P_CAUSE,
+            ),
+            Row(
+                "rejection top_k=2, batch 64",
+                {"gamma": 3, "top_k": 2, "batch": 64},
+                "SamplingConfig(top_k=2) is accepted without an error",
+                cause="utils/config.py line 64, class SamplingConfig: no top_k field, and pydantic's default extra='ignore' "
+                "drops the key silently; the engine samples the untruncated target",
+            ),
+            Row(
+                "control: typical top_p=0.9",
+                {"gamma": 3, "variant": "typical", "top_p": 0.9, "batch": 64},
+                "negative control: variant='typical' (documented lossy), context loop",
+                cause="sampling/typical.py: line 135 accepts any draft in the typical set (no coin), and the rejected "
+                "position is drawn from p, not the residual (line 159)",
+                control=True,
+            ),
         ),
     ),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.decoders import Decoder, Law
+from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.generate import HF_DEFAULTS, PROCESSING, check_options, generate
 from rheo.decoders.laws import Chain, lookup_drafter, point_mass
 from rheo_ref.models import Case
@@ -43,4 +43,22 @@ DECODER = Decoder(
     exact_law=exact_law,
     defaults=defaults,
     check=check_options,
+    order=20,
+    table=Table(  # docs/THIRD_PARTY.md §2: the default profile, then the slow one (alpha 1e-4, delta 0.05, 3 tokens)
+        case="tests/cases/hf.json",
+        tokens=2,
+        tv=0.25,
+        rows=(
+            Row("3 candidates", {"prompt_lookup_num_tokens": 3}, "3 candidates, n-grams <= 2"),
+            Row(
+                "3 candidates slow",
+                {"prompt_lookup_num_tokens": 3},
+                "3 candidates, n-grams <= 2",
+                alpha=1e-4,
+                tv=0.05,
+                tokens=3,
+                slow=True,
+            ),
+        ),
+    ),
 )

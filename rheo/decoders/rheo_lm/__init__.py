@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.decoders import Decoder, Law
+from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.generate import check_options
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact
@@ -47,4 +47,15 @@ DECODER = Decoder(
     check=check_options,
     check_case=check_case,
     min_context=0,
+    package="rheo",
+    order=40,
+    table=Table(  # docs/THIRD_PARTY.md §2 (the case's rheo scheme K = 3, m = 1, W = 2, D = 2, R = 5)
+        case="tests/cases/hf.json",
+        tokens=2,
+        tv=0.25,
+        rows=(
+            Row("T=1", {}, "KV caches, tree masks, compaction on TableLMs"),
+            Row("T=1 slow", {}, "the same", alpha=1e-4, tv=0.05, tokens=3, slow=True),
+        ),
+    ),
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rheo.decoders import Decoder, Law
+from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.generate import PROCESSING, check_options
 from rheo.decoders.seqspec.sampler import METHODS
 from rheo_ref.errors import CaseError
@@ -64,4 +64,21 @@ DECODER = Decoder(
     check=check,
     package="sequential-speculative-decoding",
     examples=tuple(f"seqspec:{m}" for m in METHODS),
+    order=60,
+    table=Table(  # docs/THIRD_PARTY.md §7: gamma = 3, 4 tokens (the first round's deepest draft and its bonus)
+        case="tests/cases/hf.json",
+        tokens=4,
+        tv=0.25,
+        rows=tuple(
+            Row(f"{m} {setting}", {"gamma": 3, **gen}, arg=m)
+            for m in METHODS
+            for setting, gen in (
+                ("T=1", {}),
+                ("T=1/2", {"temperature": 0.5}),
+                ("top-p 0.9", {"top_p": 0.9}),
+                ("top-k 2", {"top_k": 2}),
+                ("T=1/2 top-p 0.9", {"temperature": 0.5, "top_p": 0.9}),
+            )
+        ),
+    ),
 )

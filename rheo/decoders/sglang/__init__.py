@@ -11,7 +11,8 @@ from typing import Any
 
 from rheo_ref.models import Case
 
-from ..served_gate import Row, ServedDecoder
+from ..rows import Row, Table
+from ..served import Served
 from .law import ChainLaw, Processing, plain_target_law
 
 VERSION = "0.5.23"
@@ -50,13 +51,29 @@ def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
     return plain_target_law(case.target, processing(gen), case.context, n)
 
 
-DECODER = ServedDecoder(
+def check(gen: Mapping[str, Any]) -> None:
+    """Every setting parses (a bad value raises before the driver starts)."""
+    processing(gen)
+    int(gen.get("num_steps", 3))
+    for key in ("draft_temperature", "threshold_single", "threshold_acc"):
+        if gen.get(key) is not None:
+            Fraction(str(gen[key]))
+
+
+GEN_HELP = (
+    "temperature (1/k), num_steps (drafts a round, default 3), block_verification (true: Sun et al.),\n"
+    "top_k, top_p (renorm kernels: CUDA/HIP only), threshold_single, threshold_acc, draft_temperature\n"
+    "(the negative control: candidates drawn from q at this temperature, the kernel told q at T = 1)"
+)
+
+DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check).decoder(
     name="sglang",
-    help="SGLang 0.5.23 chain_speculative_sampling_triton (TRITON_INTERPRET=1), unmodified",
-    package=f"sglang {VERSION}",
+    summary="SGLang 0.5.23 chain_speculative_sampling_triton (TRITON_INTERPRET=1), unmodified, in .venv-sglang",
+    package="sglang",
+    version=VERSION,
     path="sglang/kernels/ops/speculative/reject_sampling.py",
-    env="sglang",
-    module="rheo.decoders.sglang.driver",
+    gen_help=GEN_HELP,
+    order=80,
     gen_keys=(
         "temperature",
         "num_steps",
@@ -69,37 +86,45 @@ DECODER = ServedDecoder(
     ),
     exact_law=exact_law,
     target_law=target_law,
-    rows=(
-        Row("token T=1", {"num_steps": 3}, "token-level verification"),
-        Row("token T=1/2", {"num_steps": 3, "temperature": 0.5}, "token-level, temperature 1/2"),
-        Row("block T=1", {"num_steps": 3, "block_verification": True}, "block verification (Sun et al. 2024)"),
-        Row("block T=1/2", {"num_steps": 3, "block_verification": True, "temperature": 0.5}, "block, T = 1/2"),
-        Row(
-            "thresholds 0.5",
-            {"num_steps": 3, "threshold_single": 0.5, "threshold_acc": 0.5},
-            "speculative_accept_threshold_single/acc = 0.5 (documented lossy): never reach the kernel "
-            "(reject_sampling.py lines 254-255 are not passed on, lines 266-295), so the run is lossless",
-        ),
-        Row("top-k 2", {"num_steps": 3, "top_k": 2}, "top-k renorm, then verify", runs_here=RENORM_ON_CPU),
-        Row(
-            "top-p 0.7", {"num_steps": 3, "top_p": 0.7}, "top-p renorm (>= rule), then verify", runs_here=RENORM_ON_CPU
-        ),
-        Row(
-            "top-k 3 + top-p 0.7",
-            {"num_steps": 3, "top_k": 3, "top_p": 0.7},
-            "both: the speculative path applies top-p to the top-k-renormalised row; the plain sampler keeps "
-            "the joint top-k and top-p sets of the same row",
-            cause="eagle_utils.py lines 728-743 (top_p_renorm_prob on the output of top_k_renorm_prob) vs "
-            "sampler.py lines 435-439 (top_k_top_p_sampling_from_probs, filter_apply_order='joint')",
-            runs_here=RENORM_ON_CPU,
-        ),
-        Row(
-            "control: draft probs at T=1, drawn at T=1/4",
-            {"num_steps": 3, "draft_temperature": 0.25},
-            "negative control: the kernel is told q at T = 1 while the candidates come from q at T = 1/4 "
-            "(eagle_utils.py requires draft_probs to be the proposal distribution)",
-            cause="reject_sampling.py line 149: the ratio p/q uses the stated q, not the proposal's",
-            control=True,
+    table=Table(
+        case="tests/cases/served.json",
+        tokens=3,
+        tv=0.2,
+        rows=(
+            Row("token T=1", {"num_steps": 3}, "token-level verification"),
+            Row("token T=1/2", {"num_steps": 3, "temperature": 0.5}, "token-level, temperature 1/2"),
+            Row("block T=1", {"num_steps": 3, "block_verification": True}, "block verification (Sun et al. 2024)"),
+            Row("block T=1/2", {"num_steps": 3, "block_verification": True, "temperature": 0.5}, "block, T = 1/2"),
+            Row(
+                "thresholds 0.5",
+                {"num_steps": 3, "threshold_single": 0.5, "threshold_acc": 0.5},
+                "speculative_accept_threshold_single/acc = 0.5 (documented lossy): never reach the kernel "
+                "(reject_sampling.py lines 254-255 are not passed on, lines 266-295), so the run is lossless",
+            ),
+            Row("top-k 2", {"num_steps": 3, "top_k": 2}, "top-k renorm, then verify", runs_here=RENORM_ON_CPU),
+            Row(
+                "top-p 0.7",
+                {"num_steps": 3, "top_p": 0.7},
+                "top-p renorm (>= rule), then verify",
+                runs_here=RENORM_ON_CPU,
+            ),
+            Row(
+                "top-k 3 + top-p 0.7",
+                {"num_steps": 3, "top_k": 3, "top_p": 0.7},
+                "both: the speculative path applies top-p to the top-k-renormalised row; the plain sampler keeps "
+                "the joint top-k and top-p sets of the same row",
+                cause="eagle_utils.py lines 728-743 (top_p_renorm_prob on the output of top_k_renorm_prob) vs "
+                "sampler.py lines 435-439 (top_k_top_p_sampling_from_probs, filter_apply_order='joint')",
+                runs_here=RENORM_ON_CPU,
+            ),
+            Row(
+                "control: draft probs at T=1, drawn at T=1/4",
+                {"num_steps": 3, "draft_temperature": 0.25},
+                "negative control: the kernel is told q at T = 1 while the candidates come from q at T = 1/4 "
+                "(eagle_utils.py requires draft_probs to be the proposal distribution)",
+                cause="reject_sampling.py line 149: the ratio p/q uses the stated q, not the proposal's",
+                control=True,
+            ),
         ),
     ),
 )

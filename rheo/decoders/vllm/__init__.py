@@ -1,22 +1,25 @@
 """vLLM 0.33.0's `RejectionSampler` (vllm/v1/sample/rejection_sampler.py), judged unmodified.
 
 It runs in `.venv-vllm` (`make .venv-vllm/.installed`) through `driver.py`, in Triton's CPU
-interpreter; its exact law as written is `law.VLLMLaw`. `DECODER` describes it: its --gen keys,
-`sampler(gen)` (a rheo gate sampler `(case, seed, num_samples) -> sequences`) and `law(case, gen, n)`.
+interpreter; its exact law as written is `law.VLLMLaw` (`law(case, gen, n)`), `sampler(gen)` a rheo gate
+sampler `(case, seed, num_samples) -> sequences`. `DECODER` is its registry entry: `rheo gate --decoder vllm`
+gates it, `--rows all` reproduces its verdict table (docs/THIRD_PARTY.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
 
-from ..served import run_driver
+from ..rows import Row, Table
+from ..served import Served, run_driver
 from .law import BlockLaw, Law, Setting, VLLMLaw
+from .mixed import judge_mixed
 
 ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"
 SECONDS_PER_SAMPLE = 0.5  # the driver's timeout: generous against ~0.05-0.1 s a sample in the interpreter
@@ -113,27 +116,87 @@ def target(case: Case, gen: dict[str, Any], n: int) -> Law:
     return target_law(s.processing.case(case), n)
 
 
-@dataclass(frozen=True)
-class Decoder:
-    """A served decoder under the gate (a plain description until the decoder registry lands)."""
-
-    name: str
-    help: str
-    env: str
-    version: str
-    gen_keys: dict[str, str]
-    sampler: Callable[[dict[str, Any]], Callable[[Case, int, int], Sequence[Sequence[int]]]]
-    law: Callable[..., Law]
-    target: Callable[[Case, dict[str, Any], int], Law]
+def driver_request(case: Case, context: list[int], n: int, seed: int, num_samples: int, gen: dict) -> dict:
+    """The driver's request of the gate (`Served.request`): one request of these settings."""
+    return request(replace(case, context=tuple(context)), gen, seed, num_samples, tokens=n)
 
 
-DECODER = Decoder(
+def check(gen: dict[str, Any]) -> None:
+    _parse(gen)
+    _method(gen)
+
+
+def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
+    """The law a setting claims where it is not the processed p: the argmax chain at temperature 0."""
+    return target(case, gen, n) if gen.get("temperature") == 0 else None
+
+
+BLOCK_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample, block)"
+BLOCK_LOGITS_ON_CPU = (
+    "_resample_kernel line 946 `tldevice.log1p` (CUDA libdevice): the interpreter raises "
+    "AttributeError('NoneType' object has no attribute 'dtype'); compiled Triton on a GPU runs it"
+)
+SERVED = Served(ENV, MODULE, request=driver_request, samples=lambda reply: reply["samples"][0],
+                seconds_per_sample=SECONDS_PER_SAMPLE, check=check)  # fmt: skip
+
+# The joint law of the first 2 tokens of tests/cases/hf.json (16 cells): at N of a few hundred a joint law
+# of 4 tokens (256 cells) is pooled into 2 cells, whose TV can be far below the decoder's (the synthetic
+# control at 4 tokens, exact TV 0.478, passed twice that way). Depth (rounds 1 and 2, the bonus after 3
+# accepted at token 4) is the horizon row's: every window (x_{k-1}, x_k), k <= 8.
+DECODER = SERVED.decoder(
     name="vllm",
-    help=f"vLLM {VERSION} RejectionSampler (token-level, Triton interpreter; top-k/top-p on its PyTorch path)",
-    env=ENV,
+    summary=f"vLLM {VERSION} RejectionSampler (token-level, Triton interpreter; top-k/top-p on its PyTorch\n"
+    "path; method=block: the V2 runner's block verification), unmodified, in .venv-vllm",
+    package="vllm",
     version=VERSION,
-    gen_keys=GEN_KEYS,
-    sampler=sampler,
-    law=law,
-    target=target,
+    path="vllm/v1/sample/rejection_sampler.py (RejectionSampler)",
+    gen_keys=tuple(GEN_KEYS),
+    gen_help="\n".join(f"{k}: {v}" for k, v in GEN_KEYS.items()),
+    exact_law=law,
+    target_law=claimed,
+    order=70,
+    table=Table(
+        case="tests/cases/hf.json",
+        tokens=2,
+        tv=0.2,
+        rows=(
+            Row("draft-probs", {"k": 3}, "token-level, q rows handed to vLLM"),
+            Row("one-hot", {"k": 3, "draft_probs": 0}, "no draft probs (one-hot drafts, as n-gram drafting)"),
+            Row(
+                "processed",
+                {"k": 3, "temperature": 0.5, "top_k": 3, "top_p": 0.9},
+                "T = 1/2, top-k 3, top-p 0.9 at the verified positions and the bonus (PyTorch top-k/top-p path)",
+            ),
+            Row("bonus", {"k": 1, "temperature": 0.5, "top_k": 2, "draft_probs": 0}, "k = 1: the bonus at token 2"),
+            Row(
+                "horizon", {"k": 3}, "every window (x_{k-1}, x_k), k <= 8: rounds 1 and 2 and their bonuses", horizon=8
+            ),
+            Row(
+                "mixed-batch",
+                {},
+                "one batch whose requests differ in settings and seeds; alpha/4 each",
+                judge=judge_mixed,
+            ),
+            Row(
+                "block-one-hot",
+                {"k": 3, "method": "block", "draft_probs": 0},
+                "block verification (V2 runner), one-hot drafts, T = 1",
+                path=BLOCK_PATH,
+            ),
+            Row(
+                "block-draft-probs",
+                {"k": 3, "method": "block"},
+                "block verification with draft logits",
+                runs_here=BLOCK_LOGITS_ON_CPU,
+                path=BLOCK_PATH,
+            ),
+            Row(
+                "synthetic",
+                {"k": 3, "synthetic": "9/10,4/5,7/10"},
+                "negative control: synthetic acceptance (documented lossy)",
+                cause="`accepted = uniform_prob < rate` (rejection_sampler.py line 936)",
+                control=True,
+            ),
+        ),
+    ),
 )
