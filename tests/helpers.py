@@ -100,3 +100,72 @@ def exact_case(case: Case, T: float) -> Case:
             case.draft, squared(case.target), case.scheme, case.context, case.tokens, squared(case.q_samp_model)
         )
     return case
+
+
+# --- served decoders: their own code in their own environment (rheo.decoders.served) ----------------
+
+SERVED_CASE = CASES / "served.json"
+
+
+def needs_env(env: str) -> Callable[[Any], Any]:
+    """Marks a test `served` and skips it, with the make command, where `.venv-<env>` is not built."""
+    import pytest
+
+    from rheo.decoders.served import env_missing_reason
+
+    reason = env_missing_reason(env)
+
+    def mark(test: Any) -> Any:
+        return pytest.mark.served(pytest.mark.skipif(reason is not None, reason=str(reason))(test))
+
+    return mark
+
+
+def gate_decoder(name: str, gen: dict, seed: int, *, tv: float, tokens: int = 3, case: Path = SERVED_CASE) -> dict:
+    """`rheo gate CASE --decoder NAME --gen ...` at α = 1e-3, power 0.99: the verdict record."""
+    from rheo.decoders import DecoderRun
+    from rheo.decoders.gate import gate_hf
+    from rheo_ref.models import load_case
+
+    run = DecoderRun.parse(name, gen)
+    return gate_hf(load_case(str(case)), run, alpha=1e-3, tv=tv, beta=0.01, seed=seed, tokens=tokens)
+
+
+def row_gen(name: str, setting: str) -> dict:
+    """The --gen settings of a row of the decoder's verdict table."""
+    from rheo.decoders import decoders
+
+    return dict(decoders()[name].table.row(setting).gen)
+
+
+def decode_fails(name: str, gen: dict, *, case: Path = SERVED_CASE) -> str:
+    """The error a setting that cannot run here raises from the decoder's own code (2 samples, 2 tokens)."""
+    from rheo.decoders import DecoderRun
+    from rheo.decoders.gate import decode_batch
+    from rheo.decoders.served import DriverError
+    from rheo_ref.models import load_case
+
+    c = load_case(str(case))
+    try:
+        decode_batch(c.to_json(), DecoderRun.parse(name, gen), list(c.context), 2, 0, 2)
+    except DriverError as e:
+        return str(e)
+    raise AssertionError(f"{name} with {gen} ran: the row's reason it cannot run here is stale")
+
+
+def verdict_row(name: str, setting: str, nodeid: str, *, error: str = "") -> dict:
+    """One row of the decoder's verdict table on two seeds derived from the test id: a row whose exact TV
+    is 0 passes on both, one above δ (or a negative control) is rejected on both, and a row that cannot
+    run here fails with `error` in its message."""
+    from rheo.decoders import decoders
+    from rheo.decoders.rows import run_row
+    from rheo.lossless.stats import seed_for
+
+    dec = decoders()[name]
+    row = dec.table.row(setting)
+    r = run_row(dec, row, dec.table, seeds=(seed_for(nodeid), seed_for(nodeid, "second")))
+    if row.runs_here:
+        assert r["error"] is not None and error in r["error"], r
+    else:
+        assert r["expected"] is not None and r["as_expected"], r
+    return r

@@ -2,7 +2,9 @@
 inside this test, through `rheo.decoders.register` alone, shows in `rheo gate --help` (its line and its
 `--gen` keys), is gated end to end by `rheo gate --decoder toy` (the correct toy passes with exact TV 0,
 a broken twin is rejected with its exact TV), has its `--gen` keys and arguments checked, and joins the
-fuzz harness's list of decoders. A decoder that needs an edit outside its folder fails here.
+fuzz harness's list of decoders. A toy decoder *folder* on the package's path (a temporary directory
+added to `rheo.decoders.__path__`) is discovered with no edit to any shared file and runs the same way,
+its verdict table included (`rheo gate --rows`). A decoder that needs an edit outside its folder fails here.
 
 The toy is pure Python (no transformers): each sample draws its tokens one by one from the processed
 target rows with a seeded `random.Random`, so its law is the target law exactly. Its broken twin,
@@ -13,13 +15,16 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import sys
 from fractions import Fraction
 from typing import Any
 
 import pytest
 from helpers import CASES, run_cli
 
-from rheo.decoders import Decoder, DecoderRun, decoders, examples, register, unregister
+import rheo.decoders
+from rheo.decoders import Decoder, DecoderRun, decoders, discover, examples, register, unregister
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law
 from rheo_ref.models import Case
@@ -109,10 +114,32 @@ def toys():
     unregister("toy-broken")
 
 
-def test_the_built_in_decoders_are_registered():
-    assert list(decoders()) == ["assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec"]
+BUILT_IN = ["assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec"]
+SERVED = ["vllm", "sglang", "eagle-harness", "flashspec"]
+
+
+def test_the_built_in_decoders_are_discovered():
+    """Every folder of rheo/decoders that defines DECODER, in `order`: transformers', rheo's, the PyPI
+    research packages, then the served ones; each declares its verdict table."""
+    assert list(decoders()) == [d.name for d in discover()] == BUILT_IN + SERVED
+    assert all(d.table is not None and d.table.rows for d in decoders().values())
+    assert [d.name for d in decoders().values() if d.env is not None] == SERVED
     with pytest.raises(CaseError, match="built in"):
         unregister("assisted")
+    assert DecoderRun.parse("eagle_harness").decoder == "eagle-harness"  # the folder's spelling is accepted
+
+
+def test_an_absent_served_environment_names_the_make_command(tmp_path, monkeypatch, capsys):
+    """`rheo gate --decoder vllm` where .venv-vllm is not built: exit 1, naming `make .venv-vllm/.installed`,
+    before any work (the repository root moved to an empty folder with only envs/vllm.txt)."""
+    import rheo.decoders.served
+
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "vllm.txt").write_text("vllm==0.33.0\n")
+    monkeypatch.setattr(rheo.decoders.served, "REPO", tmp_path)
+    for argv in (["gate", CASE], ["gate"], ["gate-served", CASE]):
+        code, out, err = run_cli(capsys, *argv, "--decoder", "vllm", *(["--rows", "all"] if argv == ["gate"] else []))
+        assert code == 1 and "make .venv-vllm/.installed" in err and out == "", (argv, err)
 
 
 def test_toy_decoder_help_and_checks(toys, capsys):
@@ -156,4 +183,73 @@ def test_toy_decoder_joins_the_fuzz_harness(toys, monkeypatch):
 
     assert {"toy", "toy-broken:1/2"} <= set(examples())
     monkeypatch.setattr(rheo.decoders.gate, "gate_hf", test_fuzz._reached)
-    assert test_fuzz.decoders_reach_the_sampling(CASE) == examples()
+    assert test_fuzz.decoders_reach_the_sampling(CASE) == test_fuzz.runnable_examples()
+
+
+FOLDER = """
+from rheo.decoders import Decoder, Row, Table
+from test_decoder_registry import CASE, toy_decode, toy_law, weight
+
+DECODER = Decoder(
+    name="folder-toy",
+    summary="a toy decoder in a folder of its own",
+    decode=toy_decode,
+    gen_keys=("temperature",),
+    gen_help="temperature (1/k), in its folder",
+    exact_law=toy_law,
+    arg="W",
+    parse_arg=weight,
+    min_context=0,
+    requires=(),
+    examples=("folder-toy:1/100",),
+    order=5,
+    table=Table(
+        case=CASE,
+        tokens=2,
+        tv=0.15,
+        rows=(Row("W=1/100", {}, arg="1/100"), Row("W=1 control", {}, arg="1", control=True)),
+    ),
+)
+"""
+
+
+@pytest.fixture
+def toy_folder(tmp_path, monkeypatch):
+    """A folder `toy_folder/` holding a decoder, on `rheo.decoders.__path__` (as if it were in the repository)."""
+    (tmp_path / "toy_folder").mkdir()
+    (tmp_path / "toy_folder" / "__init__.py").write_text(FOLDER)
+    monkeypatch.setattr(rheo.decoders, "__path__", [*rheo.decoders.__path__, str(tmp_path)])
+    yield
+    sys.modules.pop("rheo.decoders.toy_folder", None)
+
+
+def test_a_decoder_folder_is_discovered_and_runs_end_to_end(toy_folder, capsys, tmp_path, monkeypatch):
+    """Discovered first (order 5), in the help with its --gen keys, gated (W = 1/100: exact TV 1/600 < δ =
+    0.15, pass at α = 1e-3; W = 1, the control: TV 1/6 > δ, REJECT), its table reproduced by `--rows`, and in
+    the fuzz harness's list."""
+    import test_fuzz
+
+    import rheo.decoders.gate
+
+    assert list(decoders())[0] == "folder-toy" and list(decoders())[1:] == BUILT_IN + SERVED
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "gate", "--help")
+    out = capsys.readouterr().out
+    assert re.search(r"\n  folder-toy:W +a toy decoder in a folder of its own\n", out), out
+    assert "temperature (1/k), in its folder" in out
+    code, out, err = run_cli(capsys, "gate", CASE, "--decoder", "folder-toy:1/100", "--tokens", "2", "--tv", "0.15")
+    res = json.loads(out)
+    assert code == 0 and res["verdict"] == "pass" and res["exact_tv"] == "1/600", out + err
+    report = tmp_path / "rows.json"
+    code, out, err = run_cli(
+        capsys, "gate", "--decoder", "folder-toy", "--rows", "all", "--seeds", "1,2", "--json", str(report)
+    )
+    rows = json.loads(report.read_text())
+    assert code == 0 and [r["setting"] for r in rows] == ["W=1/100", "W=1 control"], out + err
+    assert rows[0]["verdicts"] == ["pass", "pass"] and rows[1]["verdicts"] == ["REJECT", "REJECT"], rows
+    assert rows[1]["exact_tv"] == "1/6" and rows[1]["expected"] == "REJECT" and rows[0]["N"] > 0
+    assert {"decoder", "package", "version", "path", "setting", "exact_tv", "verdicts", "N", "detectable_tv",
+            "seconds"} <= set(rows[0])  # fmt: skip
+    assert "| folder-toy:1 | transformers" in out  # the markdown rows
+    monkeypatch.setattr(rheo.decoders.gate, "gate_hf", test_fuzz._reached)
+    assert "folder-toy:1/100" in examples() and "folder-toy:1/100" in test_fuzz.decoders_reach_the_sampling(CASE)

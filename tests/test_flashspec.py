@@ -7,21 +7,22 @@ Exact-law tests run everywhere; rows marked `served` run the engine on TableLMs 
 from __future__ import annotations
 
 from fractions import Fraction as F
-from pathlib import Path
 
 import pytest
+from helpers import SERVED_CASE, gate_decoder, needs_env, row_gen, verdict_row
 
-from rheo.decoders.flashspec import DECODER, exact_law, target_law
+from rheo.decoders import decoders
+from rheo.decoders.flashspec import exact_law, target_law
 from rheo.decoders.flashspec.law import FlashSpecLaw, Setting, claimed_target_law
-from rheo.decoders.served import env_missing_reason
-from rheo.decoders.served_gate import gate, verdict_row
 from rheo.lossless.stats import seed_for
 from rheo_ref.exact import tv
 from rheo_ref.models import TableModel, load_case
 
-CASE = load_case(str(Path(__file__).parent / "cases" / "served.json"))
+CASE = load_case(str(SERVED_CASE))
 N_TOKENS = 3
-served = pytest.mark.skipif(env_missing_reason("flashspec") is not None, reason=str(env_missing_reason("flashspec")))
+NAME = "flashspec"
+CONTROL = "control: typical top_p=0.9"
+served = needs_env(NAME)
 
 
 @pytest.mark.parametrize("temperature", [F(1), F(1, 2)])
@@ -52,36 +53,27 @@ def test_ignored_top_p_and_top_k_are_lossy():
 
 
 def test_typical_is_lossy():
-    gen = dict(DECODER.row("control: typical top_p=0.9").gen)
+    gen = row_gen(NAME, CONTROL)
     assert tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS)) > F(3, 10)
 
 
-@pytest.mark.served
 @served
 def test_rejection_engine_passes(request):
     """α = 1e-3, δ = 0.3 (power 0.99): the batch-1 fast path (rejection_step)."""
-    r = gate(DECODER, CASE, {"gamma": 3}, n=N_TOKENS, alpha=1e-3, tv=0.3, beta=0.01, seed=seed_for(request.node.nodeid))
+    r = gate_decoder(NAME, {"gamma": 3}, seed_for(request.node.nodeid), tv=0.3)
     assert r["exact_tv"] == "0" and r["verdict"] == "pass", r
 
 
-@pytest.mark.served
 @served
 def test_negative_control_is_rejected(request):
-    """α = 1e-3, δ = 0.2 (N = 306, on the batch-64 loop: about 1 s); typical's exact TV here is 0.337."""
-    gen = dict(DECODER.row("control: typical top_p=0.9").gen)
-    r = gate(DECODER, CASE, gen, n=N_TOKENS, alpha=1e-3, tv=0.2, beta=0.01, seed=seed_for(request.node.nodeid))
+    """α = 1e-3, δ = 0.2 (on the batch-64 loop: about 1 s); typical's exact TV here is 0.337."""
+    r = gate_decoder(NAME, row_gen(NAME, CONTROL), seed_for(request.node.nodeid), tv=0.2)
     assert r["verdict"] == "REJECT", r
 
 
 @pytest.mark.slow
-@pytest.mark.served
 @served
-@pytest.mark.parametrize("setting", [r.setting for r in DECODER.rows])
+@pytest.mark.parametrize("setting", [r.setting for r in decoders()[NAME].table.rows])
 def test_verdict_table(setting, request):
     """Each row on two seeds at α = 1e-3, δ = 0.1."""
-    row = DECODER.row(setting)
-    seeds = (seed_for(request.node.nodeid), seed_for(request.node.nodeid, "second"))
-    r = verdict_row(DECODER, row, CASE, n=N_TOKENS, alpha=1e-3, tv=0.1, beta=0.01, seeds=seeds)
-    want = "pass" if r["exact_tv"] == "0" else "REJECT"
-    assert r["exact_tv"] == "0" or r["exact_tv_float"] > r["tv"], r
-    assert r["verdicts"] == [want, want], r
+    verdict_row(NAME, setting, request.node.nodeid)

@@ -542,6 +542,8 @@ GATE_HF_FLAGS = {
     "--tokens": INT_TEXT,
     "--seed": INT_TEXT,
     "--workers": INT_TEXT,
+    "--rows": st.sampled_from(["all", "quick", "nope", "", ","]),
+    "--seeds": st.sampled_from(["1,2", "", "x", "-1", str(2**70)]),
     "--gen": st.sampled_from(
         [
             "num_assistant_tokens=2",
@@ -607,10 +609,9 @@ def stub_gate_served():
     """The served decoder's run (its own environment, seconds to minutes) stands in: every argument
     that reaches it passed its checks."""
     mp = pytest.MonkeyPatch()
-    import rheo.decoders.served_gate
+    import rheo.decoders.gate
 
-    mp.setattr(rheo.decoders.served_gate, "gate", _reached)
-    mp.setattr(rheo.decoders.served_gate, "verdict_row", _reached)
+    mp.setattr(rheo.decoders.gate, "gate_hf", _reached)
     yield
     mp.undo()
 
@@ -624,6 +625,18 @@ def test_gate_served_argument_vectors(files, stub_gate_served, path, argv):
     invoke(["gate-served", case_path(files, path), *argv])
 
 
+def runnable_examples() -> list[str]:
+    """The registry's `--decoder` values whose decoder can run here (a served one: its environment is built)."""
+    from rheo.decoders import DecoderRun
+    from rheo.decoders.served import env_missing_reason
+
+    def built(name: str) -> bool:
+        env = DecoderRun.parse(name).entry.env
+        return env is None or env_missing_reason(env) is None
+
+    return [e for e in decoder_examples() if built(e)]
+
+
 def decoders_reach_the_sampling(case: str) -> list[str]:
     """Every registered decoder's valid names on `case`, through `rheo gate`: those that reach the sampling."""
     reached = []
@@ -634,11 +647,28 @@ def decoders_reach_the_sampling(case: str) -> list[str]:
 
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
-    """The control: valid arguments are not refused (so the test above is not passing by refusing)."""
-    assert decoders_reach_the_sampling(case_path(files, "small")) == decoder_examples()
+    """The control: valid arguments are not refused (so the test above is not passing by refusing); a served
+    decoder whose environment is not built is refused with the make command (tests/test_decoder_registry.py)."""
+    assert decoders_reach_the_sampling(case_path(files, "small")) == runnable_examples()
     assert {"assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"} <= {
         *decoder_examples()
     }  # (the built-in ones are registered)
+    assert {"vllm", "sglang", "eagle-harness", "flashspec"} <= {*decoder_examples()}  # (and the served ones)
+
+
+@pytest.mark.parametrize("name", ["vllm", "sglang", "eagle-harness", "flashspec"])
+def test_served_decoders_reach_the_sampling(files, stub_gate_hf, name):
+    """Each served decoder, through `rheo gate` and its alias `rheo gate-served`, reaches its (stubbed) run."""
+    from rheo.decoders import decoders
+    from rheo.decoders.served import env_missing_reason
+
+    reason = env_missing_reason(decoders()[name].env)
+    if reason is not None:
+        pytest.skip(reason)
+    case = case_path(files, "small")
+    assert invoke(["gate", case, "--decoder", name, "--gen", "temperature=0.5"]).reached
+    assert invoke(["gate", "--decoder", name, "--rows", "quick", "--seeds", "1"]).reached
+    assert invoke(["gate-served", case, "--decoder", name]).reached
 
 
 # --- sweep ---------------------------------------------------------------------------------------

@@ -8,21 +8,21 @@ table is `slow` (about 6 minutes on 2 cores at δ = 0.2: 50 ms per kernel progra
 from __future__ import annotations
 
 from fractions import Fraction as F
-from pathlib import Path
 
 import pytest
+from helpers import SERVED_CASE, decode_fails, gate_decoder, needs_env, row_gen, verdict_row
 
-from rheo.decoders.served import DriverError, env_missing_reason
-from rheo.decoders.served_gate import gate, verdict_row
-from rheo.decoders.sglang import DECODER, exact_law, target_law
+from rheo.decoders import decoders
+from rheo.decoders.sglang import exact_law, target_law
 from rheo.decoders.sglang.law import ChainLaw, Processing, plain_target_law, spec_target_law, top_p_keep
 from rheo.lossless.stats import seed_for
 from rheo_ref.exact import tv
 from rheo_ref.models import load_case
 
-CASE = load_case(str(Path(__file__).parent / "cases" / "served.json"))
+CASE = load_case(str(SERVED_CASE))
 N_TOKENS = 3
-served = pytest.mark.skipif(env_missing_reason("sglang") is not None, reason=str(env_missing_reason("sglang")))
+NAME = "sglang"
+served = needs_env(NAME)
 
 
 @pytest.mark.parametrize("block", [False, True], ids=["token", "block"])
@@ -83,47 +83,33 @@ def test_top_k_with_top_p_differs_from_the_plain_sampler():
     assert d == F(149, 864)
 
 
-@pytest.mark.served
 @served
 def test_token_level_kernel_passes(request):
-    r = gate(
-        DECODER, CASE, {"num_steps": 3}, n=N_TOKENS, alpha=1e-3, tv=0.3, beta=0.01, seed=seed_for(request.node.nodeid)
-    )
+    r = gate_decoder(NAME, {"num_steps": 3}, seed_for(request.node.nodeid), tv=0.3)
     assert r["exact_tv"] == "0"
     assert r["verdict"] == "pass", r
 
 
-@pytest.mark.served
 @served
 def test_negative_control_is_rejected(request):
-    """α = 1e-3, δ = 0.2 (power 0.99, N = 306); the control's exact TV is 0.41. (At δ = 0.3, N = 96 pools
+    """α = 1e-3, δ = 0.2 (power 0.99); the control's exact TV is 0.41. (At δ = 0.3, N = 96 pools
     the 64 outcomes into 2 cells, whose law is far closer than 0.41: the control passed on two seeds.)"""
-    gen = dict(DECODER.row("control: draft probs at T=1, drawn at T=1/4").gen)
-    r = gate(DECODER, CASE, gen, n=N_TOKENS, alpha=1e-3, tv=0.2, beta=0.01, seed=seed_for(request.node.nodeid))
+    r = gate_decoder(
+        NAME, row_gen(NAME, "control: draft probs at T=1, drawn at T=1/4"), seed_for(request.node.nodeid), tv=0.2
+    )
     assert r["exact_tv_float"] > 0.3
     assert r["verdict"] == "REJECT", r
 
 
-@pytest.mark.served
 @served
 def test_renorm_refuses_cpu_tensors():
-    with pytest.raises(DriverError, match="renorm kernels require a CUDA/HIP tensor"):
-        DECODER.sample(CASE, {"num_steps": 3, "top_k": 2}, n=2, num_samples=2, seed=0, timeout=600)
+    assert "renorm kernels require a CUDA/HIP tensor" in decode_fails(NAME, {"num_steps": 3, "top_k": 2})
 
 
 @pytest.mark.slow
-@pytest.mark.served
 @served
-@pytest.mark.parametrize("setting", [r.setting for r in DECODER.rows])
+@pytest.mark.parametrize("setting", [r.setting for r in decoders()[NAME].table.rows])
 def test_verdict_table(setting, request):
-    """Each row on two seeds at α = 1e-3 and δ = 0.2 (N = 306): a row whose exact TV is 0
-    passes, a row whose exact TV exceeds δ is rejected, a row that cannot run on CPU fails with its reason."""
-    row = DECODER.row(setting)
-    seeds = (seed_for(request.node.nodeid), seed_for(request.node.nodeid, "second"))
-    r = verdict_row(DECODER, row, CASE, n=N_TOKENS, alpha=1e-3, tv=0.2, beta=0.01, seeds=seeds)
-    if row.runs_here:
-        assert r["error"] is not None and "CUDA/HIP" in r["error"], r
-        return
-    want = "pass" if r["exact_tv"] == "0" else "REJECT"
-    assert r["exact_tv"] == "0" or r["exact_tv_float"] > r["tv"], r
-    assert r["verdicts"] == [want, want], r
+    """Each row on two seeds at α = 1e-3 and δ = 0.2: a row whose exact TV is 0 passes, a row whose exact
+    TV exceeds δ is rejected, a row that cannot run on CPU fails with its reason."""
+    verdict_row(NAME, setting, request.node.nodeid, error="CUDA/HIP")
