@@ -145,6 +145,7 @@ def run_row(
         opts = dict(alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers)
         runs = [gate_hf(c, run, seed=s, tokens=row.tokens, horizon=row.horizon, **opts) for s in seeds]
     first = runs[0]
+    out["gen"] = first.get("gen", out["gen"]) if row.judge is not None else out["gen"]  # a judge's own settings
     out.update(
         exact_tv=first["exact_tv"],
         exact_tv_float=first["exact_tv_float"],
