@@ -136,8 +136,8 @@ def gate_hf(
     seen: list[tuple[int, ...]] = []
 
     def keep(c: Case, s: int, num: int) -> list[tuple[int, ...]]:  # the samples, for the fit to the own law
-        out = sample(c, s, num)
-        seen.extend(tuple(x) for x in out)
+        out = [tuple(x) for x in sample(c, s, num)]
+        seen.extend(out)
         return out
 
     t0 = time.perf_counter()

@@ -142,8 +142,11 @@ def run_row(
         c = load_case(str(path if path.is_absolute() or path.exists() else REPO / path))
         if row.runs_here:
             return {**out, **_not_run(run, row, c, seeds[0])}
-        opts = dict(alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers)
-        runs = [gate_hf(c, run, seed=s, tokens=row.tokens, horizon=row.horizon, **opts) for s in seeds]
+        runs = [
+            gate_hf(c, run, alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers, seed=s, tokens=row.tokens,
+                    horizon=row.horizon)
+            for s in seeds
+        ]  # fmt: skip
     first = runs[0]
     out["gen"] = first.get("gen", out["gen"]) if row.judge is not None else out["gen"]  # a judge's own settings
     out.update(

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,7 +144,7 @@ def first_samples(reply: dict) -> list:
     return list(reply["samples"])
 
 
-SettingsLaw = Callable[[Case, Mapping[str, Any], int], Law]
+SettingsLaw = Callable[[Case, Any, int], Law]  # (case, the --gen settings, n)
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Served:
         return [tuple(s) for s in self.samples(reply)]
 
     def decoder(
-        self, *, exact_law: SettingsLaw, target_law: SettingsLaw | Callable[..., Law | None], **fields: Any
+        self, *, exact_law: SettingsLaw, target_law: Callable[[Case, Any, int], Law | None], **fields: Any
     ) -> Any:
         from . import Decoder
 

@@ -49,7 +49,7 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
 
 
 # The slow profile of docs/THIRD_PARTY.md §2: alpha = 1e-4, delta = 0.05, the first 3 tokens (64 cells).
-SLOW = {"alpha": 1e-4, "tv": 0.05, "tokens": 3, "slow": True}
+SLOW: dict[str, Any] = {"alpha": 1e-4, "tv": 0.05, "tokens": 3, "slow": True}
 NO_STOP = {"assistant_confidence_threshold": 0.0}  # no confidence stop: the draft length is fixed
 
 DECODER = Decoder(
