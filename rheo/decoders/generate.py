@@ -17,6 +17,14 @@ from rheo_ref.models import Case
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
 PROCESSING = ("temperature", "top_k", "top_p")
 PROCESSING_HELP = "temperature, top_k, top_p"
+# The settings of the processing rows of docs/THIRD_PARTY.md's tables (eagle-llm, seqspec): (name, --gen).
+PROCESSING_ROWS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("T=1", {}),
+    ("T=1/2", {"temperature": 0.5}),
+    ("top-p 0.9", {"top_p": 0.9}),
+    ("top-k 2", {"top_k": 2}),
+    ("T=1/2 top-p 0.9", {"temperature": 0.5, "top_p": 0.9}),
+)
 HF_DEFAULTS = {
     "num_assistant_tokens": 20,
     "num_assistant_tokens_schedule": "constant",

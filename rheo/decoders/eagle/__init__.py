@@ -8,7 +8,7 @@ from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.eagle.sampler import EAGLE_CHILDREN
-from rheo.decoders.generate import PROCESSING, check_options
+from rheo.decoders.generate import PROCESSING, PROCESSING_ROWS, check_options
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
 
@@ -64,15 +64,6 @@ DECODER = Decoder(
     table=Table(  # docs/THIRD_PARTY.md §6: the horizon test, every window (x_{k-1}, x_k), k <= 7
         case="tests/cases/eagle.json",
         tv=0.25,
-        rows=tuple(
-            Row(setting, gen, horizon=7)
-            for setting, gen in (
-                ("T=1", {}),
-                ("T=1/2", {"temperature": 0.5}),
-                ("top-p 0.9", {"top_p": 0.9}),
-                ("top-k 2", {"top_k": 2}),
-                ("T=1/2 top-p 0.9", {"temperature": 0.5, "top_p": 0.9}),
-            )
-        ),
+        rows=tuple(Row(setting, gen, horizon=7) for setting, gen in PROCESSING_ROWS),
     ),
 )

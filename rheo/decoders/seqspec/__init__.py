@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
-from rheo.decoders.generate import PROCESSING, check_options
+from rheo.decoders.generate import PROCESSING, PROCESSING_ROWS, check_options
 from rheo.decoders.seqspec.sampler import METHODS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
@@ -70,15 +70,7 @@ DECODER = Decoder(
         tokens=4,
         tv=0.25,
         rows=tuple(
-            Row(f"{m} {setting}", {"gamma": 3, **gen}, arg=m)
-            for m in METHODS
-            for setting, gen in (
-                ("T=1", {}),
-                ("T=1/2", {"temperature": 0.5}),
-                ("top-p 0.9", {"top_p": 0.9}),
-                ("top-k 2", {"top_k": 2}),
-                ("T=1/2 top-p 0.9", {"temperature": 0.5, "top_p": 0.9}),
-            )
+            Row(f"{m} {setting}", {"gamma": 3, **gen}, arg=m) for m in METHODS for setting, gen in PROCESSING_ROWS
         ),
     ),
 )
