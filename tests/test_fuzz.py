@@ -46,6 +46,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rheo.cli.main import build_parser, main
+from rheo.decoders import decoders
 from rheo.decoders import examples as decoder_examples
 from rheo_ref import strategies as rs
 
@@ -656,10 +657,9 @@ def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     assert {"vllm", "sglang", "eagle-harness", "flashspec"} <= {*decoder_examples()}  # (and the served ones)
 
 
-@pytest.mark.parametrize("name", ["vllm", "sglang", "eagle-harness", "flashspec"])
+@pytest.mark.parametrize("name", [d.name for d in decoders().values() if d.env is not None])
 def test_served_decoders_reach_the_sampling(files, stub_gate_hf, name):
     """Each served decoder, through `rheo gate` and its alias `rheo gate-served`, reaches its (stubbed) run."""
-    from rheo.decoders import decoders
     from rheo.decoders.served import env_missing_reason
 
     reason = env_missing_reason(decoders()[name].env)
