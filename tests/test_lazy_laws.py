@@ -181,20 +181,52 @@ def test_seqspec_standard_answers_at_v12_with_five_drafts_and_is_exact_there():
         assert len(law) == 12**3 and tv(law, target_law(proc.case(CASE12), 3)) == 0
 
 
-def test_a_stopped_seqspec_round_law_names_the_draft_it_was_verifying(monkeypatch):
-    """naive_hsd enumerates a round's drafts: stopped at the draft (1, 2) of the first round, the message
-    says so, and that 5 of the 3^2 drafts were done there (drafts in lexicographic order)."""
+@pytest.mark.parametrize("seed", range(4))
+def test_seqspec_hsd_prefix_walk_is_the_old_enumeration_with_long_drafts(seed):
+    """naive_hsd and capped_hsd with γ = 4 and 5 (V = 3, drafts of 81 and 243 tokens a round), raw and
+    top-k 2 (zeros in q), n from 1 to γ + 2: cut inside the draft, at its last token, at the bonus, and
+    into a second round."""
+    q, p = random_pair(random.Random(seed), 3, 1, style="uniform" if seed % 2 else "close")
+    for method in ("naive_hsd", "capped_hsd"):
+        for gamma in (4, 5):
+            for gen in ({}, {"top_k": 2}):
+                proc = Processing.from_gen(gen)
+                new = SeqSpec(p, q, proc, method=method, gamma=gamma)
+                old = SeqSpecEnumeration(p, q, proc, method=method, gamma=gamma)
+                for n in (1, 3, gamma - 1, gamma, gamma + 1, gamma + 2):
+                    law = new.token_law((seed % 3,), n, show=False)
+                    assert law == old.token_law((seed % 3,), n) and sum(law.values()) == 1, (method, gamma, gen, n)
+
+
+def test_seqspec_hsd_answers_at_v12_with_five_drafts():
+    """γ = 5 at V = 12 (the enumeration walked 12^5 = 248,832 drafts a round, Fraction by Fraction):
+    naive_hsd is lossless over 3 tokens, capped_hsd is not over 2."""
+    proc = Processing()
+    target = target_law(CASE12, 3)
+    naive = SeqSpec(CASE12.target, CASE12.q_samp_model, proc, method="naive_hsd", gamma=5)
+    law = naive.token_law(CASE12.context, 3, show=False)
+    assert len(law) == 12**3 and tv(law, target) == 0
+    capped = SeqSpec(CASE12.target, CASE12.q_samp_model, proc, method="capped_hsd", gamma=5)
+    law = capped.token_law(CASE12.context, 2, show=False)
+    assert sum(law.values()) == 1 and tv(law, target_law(CASE12, 2)) > 0
+
+
+def test_a_stopped_seqspec_round_law_names_the_draft_prefix_it_was_at(monkeypatch):
+    """naive_hsd walks a round's draft prefixes: stopped at the prefix (1, 2) of the first round (γ = 3),
+    the message says so, and that 5 of the 3^2 prefixes of 2 tokens were done there (in lexicographic
+    order)."""
     q, p = random_pair(random.Random(0), 3, 1, style="close")
-    real = SeqSpec._naive
+    assert all(v > 0 for row in (q.row([x]) for x in range(3)) for v in row)  # no prefix skipped
+    real = SeqSpec._hinge
 
-    def naive(self, ctx, xs, *rest):
-        if xs == (1, 2):
+    def hinge(self, ctx):
+        if ctx == (0, 1, 2):
             raise KeyboardInterrupt
-        return real(self, ctx, xs, *rest)
+        return real(self, ctx)
 
-    monkeypatch.setattr(SeqSpec, "_naive", naive)
+    monkeypatch.setattr(SeqSpec, "_hinge", hinge)
     with pytest.raises(LawStopped) as info:
-        SeqSpec(p, q, Processing(), method="naive_hsd", gamma=2).token_law((0,), 3, show=False)
+        SeqSpec(p, q, Processing(), method="naive_hsd", gamma=3).token_law((0,), 2, show=False)
     msg = str(info.value)
-    assert "the 3 tokens after prefix [] (token 1 of 3, at a round's start, 1 deep)" in msg, msg
-    assert "verifying draft [1, 2], 5 of 9 drafts done at this round's start; 0.0% of the law's mass" in msg, msg
+    assert "the 2 tokens after prefix [] (token 1 of 2, at a round's start, 1 deep)" in msg, msg
+    assert "at draft prefix [1, 2], 5 of 9 prefixes of 2 tokens done at this round's start; 0.0% of" in msg, msg

@@ -8,6 +8,10 @@ accept below a node, then cut to n tokens). The old one runs under a cap (RHEO_B
 default 60); a capped run reports how far it got (node laws finished, first tokens whose law was
 composed and their probability mass), and its ratio is a lower bound. Where both finish the laws
 must be equal (Fraction for Fraction).
+
+sequential-speculative-decoding's naive_hsd and capped_hsd (`rheo.decoders.seqspec.law.SeqSpec`, γ = 5,
+the first 3 tokens), the walk over the draft's prefixes against `baseline_laws.SeqSpecEnumeration` (every
+round's V^γ drafts, each verified coin by coin), at V = 12 and 16, under the same cap.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import time
 from fractions import Fraction
 
 import pytest
-from baseline_laws import EagleEnumeration
+from baseline_laws import EagleEnumeration, SeqSpecEnumeration
 
 from rheo.decoders.eagle.law import TREE, Eagle
 from rheo.decoders.laws import Processing
+from rheo.decoders.seqspec.law import SeqSpec
 from rheo_ref.generate import random_pair
 
 pytestmark = pytest.mark.bench
@@ -101,3 +106,48 @@ def test_eagle_law_one_token_at_a_time_vs_the_old_enumeration(benchmark, V, n):
     assert sum(new.values()) == 1 and len(new) == V**n
     benchmark.extra_info.update(V=V, tokens=n, new_s=new_s, old_s=old_s, old_finished=law is not None)
     print(f"\neagle exact law V = {V}, {n} tokens: new {new_s:.2f} s; {verdict}")
+
+
+class CountedSeqSpec(SeqSpecEnumeration):
+    """The old seqspec enumeration, counting the drafts it verified."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.drafts = 0
+
+    def _naive(self, *args):
+        self.drafts += 1
+        return super()._naive(*args)
+
+    def _capped(self, *args):
+        self.drafts += 1
+        return super()._capped(*args)
+
+
+@pytest.mark.parametrize("method", ["naive_hsd", "capped_hsd"])
+@pytest.mark.parametrize("V", [12, 16])
+def test_seqspec_hsd_law_prefix_walk_vs_the_old_enumeration(benchmark, V, method):
+    """naive_hsd and capped_hsd with the package's default γ = 5, the first 3 tokens: the walk over the
+    draft's prefixes against the enumeration of its V^5 drafts (capped like eagle's above)."""
+    q, p = random_pair(random.Random(V), V, 1, style="close")
+    context, n, gamma = (0,), 3, 5
+    t0 = time.perf_counter()
+    new = benchmark.pedantic(
+        lambda: SeqSpec(p, q, Processing(), method=method, gamma=gamma).token_law(context, n, show=False),
+        rounds=1,
+        iterations=1,
+    )
+    new_s = time.perf_counter() - t0
+    old = CountedSeqSpec(p, q, Processing(), method=method, gamma=gamma)
+    law, old_s = capped(lambda: old.token_law(context, n), CAP_S)
+    if law is not None:
+        assert law == new
+        verdict = f"old {old_s:.1f} s: {old_s / new_s:.1f}x"
+    else:
+        verdict = (
+            f"old capped at {old_s:.0f} s (> {old_s / new_s:.0f}x): {old.drafts:,} drafts verified of the "
+            f"{V**gamma:,} of its first round ({old.drafts / V**gamma:.1%})"
+        )
+    assert sum(new.values()) == 1 and len(new) == V**n
+    benchmark.extra_info.update(V=V, tokens=n, method=method, new_s=new_s, old_s=old_s, old_finished=law is not None)
+    print(f"\nseqspec {method} exact law V = {V}, γ = {gamma}, {n} tokens: new {new_s:.2f} s; {verdict}")

@@ -23,14 +23,28 @@ tokens and then:
   q_τ); τ < γ−1: x_0..x_τ kept and one token from norm(max(q_{τ+1}·Q_{τ−1}·(r*_τ − 1), 0)), r*_τ the
   vector of that call at τ (at τ = −1 Python's index −1 reads the rows of the *last* position
   and the empty prefix). A row summing to 0 makes torch.multinomial raise: the outcome `CRASH`.
+
+How the law is built. `standard` goes one token at a time (`SeqSpec.moves`: from a draft position, the
+next token and the position after it). The hsd rules' first coin reads the whole draft, so their step
+is one round, cut to the n tokens asked for; the round is not walked draft by draft (V^γ drafts, γ
+coins each) but over the draft's prefixes, once each (`SeqSpec._prefix_walk`): every coin after the
+first reads a prefix only (naive: P_τ, Q_τ and the rows after x_0..x_τ; capped: x_0..x_{τ−1}), so the
+probability that the backward scan reaches a prefix's coin is a sum over its children, and the stops
+below it are added where they happen. The draft's last token is summed in closed form: naive's first
+coin over it is Σ_y (q(y) − r p(y))+ with r the prefix's ratio (`_Hinge`, O(log V) from sorted ratios),
+and capped's first coin does not read it. Outcomes are told apart only up to n tokens (a stop deeper
+than n adds to its first n tokens). The walk visits the V^(γ−1) prefixes of γ − 1 tokens (20,736 at
+V = 12, γ = 5) with a few Fraction operations each; no shorter walk exists in general: the probability of even the
+first token sums min(P(x), Q(x)) over every draft x that starts with it. A bar over the prefixes shows
+on a terminal, and a stopped run names the prefix it was at.
 """
 
 from __future__ import annotations
 
-import itertools
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from rheo.decoders.law_progress import LawProgress
 from rheo.decoders.laws import Processing
@@ -41,7 +55,7 @@ from rheo_ref.models import Context, Row, TableModel
 
 Move = tuple[tuple[int, ...], int]  # (the tokens emitted, the decoder state after them)
 ROUND, CRASHED = 0, -1  # states: a round's start (for standard: 0 drafts accepted), a crashed run
-BAR_DRAFTS = 10_000  # a round law over this many drafts shows a bar (on a terminal)
+BAR_PREFIXES = 1_000  # a round law over this many draft prefixes shows a bar (on a terminal)
 
 
 def _normalise(xs: list[Fraction]) -> tuple[Fraction, ...] | None:
@@ -77,9 +91,8 @@ class SeqSpec:
         self._progress: LawProgress | None = None
         self._cut: int | None = None  # the tokens asked for: round laws are cut to them
         self._show: bool | None = None
-        self._verify: Callable = {"standard": self._standard, "naive_hsd": self._naive, "capped_hsd": self._capped}[
-            method
-        ]
+        self._rows: dict[tuple[int, ...], tuple[Row, Row]] = {}
+        self._hinges: dict[tuple[int, ...], _Hinge] = {}
 
     def _key(self, ctx: Context) -> tuple[int, ...]:
         return tuple(ctx[-self.L :]) if self.L else ()
@@ -90,97 +103,200 @@ class SeqSpec:
         qs = [self.q.row(list(ctx + xs[:i])) for i in range(len(xs) + 1)]
         return ps, qs
 
+    def rows_after(self, ctx: tuple[int, ...]) -> tuple[Row, Row]:
+        """The processed p and q rows after ctx (memoised by visible context)."""
+        key = self._key(ctx)
+        got = self._rows.get(key)
+        if got is None:
+            got = self._rows[key] = (self.p.row(list(ctx)), self.q.row(list(ctx)))
+        return got
+
+    def _hinge(self, ctx: tuple[int, ...]) -> _Hinge:
+        key = self._key(ctx)
+        got = self._hinges.get(key)
+        if got is None:
+            got = self._hinges[key] = _Hinge(*self.rows_after(ctx))
+        return got
+
     def round_law(self, ctx: tuple[int, ...], cut: int | None = None) -> Law:
         """Law of the tokens one round appends to ctx, each outcome cut to its first `cut` tokens (None:
-        whole); a CRASH round: the single outcome (CRASH,). Enumerates the V^γ drafts (a bar on a
-        terminal when they are many): the hsd rules' first coin reads the whole draft."""
+        whole); a CRASH round: the single outcome (CRASH,). `standard`: its token-level moves composed;
+        the hsd rules: one walk over the draft's prefixes (a bar on a terminal when they are many)."""
         if cut is not None and cut > self.gamma:
             cut = None  # a round emits at most γ + 1 tokens
         key = (self._key(ctx), cut)
         if key in self._rounds:
             return self._rounds[key]
+        if self.method == "standard":
+            law = self._standard_round(ctx, cut)
+        else:
+            law = self._prefix_walk(ctx, cut)
+        self._rounds[key] = law
+        return law
+
+    def _standard_round(self, ctx: tuple[int, ...], cut: int | None) -> Law:
+        out: Law = defaultdict(Fraction)
+
+        def walk(state: int, seq: tuple[int, ...], w: Fraction) -> None:
+            for (s, nxt), pm in self.moves(state, ctx + seq).items():
+                if nxt == ROUND or (cut is not None and len(seq) + 1 >= cut):
+                    out[(seq + s)[:cut]] += w * pm
+                else:
+                    walk(nxt, seq + s, w * pm)
+
+        walk(ROUND, (), ONE)
+        return dict(out)
+
+    # --- the hsd rules: one walk over the draft's prefixes
+
+    def _prefix_walk(self, ctx: tuple[int, ...], cut: int | None) -> Law:
+        """One round of naive_hsd or capped_hsd after ctx, cut to `cut` tokens, walked over the draft's
+        prefixes π (x_0..x_{ℓ−1}, depth-first, q(π) > 0) instead of its V^γ drafts (see `_naive_node`,
+        `_capped_node`): every coin after the first reads a prefix only, and the last draft token is
+        summed in closed form below depth γ − 1 (naive) or never read by a coin (capped)."""
         from tqdm import tqdm
 
-        out: Law = defaultdict(Fraction)
-        drafts = itertools.product(range(self.V), repeat=self.gamma)
-        total = self.V**self.gamma
-        progress = self._progress
+        g = self.gamma
+        n = g + 1 if cut is None else cut  # outcomes are told apart up to n tokens
+        total = self.V ** (g - 1)  # the prefixes of γ − 1 tokens, where the walk turns back
         bar = tqdm(
-            drafts,
             total=total,
             desc=f"seqspec {self.method} round law after {list(ctx[-3:])}",
-            unit="draft",
-            disable=(None if self._show is None else not self._show) if total >= BAR_DRAFTS else True,
+            unit="prefix",
+            disable=(None if self._show is None else not self._show) if total >= BAR_PREFIXES else True,
             leave=False,
         )
-        refills: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)  # naive_hsd's, by kept prefix
-        for k, xs in enumerate(bar):
-            if progress is not None:
-                progress.detail = f"verifying draft {list(xs)}, {k:,} of {total:,} drafts done at this round's start"
-            ps, qs = self.rows(ctx, xs)
-            w = ONE
-            for i, x in enumerate(xs):
-                w *= qs[i][x]
-                if not w:
-                    break
-            if not w:
+        walk = _Walk(ctx, n, cut, bar, (self.V, g), self._progress)
+        try:
+            if self.method == "naive_hsd":
+                walk.refills[(-1, ())] += self._naive_node(walk, (), ONE, ONE)  # every coin rejected
+                for (tau, kept), w in walk.refills.items():
+                    self._naive_refill(walk.out, ctx, tau, kept, w, cut)
+            else:
+                self._capped_node(walk, (), ONE, ONE, (), ONE)
+                first_q = self.rows_after(ctx)[1]
+                for after, w in walk.ends.items():  # everything rejected: one token from the τ = −1 row
+                    p, q = self.rows_after(ctx + after)
+                    r_star = [p[y] / q[y] if q[y] > 0 else ZERO for y in range(self.V)]
+                    res = _normalise([max(ZERO, qv * (r - 1)) for qv, r in zip(first_q, r_star)])
+                    _draw(walk.out, (), res, w, cut)
+        finally:
+            bar.close()
+        if self._progress is not None:
+            self._progress.detail = ""  # kept when stopped: where() names the prefix
+        return dict(walk.out)
+
+    def _naive_node(self, walk: _Walk, pi: tuple[int, ...], P: Fraction, Q: Fraction) -> Fraction:
+        """N(π): over the draft's completions after π (drawn from q), the probability that naive_hsd's
+        backward scan reaches π's coin (every coin at a longer prefix rejected); adds the scan's stops below
+        π to the walk. P, Q: p(π), q(π). N(π) = Σ_y q(y) N(πy) (1 − c(πy)) with c the coin of a prefix
+        (min(1, P/Q) for the whole draft); below depth γ − 1 the sum is Σ_y (q(y) − r p(y))+, r = P/Q."""
+        g, ctx = self.gamma, walk.ctx
+        walk.enter(pi)
+        here = ctx + pi
+        p, q = self.rows_after(here)
+        depth = len(pi)
+        if depth == g - 1:
+            walk.tick()
+            if walk.n < g:  # the draft's last token never shows in the n tokens: closed form
+                h = self._hinge(here)
+                below = h.neg(P / Q)
+                if h.sq > below:  # the whole draft accepted: Q·Σ_y min(q(y), r p(y))
+                    walk.out[pi[: walk.n]] += Q * (h.sq - below)
+                return below
+        below = ZERO
+        for y in range(self.V):
+            if not q[y]:
+                walk.skip(depth + 1)
                 continue
-            pending: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)
-            for s, pr in self._verify(ctx, xs, ps, qs, cut, pending).items():
-                out[s] += w * pr
-            for where, pr in pending.items():
-                refills[where] += w * pr
-        bar.close()
-        for (tau, kept), w in refills.items():
-            self._naive_refill(out, ctx, tau, kept, w, cut)
-        if progress is not None:
-            progress.detail = ""
-        self._rounds[key] = dict(out)
-        return self._rounds[key]
+            child, P2, Q2 = pi + (y,), P * p[y], Q * q[y]
+            if depth + 1 == g:  # the whole draft: the first coin
+                c, reach = coin(P2, Q2), ONE
+                if c:
+                    _draw(walk.out, child, self.rows_after(ctx + child)[0], Q2 * c, walk.cut)
+            else:
+                reach = self._naive_node(walk, child, P2, Q2)
+                h = self._hinge(ctx + child)
+                f, r = h.pos(P2 / Q2), P2 / Q2
+                c = coin(f, max(f, h.neg(r)))  # D(p,q) / max(D(p,q), D(q,p)), both divided by Q2
+                stop = Q2 * reach * c
+                if stop:  # x_0..x_τ kept (τ = depth), the rest refilled from the branch residual
+                    if depth + 1 >= walk.n:
+                        walk.out[child[: walk.n]] += stop
+                    else:
+                        walk.refills[(depth, child)] += stop
+            below += q[y] * reach * (1 - c)
+        return below
 
-    # --- the three verifiers: law of the round's new tokens given the draft xs
+    def _capped_node(
+        self, walk: _Walk, pi: tuple[int, ...], P: Fraction, Q: Fraction, ratios: tuple[Fraction, ...], F: Fraction
+    ) -> Fraction:
+        """S(π): over the completions after π, the probability that capped_hsd's scan reaches the coin that
+        keeps π (the first coin and every coin at a longer prefix rejected); adds the stops below π to the
+        walk. The coin C_ℓ that keeps π and one more token reads π only (`_capped_divergences(ℓ)`), the
+        first coin A the prefix of γ − 1 tokens (the whole draft at γ = 1): S(π) = (1 − C_ℓ(π)) Σ_y q(y)
+        S(πy), and at depth γ − 1, Σ_y q(y) (1 − A). F = Π (1 − C) of the coins above π: everything
+        rejected at a prefix of γ − 1 tokens has mass q(π) S(π) F."""
+        g, ctx = self.gamma, walk.ctx
+        walk.enter(pi)
+        here = ctx + pi
+        p, q = self.rows_after(here)
+        depth = len(pi)
+        if depth == g - 1:
+            walk.tick()
+            if g > 1:  # compute_capped_prefix_ratio(ratios, γ − 1) reads the first γ − 1 ratios only
+                a = min(ONE, _capped_prefix_ratio(list(ratios) + [ZERO], g - 1))
+            if g > 1 and walk.n < g:  # the draft's last token is read by nothing that shows: summed out
+                sq = self._hinge(here).sq
+                if a:
+                    walk.out[pi[: walk.n]] += Q * sq * a
+                reach = sq * (1 - a)
+            else:
+                reach = ZERO
+                for y in range(self.V):
+                    if not q[y]:
+                        continue
+                    if g == 1:  # ... which at γ = 1 is Python's ratios[-1], the whole draft's
+                        a = min(ONE, P * p[y] / (Q * q[y]))
+                    if a:  # the whole draft shows: its outcomes one by one
+                        child = pi + (y,)
+                        _draw(walk.out, child, self.rows_after(ctx + child)[0], Q * q[y] * a, walk.cut)
+                    reach += q[y] * (1 - a)
+            if reach:
+                walk.ends[self._key(here)] += Q * reach * F
+            return reach
+        r_star, dpq, dqp = self._capped_divergences(pi, P, Q, ratios, p, q)
+        c = coin(dpq, dqp)
+        up = [y for y in range(self.V) if r_star[y] > 1]  # the residual's support, weighted by the next row
+        below, F_below = ZERO, F * (1 - c)
+        for y in range(self.V):
+            if not q[y]:
+                walk.skip(depth + 1)
+                continue
+            child, P2, Q2 = pi + (y,), P * p[y], Q * q[y]
+            reach = self._capped_node(walk, child, P2, Q2, ratios + (P2 / Q2,), F_below)
+            below += q[y] * reach
+            stop = Q2 * reach * c
+            if stop:  # x_0..x_τ kept (τ = depth), one token from max(q_{τ+1} q(π) (r* − 1), 0)
+                q_next = self.rows_after(ctx + child)[1]
+                if depth + 1 >= walk.n and any(q_next[z] for z in up):
+                    walk.out[child[: walk.n]] += stop
+                else:
+                    res = _normalise([max(ZERO, qv * Q * (r - 1)) for qv, r in zip(q_next, r_star)])
+                    _draw(walk.out, child, res, stop, walk.cut)
+        return (1 - c) * below
 
-    def _standard(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
-        out: Law = defaultdict(Fraction)
-        w = ONE
-        for t, x in enumerate(xs):
-            a = coin(ps[t][x], qs[t][x])
-            res = normalise([max(ZERO, ps[t][y] - qs[t][y]) for y in range(self.V)], on_zero="none")
-            if a < 1:
-                _draw(out, xs[:t], res, w * (1 - a), cut)
-            w *= a
-            if not w:
-                return dict(out)
-        _draw(out, xs, ps[self.gamma], w, cut)
-        return dict(out)
-
-    def _naive(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
-        """The round's law given the draft xs; the refills after a rejection (which depend on the kept
-        prefix only) are added to `pending` by (τ, kept prefix), for round_law to walk once per prefix."""
-        g, V = self.gamma, self.V
-        P, Q = _prefix(ps, xs), _prefix(qs, xs)
-        out: Law = defaultdict(Fraction)
-        a, w = coin(P[g - 1], Q[g - 1]), ONE
-        for t in range(g - 1, -1, -1):
-            if a:
-                self._naive_tail(out, pending, xs, t, ps, w * a, cut)
-            w *= 1 - a
-            if not w:
-                return dict(out)
-            tau = t - 1  # the code computes the next coin with P[tau], Q[tau]: at tau = -1 that is
-            # Python's last element, but the loop ends there and the coin is never used
-            dpq = sum((max(ZERO, P[tau] * ps[tau + 1][y] - Q[tau] * qs[tau + 1][y]) for y in range(V)), ZERO)
-            dqp = sum((max(ZERO, Q[tau] * qs[tau + 1][y] - P[tau] * ps[tau + 1][y]) for y in range(V)), ZERO)
-            a = coin(dpq, max(dpq, dqp))
-        self._naive_tail(out, pending, xs, -1, ps, w, cut)
-        return dict(out)
-
-    def _naive_tail(self, out: Law, pending: dict, xs: tuple, tau: int, ps, w: Fraction, cut: int | None) -> None:
-        g = self.gamma
-        if tau == g - 1:
-            _draw(out, xs, ps[g], w, cut)
-        else:
-            pending[(tau, xs[: tau + 1])] += w
+    def _capped_divergences(self, pi: tuple, P: Fraction, Q: Fraction, ratios: tuple[Fraction, ...], p: Row, q: Row):
+        """compute_capped_branch_divergences(t) at t = len(π), line by line: prefix π (p(π) = P, q(π) = Q),
+        rows p, q at position t, divided by the prefix ratio at the first largest one above 1."""
+        m = _max_prefix_index(list(ratios))
+        divide = ratios[m - 1] if m else ONE
+        q_joint = [Q * v for v in q]
+        p_joint = [P * v for v in p]
+        r_star = [(pj / qj if qj > 0 else ZERO) / divide for pj, qj in zip(p_joint, q_joint)]
+        dpq = sum(((r - 1) * qj for r, qj in zip(r_star, q_joint) if r > 1), ZERO)
+        dqp = sum(((1 - r) * qj for r, qj in zip(r_star, q_joint) if r <= 1), ZERO)
+        return r_star, dpq, dqp
 
     def _naive_refill(self, out: Law, ctx: tuple, tau: int, kept: tuple, w: Fraction, cut: int | None) -> None:
         """x_0..x_τ kept, then γ − 1 − τ tokens each from norm((P·p − Q·q)+) (p where that is 0)."""
@@ -201,55 +317,6 @@ class SeqSpec:
                     )
 
         walk(kept, ps[tau + 1], qs[tau + 1], Pc, Qc, w, self.gamma - 1 - tau)
-
-    def _capped(self, ctx: tuple, xs: tuple, ps: list[Row], qs: list[Row], cut: int | None, pending: dict) -> Law:
-        g = self.gamma
-        ratios = [pr / qr for pr, qr in zip(_prefix(ps, xs), _prefix(qs, xs))]
-        out: Law = defaultdict(Fraction)
-        a, w = min(ONE, _capped_prefix_ratio(ratios, g - 1)), ONE
-        for t in range(g - 1, -1, -1):
-            if a:
-                self._capped_tail(out, xs, t, ps, qs, ratios, w * a, cut)
-            w *= 1 - a
-            if not w:
-                return dict(out)
-            tau = t - 1
-            if tau >= 0:
-                _, dpq, dqp = self._capped_divergences(xs, ps, qs, tau, ratios)
-                a = coin(dpq, dqp)
-        self._capped_tail(out, xs, -1, ps, qs, ratios, w, cut)
-        return dict(out)
-
-    def _capped_divergences(self, xs: tuple, ps, qs, t: int, ratios: list[Fraction]):
-        """compute_capped_branch_divergences(t), line by line (t = −1 reads position −1 = γ−1)."""
-        m = _max_prefix_index(ratios[:t])
-        divide, q_prefix, p_prefix = ONE, ONE, ONE
-        for i in range(t):
-            q_prefix *= qs[i][xs[i]]
-            p_prefix *= ps[i][xs[i]]
-            if m >= 0:
-                m -= 1
-            if m == 0:
-                divide = p_prefix / q_prefix
-        q_dist, p_dist = qs[t if t >= 0 else self.gamma + t], ps[t if t >= 0 else self.gamma + t]
-        q_joint = [q_prefix * v for v in q_dist]
-        p_joint = [p_prefix * v for v in p_dist]
-        r_star = [(pj / qj if qj > 0 else ZERO) / divide for pj, qj in zip(p_joint, q_joint)]
-        dpq = sum(((r - 1) * qj for r, qj in zip(r_star, q_joint) if r > 1), ZERO)
-        dqp = sum(((1 - r) * qj for r, qj in zip(r_star, q_joint) if r <= 1), ZERO)
-        return r_star, dpq, dqp
-
-    def _capped_tail(self, out: Law, xs: tuple, tau: int, ps, qs, ratios, w: Fraction, cut: int | None) -> None:
-        g = self.gamma
-        if tau == g - 1:
-            _draw(out, xs, ps[g], w, cut)
-            return
-        r_star, _, _ = self._capped_divergences(xs, ps, qs, tau, ratios)
-        q_prefix = ONE
-        for i in range(tau):
-            q_prefix *= qs[i][xs[i]]
-        res = normalise([max(ZERO, qv * q_prefix * (r - 1)) for qv, r in zip(qs[tau + 1], r_star)], on_zero="none")
-        _draw(out, xs[: tau + 1], res, w, cut)
 
     # --- many rounds, one token (standard) or one round (hsd) at a time
 
@@ -364,3 +431,65 @@ def _capped_prefix_ratio(ratios: list[Fraction], t: int) -> Fraction:
     """compute_capped_prefix_ratio(ratios, t): reads ratios[t − 1] (Python's last at t = 0)."""
     m = _max_prefix_index(ratios[:t])
     return ratios[t - 1] if m == 0 else ratios[t - 1] / ratios[m - 1]
+
+
+class _Hinge:
+    """For the rows p, q after one context: pos(r) = Σ_y (r p(y) − q(y))+ and neg(r) = Σ_y (q(y) − r p(y))+
+    (r ≥ 0) in O(log V), from the tokens sorted by q(y)/p(y) and prefix sums of p and q."""
+
+    def __init__(self, p: Row, q: Row) -> None:
+        terms = sorted((qy / py, py, qy) for py, qy in zip(p, q) if py > 0)
+        self.ts = [t for t, _, _ in terms]
+        self.cum_p, self.cum_q = [ZERO], [ZERO]
+        for _, py, qy in terms:
+            self.cum_p.append(self.cum_p[-1] + py)
+            self.cum_q.append(self.cum_q[-1] + qy)
+        self.sp, self.sq = sum(p, ZERO), sum(q, ZERO)
+
+    def pos(self, r: Fraction) -> Fraction:
+        k = bisect_left(self.ts, r)  # the tokens with q(y)/p(y) < r: r p(y) − q(y) > 0
+        return r * self.cum_p[k] - self.cum_q[k]
+
+    def neg(self, r: Fraction) -> Fraction:
+        return self.pos(r) - (r * self.sp - self.sq)  # Σ (q − r p)+ − Σ (r p − q)+ = Σ (q − r p)
+
+
+class _Walk:
+    """One round's walk over the draft's prefixes: what it adds up and where it is."""
+
+    def __init__(
+        self,
+        ctx: tuple[int, ...],
+        n: int,
+        cut: int | None,
+        bar: Any,
+        shape: tuple[int, int],
+        progress: LawProgress | None,
+    ) -> None:
+        self.ctx, self.n, self.cut, self.bar, self.progress = ctx, n, cut, bar, progress
+        self.V, self.gamma = shape
+        self.total = self.V ** (self.gamma - 1)
+        self.out: Law = defaultdict(Fraction)
+        self.refills: dict[tuple[int, tuple[int, ...]], Fraction] = defaultdict(Fraction)  # naive's, by kept prefix
+        self.ends: dict[tuple[int, ...], Fraction] = defaultdict(Fraction)  # capped's τ = −1, by visible context
+        self.done = 0
+
+    def enter(self, pi: tuple[int, ...]) -> None:
+        """The walk is at the draft prefix π (a stopped run names it)."""
+        if self.progress is not None:
+            self.progress.detail = (
+                f"at draft prefix {list(pi)}, {self.done:,} of {self.total:,} prefixes of {self.gamma - 1} "
+                "tokens done at this round's start"
+            )
+
+    def tick(self) -> None:
+        """A prefix of γ − 1 tokens is walked."""
+        self.done += 1
+        self.bar.update(1)
+
+    def skip(self, depth: int) -> None:
+        """A prefix of `depth` tokens with q = 0: its prefixes of γ − 1 tokens count as walked."""
+        if depth <= self.gamma - 1:
+            k = self.V ** (self.gamma - 1 - depth)
+            self.done += k
+            self.bar.update(k)
