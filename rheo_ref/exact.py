@@ -2,8 +2,9 @@
 
 - `round_law`: law of the tokens emitted by one round from a context;
 - `token_law`: law of the first n tokens, composing rounds (each continues from the context
-  extended by what the previous one emitted); a loop over pending prefixes, not a recursion
-  per round, so n is limited by the law's size (`rheo_ref.sizes.law_outcomes`), not the stack;
+  extended by what the previous one emitted) by `rheo_ref.laws.compose`: forward over prefixes,
+  not a recursion per round, so n is limited by the law's size (`rheo_ref.sizes.law_outcomes`),
+  not the stack;
 - `target_law`: p(s_1..s_n) = prod p(s_i | c, s_<i), the same way;
 - `tv`, `tau`, `round_lengths`, `acceptance`.
 Every family gets its round laws from its own folder, through the registry (`rheo_ref.family`:
@@ -22,13 +23,12 @@ from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.family import RoundLaws, family_of
-from rheo_ref.laws import Law, tv
+from rheo_ref.laws import Law, compose, one_token_rounds, tv
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, law_outcomes
 from rheo_ref.validate import check_context, index, within_limit
 from rheo_ref.variants import SPEC, Variant, variant_named
 
-Prefix = tuple | None  # (earlier Prefix, tuple of tokens): a linked list of emitted chunks, newest first
 ZERO = Fraction(0)
 METHODS = ("dp", "classes", "brute", "walk")  # what a family's `rounds` is asked for (a family may run one for another)
 DEFAULT_MAX_TREES = 2_000_000
@@ -125,29 +125,15 @@ class Exact:
             self.counter.rounds += 1
         return self._cut[key]
 
-    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
-        """A token that ends decoding after `emitted` (padding the rest), or None: the spec never stops."""
-        return None
+    stop: int | None = (
+        None  # a token that ends decoding when a round ends with it (compose's `stop`): the spec never stops
+    )
 
     def token_law(self, n: int | None = None, context: Context | None = None) -> Law:
-        """Law of the first n tokens produced by repeated rounds (a loop, not a recursion per round)."""
+        """Law of the first n tokens produced by repeated rounds (`rheo_ref.laws.compose`)."""
         n = self.case.tokens if n is None else n
         ctx = self.case.context if context is None else tuple(context)
-        out: Law = defaultdict(Fraction)
-        # pending prefixes: (tokens so far as a linked list (earlier, last round's), how many, the
-        # context the models see next (memo_key: its last L tokens), probability)
-        pending: list[tuple[Prefix, int, Context, Fraction]] = [(None, 0, ctx, Fraction(1))]
-        while pending:
-            prefix, k, c, pr = pending.pop()
-            for s, ps in self.round_law_to(c, n - k).items():
-                stop = self._stop_token(s)
-                if len(s) >= n - k:
-                    out[joined(prefix, s[: n - k])] += pr * ps
-                elif stop is not None:
-                    out[joined(prefix, s + (stop,) * (n - k - len(s)))] += pr * ps
-                else:
-                    pending.append(((prefix, s), k + len(s), memo_key(self.case, c + s), pr * ps))
-        return dict(out)
+        return compose(self.round_law_to, ctx, n, stop=self.stop, sees=self.case.sees)
 
     def round_lengths(self, context: Context | None = None, horizon: int | None = None) -> dict[int, Fraction]:
         """Law of the tokens a round emits; with a `horizon` h and a method that `cuts`, the key
@@ -174,10 +160,7 @@ class VariantExact(Exact):
 
     def __init__(self, case: Case, variant: Variant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
         super().__init__(case, "brute", max_trees=max_trees, variant=variant)
-
-    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
-        V = self.case.vocab_size
-        return V if emitted[-1] == V else None
+        self.stop = case.vocab_size
 
 
 def mutant_exact(case: Case, mutant: str, *, max_trees: int | None = DEFAULT_MAX_TREES) -> Exact:
@@ -193,32 +176,13 @@ def mutant_exact(case: Case, mutant: str, *, max_trees: int | None = DEFAULT_MAX
 
 
 def target_law(case: Case, n: int | None = None, context: Sequence[int] | None = None) -> Law:
-    """p(s_1..s_n | context), zero entries omitted (a loop over prefixes, not a recursion per token).
+    """p(s_1..s_n | context), zero entries omitted (`compose` of one-token rounds: no recursion per token).
     `n` >= 1 tokens (default `case.tokens`); `context` a sequence of token ids (default the case's)."""
     if not isinstance(case, Case):
         raise CaseError(f"case must be a rheo_ref.models.Case, got {type(case).__name__}")
     n = case.tokens if n is None else index("n", n, min=1)
     ctx = case.context if context is None else check_context(context, case.vocab_size)
-    out: Law = {}
-    pending: list[tuple[Prefix, int, Context, Fraction]] = [(None, 0, ctx, Fraction(1))]
-    while pending:
-        prefix, k, c, pr = pending.pop()
-        if k >= n:
-            out[joined(prefix, ())] = pr
-            continue
-        for v, pv in enumerate(case.target.row(c)):
-            if pv:
-                pending.append(((prefix, (v,)), k + 1, memo_key(case, c + (v,)), pr * pv))
-    return out
-
-
-def joined(prefix: Prefix, last: tuple[int, ...]) -> tuple[int, ...]:
-    """The tokens of a linked prefix followed by `last`, as one tuple (O(length), no recursion)."""
-    chunks = [last]
-    while prefix is not None:
-        prefix, chunk = prefix
-        chunks.append(chunk)
-    return tuple(t for chunk in reversed(chunks) for t in chunk)
+    return compose(one_token_rounds(case.target.row), ctx, n, sees=case.sees)
 
 
 def round_law(case: Case, method: str = "classes", context: Context | None = None) -> Law:

@@ -280,10 +280,15 @@ class Case:
             raise CaseError(f"this needs a scheme of family {want}; the case's is family {self.scheme.family!r}")
         return self.scheme
 
+    @property
+    def sees(self) -> int:
+        """How many of a context's last tokens any of the case's models can see."""
+        return max(m.context_length for m in (self.draft, self.q_samp_model, self.target) if present(m))
+
     def visible(self, context: Context) -> Context:
         """The last tokens of a context that any of the case's models can see: round laws and
         everything below a tree node depend on the context only through them."""
-        L = max(m.context_length for m in (self.draft, self.q_samp_model, self.target) if present(m))
+        L = self.sees
         return tuple(context)[-L:] if L else ()
 
     @property

@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from .errors import CaseError
+from .laws import normalise
 
 Num = Any  # a Fraction (exact law) or a float (samples)
 Weights = tuple  # non-negative numbers over the vocabulary, not necessarily normalised
@@ -77,14 +78,6 @@ class Settings(Protocol):
 
     @property
     def order(self) -> str: ...
-
-
-def normalise(w: Weights) -> Weights:
-    """w / Σw; a row of zero mass is refused (nothing to sample)."""
-    z = sum(w)
-    if not z:
-        raise CaseError(f"row {tuple(w)} has zero mass after processing; nothing can be sampled")
-    return tuple(x / z for x in w)
 
 
 def logit_bias(w: Weights, factors: Iterable[tuple[int, Num]]) -> Weights:

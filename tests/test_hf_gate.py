@@ -211,7 +211,7 @@ def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(
     dec, n = DecoderRun.parse("assisted", gen), 3
     proc = Processing.from_gen(gen)
     p, q = proc.table(CASE.target), proc.table(proc.table(CASE.q_samp_model))
-    law = Chain(p, table_drafter(q), table_row(CASE.q_samp_model), cap=2, horizon=n + 1).token_law(n, CASE.context)
+    law = Chain(p, table_drafter(q), table_row(CASE.q_samp_model), cap=2, horizon=n + 1).token_law(CASE.context, n)
     exact_tv = tv(law, target_law(dec.target_case(CASE, n), n))
     assert 0.209 < exact_tv < 0.2094
     delta = float(exact_tv) - 0.001
@@ -240,7 +240,7 @@ def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, r
         return ids, (None if k == 0 else torch.zeros(1, k, self.vocab_size))
 
     uniform = tuple(Fraction(1, 4) for _ in range(4))
-    law = Chain(CASE.target, lookup_drafter(3), lambda ctx, x: uniform, cap=2, horizon=3).token_law(2, CASE.context)
+    law = Chain(CASE.target, lookup_drafter(3), lambda ctx, x: uniform, cap=2, horizon=3).token_law(CASE.context, 2)
     assert tv(law, target_law(CASE, 2)) > Fraction(3, 4)
     monkeypatch.setattr(PromptLookupCandidateGenerator, "get_candidates", soft_q)
     res = gate_hf(CASE, DecoderRun.parse(*ROWS["prompt-lookup"]), seed=rheo_seed, **QUICK)
@@ -324,7 +324,7 @@ def test_transformers_chain_is_rheo_ref_s_static_chain(k, w):
     chain = Chain(CASE.target, table_drafter(CASE.draft), table_row(CASE.draft), weight, k, horizon=n + 1)
     static = StaticScheme("branching", (1,) * min(k, n), "iid", "specinfer", None if weight == 1 else weight)
     ref = Exact(Case(CASE.draft, CASE.target, static, CASE.context, n)).token_law(n)
-    assert chain.token_law(n, CASE.context) == ref
+    assert chain.token_law(CASE.context, n) == ref
 
 
 def test_processing_matches_transformers_warpers():

@@ -36,7 +36,7 @@ def test_the_broken_recipe_is_lossy_by_a_quarter():
     chain = Chain(
         case.target, table_drafter(case.draft, Fraction(2, 5)), table_row(case.draft), Fraction(1, 4), 20, horizon=2
     )
-    assert tv(chain.token_law(2, case.context), target_law(case, 2)) == Fraction(1, 4)
+    assert tv(chain.token_law(case.context, 2), target_law(case, 2)) == Fraction(1, 4)
 
 
 @pytest.mark.lossless

@@ -269,7 +269,7 @@ def recursive_token_law(ex: Exact, n: int, ctx: tuple) -> dict:
     """The recursive definition `token_law` had before it became a loop (the reference here)."""
     out: dict = defaultdict(Fraction)
     for s, pr in ex.round_law(ctx).items():
-        stop = ex._stop_token(s)
+        stop = ex.stop if ex.stop is not None and s[-1] == ex.stop else None
         if len(s) >= n:
             out[s[:n]] += pr
         elif stop is not None:

@@ -1,10 +1,10 @@
 """Progress bars and stop reports for exact laws built one token at a time.
 
-The exact laws of third-party decoders (`rheo.eagle_law`, `rheo.seqspec_law`) are built one token
-at a time: the law of the next m tokens from a decoder state is the law of the next token (with the
-state after it) followed by the law of m − 1 tokens. `LawProgress`
-follows that work: a tqdm bar over the law's probability mass (the share of it whose sequences are
-all computed), and where it is (the prefix being worked on and the decoder's state after it). A run stopped by Ctrl-C, or by SIGTERM (which the `rheo` command
+The exact laws of third-party decoders (`rheo.decoders.eagle.law`, `rheo.decoders.seqspec.law`, the
+served decoders' laws) compose rounds forward (`rheo_ref.laws.compose`): every prefix shorter than n,
+with the decoder's state after it, is played once. `LawProgress` follows that work: a tqdm bar over
+the law's probability mass (the share of it whose sequences are all computed), and where it is (the
+prefix being worked on and the decoder's state after it). A run stopped by Ctrl-C, or by SIGTERM (which the `rheo` command
 turns into Ctrl-C), raises `LawStopped`, whose message says where it was and how much of the law's
 mass was done.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -30,15 +30,26 @@ class LawProgress:
     decoder state, and the share of the law's mass done.
 
     - `enter(ctx, state)` / `leave()`: work on the tokens after ctx (context + a prefix) from a decoder
-      state (`state_name` says what it is: "tree node", "draft position");
+      state (`state_name` says what it is: "tree node", "at"; None: the decoder has none;
+      `describe` writes a state as the message shows it);
     - `part(mass)`: what is done inside counts as `mass` times its own share (the first token's
       probability around the law of the rest);
     - `done(share)`: that share of the current part is done (the bar moves);
     - `detail`: what the innermost work is doing, when the state says too little (a draft being verified).
     `show`: None hides the bar off a terminal (tqdm's rule), False always."""
 
-    def __init__(self, what: str, n: int, context: Sequence[int], *, state_name: str, show: bool | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        n: int,
+        context: Sequence[int],
+        *,
+        state_name: str | None = None,
+        describe: Callable[[Any], object] = lambda state: state,
+        show: bool | None = None,
+    ) -> None:
         self.what, self.n, self.start, self.state_name, self.show = what, n, len(context), state_name, show
+        self.describe = describe
         self.stack: list[tuple[tuple[int, ...], object]] = []
         self.mass, self.scale = 0.0, 1.0
         self.detail = ""  # what the innermost work is doing, where a state says too little (the draft verified)
@@ -60,7 +71,7 @@ class LawProgress:
         return self
 
     def enter(self, ctx: Sequence[int], state: object) -> None:
-        self.stack.append((tuple(ctx[self.start :]), state))
+        self.stack.append((tuple(ctx[self.start :]), self.describe(state)))
 
     def leave(self) -> None:
         self.stack.pop()
@@ -83,9 +94,10 @@ class LawProgress:
         seconds = time.perf_counter() - self.t0
         if self.stack:
             prefix, state = self.stack[-1]
+            named = "" if self.state_name is None else f"{self.state_name} {state}, "
             at = (
                 f"the {self.n - len(prefix)} tokens after prefix {list(prefix)} (token {len(prefix) + 1} of "
-                f"{self.n}, {self.state_name} {state}, {len(self.stack)} deep)"
+                f"{self.n}, {named}{len(self.stack)} deep)"
             )
         else:
             at = "the first token"

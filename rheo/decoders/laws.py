@@ -19,8 +19,8 @@ Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits wh
   With a table drafter, no confidence stop and the verified q equal to the drafted one this is
   rheo_ref's static chain (`branching [1]*k`, iid, specinfer, `ensemble_weight` w): the tests
   check that the two agree.
-- `Chain.token_law`: rounds composed up to n tokens (memoised by the whole context: prompt lookup
-  reads all of it).
+- `Chain.token_law`: rounds composed up to n tokens (`rheo_ref.laws.compose`: each prefix is played
+  once, with the whole context, which prompt lookup reads).
 
 Draft lengths: transformers caps a round's drafts at max_length − cur_len − 1 (`Chain.horizon`).
 The samplers of `rheo.decoders.gate` generate n + 1 tokens and keep the first n, so a round that starts after
@@ -244,10 +244,10 @@ class Chain:
         level((), ONE)
         return dict(out)
 
-    def token_law(self, n: int, context: Context) -> Law:
-        """Law of the first n tokens from `context` (rounds composed; memo by the whole context)."""
+    def token_law(self, context: Context, n: int) -> Law:
+        """Law of the first n tokens from `context` (rounds composed, `rheo_ref.laws.compose`)."""
         start = len(context)
-        return compose(lambda ctx: self.round_law(ctx, len(ctx) - start), tuple(context), n, memo={})
+        return compose(lambda ctx, m: self.round_law(ctx, len(ctx) - start), context, n)
 
 
 def _bonus(out: Law, head: tuple[int, ...], prob: Fraction, r: Row) -> None:

@@ -1,24 +1,20 @@
-"""Exact laws of round-based decoders, in Fractions: from one round's law to the law of n tokens.
+"""Exact laws of round-based served decoders, in Fractions: the helpers their law modules share.
 
 A round from a context emits one or more tokens (the accepted drafts, then a correction or a bonus);
-`token_law` strings rounds together until every outcome has n tokens, cutting the last round at n.
-It is lazy in n: a prefix that already has n tokens is never extended, so the cost is the number of
-round-outcome prefixes shorter than n, not the law of whole rounds to a depth past n. Round laws are
-memoised by context. `temper` is a temperature T = 1/k on an exact row (p^k normalised), the only
-temperatures whose law is rational.
+`token_law` is `rheo_ref.laws.compose` (the one composition of rounds) with the checks and the progress
+bar a served decoder's law wants. `temper` is a temperature T = 1/k on an exact row (p^k normalised,
+`rheo_ref.processing`), the only temperatures whose law is rational.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
 
+from rheo.decoders.law_progress import LawProgress
+from rheo_ref import processing
 from rheo_ref.errors import CaseError
-
-Law = dict[tuple[int, ...], Fraction]
-Row = tuple[Fraction, ...]
-ZERO, ONE = Fraction(0), Fraction(1)
+from rheo_ref.laws import Law, Row, compose, one_token_rounds
 
 
 def power_of(temperature: float | Fraction) -> int:
@@ -30,51 +26,27 @@ def power_of(temperature: float | Fraction) -> int:
 
 
 def temper(row: Sequence[Fraction], temperature: float | Fraction) -> Row:
-    """The row at temperature T = 1/k: p^k normalised."""
-    k = power_of(temperature)
-    powered = [Fraction(x) ** k for x in row]
-    z = sum(powered, ZERO)
-    if z == 0:
-        raise CaseError("a row with no positive entry has no law at any temperature")
-    return tuple(x / z for x in powered)
+    """The row at temperature T = 1/k: p^k normalised (a row of zero mass is refused)."""
+    return processing.normalise(processing.temperature(tuple(row), Fraction(1, power_of(temperature))))
 
 
-def normalise(row: Sequence[Fraction]) -> Row | None:
-    """The row over its sum; None when the sum is 0."""
-    z = sum(row, ZERO)
-    return None if z == 0 else tuple(Fraction(x) / z for x in row)
-
-
-def token_law(round_law: Callable[[tuple[int, ...]], Law], context: Sequence[int], n: int, *, label: str = "") -> Law:
-    """The law of the first n tokens of rounds played from `context` (see the module docstring)."""
+def token_law(
+    round_law: Callable[[tuple[int, ...], int], Mapping[tuple[int, ...], Fraction]],
+    context: Sequence[int],
+    n: int,
+    *,
+    label: str,
+    key: Callable[[tuple[int, ...]], Hashable] | None = None,
+    show: bool | None = None,
+) -> Law:
+    """The law of the first n tokens of rounds played from `context` (`rheo_ref.laws.compose`), with a
+    progress bar over the law's mass (`show`: None on a terminal only) and a stop report."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
-    from tqdm import tqdm
-
-    memo: dict[tuple[int, ...], Law] = {}
-    out: Law = defaultdict(Fraction)
-    pending: list[tuple[tuple[int, ...], Fraction]] = [((), ONE)]
-    with tqdm(desc=f"exact law {label}".strip(), unit=" prefixes", leave=False, disable=None) as bar:
-        while pending:
-            prefix, prob = pending.pop()
-            bar.update(1)
-            if len(prefix) >= n:
-                out[prefix[:n]] += prob
-                continue
-            ctx = tuple(context) + prefix
-            law = memo.get(ctx)
-            if law is None:
-                law = memo[ctx] = round_law(ctx)
-            for emitted, w in law.items():
-                if w:
-                    pending.append((prefix + emitted, prob * w))
-    return {k: v for k, v in out.items() if v}
+    with LawProgress(f"{label} exact law", n, context, show=show) as progress:
+        return compose(round_law, context, n, key=key, progress=progress)
 
 
 def single_token_law(row_of: Callable[[tuple[int, ...]], Row], context: Sequence[int], n: int) -> Law:
     """The law of n tokens drawn one at a time from `row_of(context)` (a target's own sampler)."""
-
-    def one(ctx: tuple[int, ...]) -> Law:
-        return {(t,): w for t, w in enumerate(row_of(ctx)) if w}
-
-    return token_law(one, context, n, label="target")
+    return token_law(one_token_rounds(row_of), context, n, label="target")

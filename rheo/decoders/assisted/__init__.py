@@ -37,7 +37,7 @@ def chain_law(case: Case, n: int, run: Any, weight: Fraction) -> Law | None:
     q = proc.table(proc.table(case.q_samp_model))  # processed twice, as transformers does (finding 2)
     thr = check_exact_float(opts["assistant_confidence_threshold"], "assistant_confidence_threshold")
     chain = Chain(p, table_drafter(q, thr), table_row(q), weight, opts["num_assistant_tokens"], horizon=n + 1)
-    return chain.token_law(n, case.context)
+    return chain.token_law(case.context, n)
 
 
 def exact_law(case: Case, n: int, run: Any) -> Law | None:

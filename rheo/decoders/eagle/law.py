@@ -24,11 +24,10 @@ it is lossless, which the tests check exactly: the defect is that one line.
 The law of the first n tokens is built one token at a time: `Eagle.moves` is the law of the next
 token from a tree node together with the node after it (an accepted child, or the next round's root
 after a bonus): one walk over the rejection orders of the node's children, memoised by node and
-visible context. `Eagle.law(node, context, m)`, the law of the next m tokens, is a move followed by
-the law of m − 1 tokens from the node after it (memoised by node, visible context and m). The work
-grows with the m-token suffixes from the nodes a prefix of n tokens reaches, never with everything a
-round can accept below a node; a progress bar shows it on a terminal, and a stopped run says where
-it was (`rheo.law_progress`).
+visible context. `rheo_ref.laws.compose` strings the moves together, the tree node being the
+decoder's state: the work grows with the prefixes shorter than n and the nodes they reach, never
+with everything a round can accept below a node; a progress bar shows it on a terminal, and a
+stopped run says where it was (`rheo.decoders.law_progress`).
 
 Processing: eagle builds its processors in the order temperature, top-p, top-k
 (`utils.prepare_logits_processor`), transformers in the order temperature, top-k, top-p; with only
@@ -43,11 +42,12 @@ from fractions import Fraction
 from rheo.decoders.law_progress import LawProgress
 from rheo.decoders.laws import Processing
 from rheo_ref.errors import CaseError
-from rheo_ref.laws import Law
-from rheo_ref.laws import normalise as _normalise
+from rheo_ref.laws import Law, compose, normalise
 from rheo_ref.models import Context, Row, TableModel
 
-Move = tuple[int, tuple[int, ...]]  # (token, the tree node after it: an accepted child's path, or () after a bonus)
+Node = tuple[int, ...] | None  # a tree node's path (() the root); None: START
+Move = tuple[tuple[int, ...], Node]  # ((token,), the node after it: an accepted child's path, or () after a bonus)
+START: Node = None  # compose's state before the first token (drawn by EaModel.forward from the processed p)
 ZERO, ONE = Fraction(0), Fraction(1)
 
 # eagle.model.choices.mc_sim_7b_63 (eagle-llm 1.2.1): the paths of the 25 tree nodes below the root
@@ -81,8 +81,6 @@ class Eagle:
         self.leaf_bonus, self.kids = leaf_bonus, tree_children(tree)
         self.L, self.V = p.context_length, p.vocab_size
         self._moves: dict[tuple, dict[Move, Fraction]] = {}
-        self._laws: dict[tuple, Law] = {}
-        self._progress: LawProgress | None = None
 
     def _key(self, ctx: Context) -> tuple[int, ...]:
         return tuple(ctx[-self.L :]) if self.L else ()
@@ -102,7 +100,7 @@ class Eagle:
         def bonus(r: Row, weight: Fraction) -> None:
             for y, py in enumerate(r):
                 if py:
-                    out[(y, ())] += weight * py
+                    out[((y,), ())] += weight * py
 
         def walk(c: int, r: Row, drawn: tuple[int, ...], weight: Fraction, flipped: bool) -> None:
             rest = ONE - sum((q[x] for x in drawn), ZERO)
@@ -117,10 +115,10 @@ class Eagle:
                     continue
                 a = min(ONE, r[x] / qc[x])
                 if a:
-                    out[(x, path + (c,))] += weight * qc[x] * a
+                    out[((x,), path + (c,))] += weight * qc[x] * a
                 if a < 1:
                     if r2 is None:
-                        r2 = _normalise([max(ZERO, r[y] - qc[y]) for y in range(V)])
+                        r2 = normalise([max(ZERO, r[y] - qc[y]) for y in range(V)])
                     if c + 1 == k or rest == q[x]:
                         last += weight * qc[x] * (1 - a)
                     else:
@@ -132,42 +130,19 @@ class Eagle:
         self._moves[key] = dict(out)
         return self._moves[key]
 
-    def law(self, path: tuple[int, ...], ctx: Context, m: int, *, top: bool = False) -> Law:
-        """Law of the next m tokens from a node whose path ends `ctx` (memoised by node, visible
-        context and m). `top`: the outermost call, whose moves' mass the progress bar counts."""
-        if m == 0:
-            return {(): ONE}
-        key = (path, self._key(ctx), m)
-        if key in self._laws:
-            return self._laws[key]
-        progress = self._progress
-        if progress is not None:
-            progress.enter(ctx, list(path))
-        out: Law = defaultdict(Fraction)
-        for (y, node), pm in self.moves(path, ctx).items():
-            for s, ps in self.law(node, tuple(ctx) + (y,), m - 1).items():
-                out[(y,) + s] += pm * ps
-            if top and progress is not None:
-                progress.done(float(pm))
-        if progress is not None:
-            progress.leave()
-        self._laws[key] = dict(out)
-        return self._laws[key]
+    def step(self, ctx: Context, m: int, node: Node) -> dict[Move, Fraction]:
+        """One move for `compose`: from `START` the first token, drawn from the processed p (the round's
+        root); from a tree node, `moves`."""
+        if node is None:  # START
+            return {((t,), ()): pt for t, pt in enumerate(self.p.row(list(ctx))) if pt}
+        return self.moves(node, ctx)
 
     def token_law(self, context: Context, n: int, *, show: bool | None = None) -> Law:
         """Law of the first n tokens eagenerate emits from `context` (the first from the processed p,
-        the round's root). `show`: the progress bar (None: on a terminal only)."""
+        the round's root), the moves composed (`rheo_ref.laws.compose`). `show`: the progress bar
+        (None: on a terminal only)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise CaseError(f"n={n!r} must be an integer >= 1")
-        out: Law = {}
-        with LawProgress("eagle exact law", n, context, state_name="tree node", show=show) as progress:
-            self._progress = progress
-            try:
-                for t, pt in enumerate(self.p.row(list(context))):
-                    if pt:
-                        with progress.part(float(pt)):
-                            for s, ps in self.law((), tuple(context) + (t,), n - 1, top=True).items():
-                                out[(t,) + s] = pt * ps
-            finally:
-                self._progress = None
-        return out
+        describe = lambda node: "none (the first token)" if node is START else list(node)
+        with LawProgress("eagle exact law", n, context, state_name="tree node", describe=describe, show=show) as bar:
+            return compose(self.step, context, n, state=START, progress=bar)

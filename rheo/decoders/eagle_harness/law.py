@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import ONE, ZERO, Law, Row, normalise, single_token_law, temper, token_law
+from ..rounds import single_token_law, temper, token_law
 
 
 def _residual_draw(r: Sequence[Fraction]) -> Law:
-    n = normalise(r)
+    n = normalise(r, on_zero="none")
     if n is None:
         return {(len(r) - 1,): ONE}
     return {(v,): w for v, w in enumerate(n) if w}
@@ -52,7 +53,7 @@ def ordered_draws(q: Row, k: int) -> list[tuple[tuple[int, ...], Fraction]]:
 
 def _above(r: Sequence[Fraction], a: Fraction) -> Law:
     """The inverse-CDF draw from r at a coin uniform on [a, 1) (the reused first child's coin)."""
-    n = normalise(r)
+    n = normalise(r, on_zero="none")
     if n is None:
         return {(len(r) - 1,): ONE}
     out: Law = {}
@@ -144,7 +145,7 @@ class SampledTreeLaw:
         return self.node(ctx, 0)
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(self.round_law, context, n, label="eagle-harness")
+        return token_law(lambda ctx, m: self.round_law(ctx), context, n, label="eagle-harness")
 
 
 def target_law(target: TableModel, temperature: Fraction, context: Sequence[int], n: int) -> Law:

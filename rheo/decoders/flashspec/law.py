@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import ONE, ZERO, Law, Row, normalise, single_token_law, temper, token_law
+from ..rounds import single_token_law, temper, token_law
 
 RESIDUAL_FLOOR = Fraction(1, 10**6)  # _residual_probs: `mass > 1e-6` or the target row instead
 ENTROPY_GUARD = 1e-9  # typical.py _ENTROPY_CLAMP_MIN
@@ -43,9 +44,7 @@ def top_p_row(row: Sequence[Fraction], top_p: Fraction) -> Row:
         acc += row[v]
         if acc >= top_p:
             break
-    out = normalise([x if v in keep else ZERO for v, x in enumerate(row)])
-    assert out is not None
-    return out
+    return normalise([x if v in keep else ZERO for v, x in enumerate(row)])
 
 
 def typical_set(p: Row, top_p: Fraction) -> list[bool]:
@@ -113,21 +112,19 @@ class FlashSpecLaw:
                 return
             res = [max(a - b, ZERO) for a, b in zip(p, q)]
             mass = sum(res, ZERO)
-            add(normalise(res) if mass > RESIDUAL_FLOOR else p, acc, w * reject)  # type: ignore[arg-type]
+            add(normalise(res) if mass > RESIDUAL_FLOOR else p, acc, w * reject)
 
         level((), ONE)
         return out
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(self.round_law, context, n, label="flashspec")
+        return token_law(lambda ctx, m: self.round_law(ctx), context, n, label="flashspec")
 
 
 def top_k_row(row: Sequence[Fraction], k: int) -> Row:
     """The k largest entries (ties at the k-th kept), renormalised."""
     pivot = sorted(row, reverse=True)[min(max(k, 1), len(row)) - 1]
-    out = normalise([x if x >= pivot else ZERO for x in row])
-    assert out is not None
-    return out
+    return normalise([x if x >= pivot else ZERO for x in row])
 
 
 def claimed_target_law(

@@ -27,7 +27,7 @@ def exact_law(case: Case, n: int, run: Any) -> Law | None:
     proc, opts = run.processing(), run.options()
     drafter = lookup_drafter(opts["prompt_lookup_num_tokens"], opts["max_matching_ngram_size"])
     chain = Chain(proc.table(case.target), drafter, point_mass(case.vocab_size), cap=n, horizon=n + 1)
-    return chain.token_law(n, case.context)
+    return chain.token_law(case.context, n)
 
 
 def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, run: Any) -> list[tuple[int, ...]]:

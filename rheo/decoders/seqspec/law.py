@@ -50,16 +50,12 @@ from rheo.decoders.law_progress import LawProgress
 from rheo.decoders.laws import Processing
 from rheo.decoders.seqspec.sampler import CRASH, METHODS
 from rheo_ref.errors import CaseError
-from rheo_ref.laws import Law, normalise
+from rheo_ref.laws import Law, compose, normalise
 from rheo_ref.models import Context, Row, TableModel
 
 Move = tuple[tuple[int, ...], int]  # (the tokens emitted, the decoder state after them)
 ROUND, CRASHED = 0, -1  # states: a round's start (for standard: 0 drafts accepted), a crashed run
 BAR_PREFIXES = 1_000  # a round law over this many draft prefixes shows a bar (on a terminal)
-
-
-def _normalise(xs: list[Fraction]) -> tuple[Fraction, ...] | None:
-    return normalise(xs, on_zero="none")
 
 
 ZERO, ONE = Fraction(0), Fraction(1)
@@ -87,7 +83,6 @@ class SeqSpec:
         self.L, self.V = p.context_length, p.vocab_size
         self._rounds: dict[tuple, Law] = {}
         self._moves: dict[tuple, dict[Move, Fraction]] = {}
-        self._laws: dict[tuple, Law] = {}
         self._progress: LawProgress | None = None
         self._cut: int | None = None  # the tokens asked for: round laws are cut to them
         self._show: bool | None = None
@@ -325,10 +320,12 @@ class SeqSpec:
         token (state = drafts accepted this round: a draft accepted moves to the next position, a
         rejection's token or the bonus to a new round, ROUND). The hsd rules read the whole draft
         before their first coin: one round, cut to the tokens asked for (a crash: CRASHED)."""
-        if self.method != "standard":
-            return {(s, CRASHED if s == (CRASH,) else ROUND): pr for s, pr in self.round_law(ctx, self._cut).items()}
-        key = (state, self._key(ctx))
+        key = (state, self._key(ctx), None if self.method == "standard" else self._cut)  # hsd: cut rounds
         if key in self._moves:
+            return self._moves[key]
+        if self.method != "standard":
+            law = self.round_law(ctx, self._cut)
+            self._moves[key] = {(s, CRASHED if s == (CRASH,) else ROUND): pr for s, pr in law.items()}
             return self._moves[key]
         p, q = self.p.row(list(ctx)), self.q.row(list(ctx))
         out: dict[Move, Fraction] = defaultdict(Fraction)
@@ -345,52 +342,35 @@ class SeqSpec:
                         out[((x,), state + 1)] += qx * a
                     rejected += qx * (1 - a)
             if rejected:  # (p − q)+ sums to 0 only where p = q, where nothing is rejected
-                res = _normalise([max(ZERO, p[y] - q[y]) for y in range(self.V)])
+                res = normalise([max(ZERO, p[y] - q[y]) for y in range(self.V)], on_zero="none")
                 for y, ry in enumerate(res or ()):
                     if ry:
                         out[((y,), ROUND)] += rejected * ry
         self._moves[key] = dict(out)
         return self._moves[key]
 
-    def law(self, state: int, ctx: tuple[int, ...], m: int, *, top: bool = False) -> Law:
-        """Law of the next m tokens from a decoder state after ctx (a crash: m tokens CRASH), memoised
-        by state, visible context and m. `top`: the outermost call, whose moves' mass the bar counts."""
-        if m == 0:
-            return {(): ONE}
-        key = (state, self._key(ctx), m)
-        if key in self._laws:
-            return self._laws[key]
-        progress = self._progress
-        if progress is not None:
-            progress.enter(ctx, "a round's start" if state == ROUND else f"draft position {state}")
-        out: Law = defaultdict(Fraction)
-        for (s, nxt), pm in self.moves(state, ctx).items():
-            if nxt == CRASHED:
-                out[(CRASH,) * m] += pm
-            elif len(s) >= m:
-                out[s[:m]] += pm
-            else:
-                for s2, p2 in self.law(nxt, ctx + s, m - len(s)).items():
-                    out[s + s2 if s2[:1] != (CRASH,) else (CRASH,) * m] += pm * p2
-            if top and progress is not None:
-                progress.done(float(pm))
-        if progress is not None:
-            progress.leave()
-        self._laws[key] = dict(out)
-        return self._laws[key]
-
     def token_law(self, context: Context, n: int, *, show: bool | None = None) -> Law:
-        """Law of the first n tokens speculative_generate emits after `context` (a crash: n tokens CRASH).
-        `show`: the progress bars (None: on a terminal only)."""
+        """Law of the first n tokens speculative_generate emits after `context` (a crash: n tokens CRASH):
+        the moves composed (`rheo_ref.laws.compose`; a crash ends the decode). `show`: the progress bars
+        (None: on a terminal only)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise CaseError(f"n={n!r} must be an integer >= 1")
         self._cut, self._show = n, show  # a law of m <= n tokens is the same whatever n cut the rounds to
-        with LawProgress(f"seqspec {self.method} exact law", n, context, state_name="at", show=show) as progress:
+        describe = lambda state: "a round's start" if state == ROUND else f"draft position {state}"
+        what = f"seqspec {self.method} exact law"
+        with LawProgress(what, n, context, state_name="at", describe=describe, show=show) as progress:
             self._progress = progress
             try:
-                return self.law(ROUND, tuple(context), n, top=True)
+                law = compose(
+                    lambda ctx, m, state: self.moves(state, ctx), context, n, state=ROUND, stop=CRASH, progress=progress
+                )
             finally:
                 self._progress = None
+        out = {s: p for s, p in law.items() if CRASH not in s}  # a crash is a crash wherever it happens:
+        crashed = sum((p for s, p in law.items() if CRASH in s), ZERO)  # the sample is n tokens CRASH
+        if crashed:
+            out[(CRASH,) * n] = crashed
+        return out
 
 
 def _prefix(rows: list[Row], xs: tuple) -> list[Fraction]:

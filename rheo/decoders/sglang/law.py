@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import ONE, ZERO, Law, Row, normalise, single_token_law, temper, token_law
+from ..rounds import single_token_law, temper, token_law
 
 
 def top_k_keep(row: Sequence[Fraction], k: int) -> list[bool]:
@@ -63,10 +64,7 @@ def top_p_keep(row: Sequence[Fraction], top_p: Fraction) -> list[bool]:
 
 
 def _kept(row: Sequence[Fraction], keep: Sequence[bool]) -> Row:
-    out = normalise([x if k else ZERO for x, k in zip(row, keep)])
-    if out is None:
-        raise CaseError("top-k / top-p kept no mass")
-    return out
+    return normalise([x if k else ZERO for x, k in zip(row, keep)])  # kept no mass: CaseError
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ def _clamp(q: Fraction) -> Fraction:
 
 def _residual(p: Row, q: Row, scale: Fraction) -> Law:
     """The final token from (scale·p − q)+ normalised; token V − 1 when that has mass 0."""
-    r = normalise([max(scale * a - _clamp(b), ZERO) for a, b in zip(p, q)])
+    r = normalise([max(scale * a - _clamp(b), ZERO) for a, b in zip(p, q)], on_zero="none")
     if r is None:
         return {(len(p) - 1,): ONE}
     return {(v,): w for v, w in enumerate(r) if w}
@@ -219,7 +217,7 @@ class ChainLaw:
         return out
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(self.round_law, context, n, label="sglang")
+        return token_law(lambda ctx, m: self.round_law(ctx), context, n, label="sglang")
 
 
 def spec_target_law(target: TableModel, proc: Processing, context: Sequence[int], n: int) -> Law:

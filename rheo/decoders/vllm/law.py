@@ -28,14 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from tqdm import tqdm
-
 from rheo.decoders.laws import Processing
+from rheo.decoders.rounds import token_law
 from rheo_ref.errors import CaseError
-from rheo_ref.models import Row, TableModel
-
-Law = dict[tuple[int, ...], Fraction]
-ZERO, ONE = Fraction(0), Fraction(1)
+from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
+from rheo_ref.models import TableModel
 
 
 @dataclass(frozen=True)
@@ -72,11 +69,6 @@ def conditional_rates(rates: Sequence[Fraction]) -> list[Fraction]:
     return out
 
 
-def _normalise(r: Sequence[Fraction]) -> Row:
-    z = sum(r, ZERO)
-    return tuple(x / z for x in r)
-
-
 def _argmax(r: Row) -> int:
     top = max(r)
     if sum(1 for x in r if x == top) > 1:
@@ -102,7 +94,6 @@ class VLLMLaw:
         if self.rates is not None and len(self.rates) < setting.k:
             raise CaseError(f"synthetic_rates has {len(self.rates)} entries; k={setting.k} drafts need one each")
         self.L = max(p.context_length, q.context_length)
-        self._after: dict[tuple, Law] = {}
 
     def _key(self, ctx: tuple[int, ...]) -> tuple[int, ...]:
         return ctx[-self.L :] if self.L else ()
@@ -145,7 +136,7 @@ class VLLMLaw:
                 if a:
                     walk(acc + (x,), w * qx * a)
                 if a < 1:
-                    emit(acc, _normalise([max(ZERO, p[y] - v[y]) for y in range(len(p))]), w * qx * (1 - a))
+                    emit(acc, normalise([max(ZERO, p[y] - v[y]) for y in range(len(p))]), w * qx * (1 - a))
 
         walk((), ONE)
         return dict(out)
@@ -154,25 +145,9 @@ class VLLMLaw:
         return tuple(ONE if y == x else ZERO for y in range(self.raw.vocab_size))
 
     def token_law(self, context: Sequence[int], n: int, *, progress: bool = False) -> Law:
-        """Law of the first n tokens from `context` (rounds composed; progress bar over the first round)."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise CaseError(f"n={n!r} must be an integer >= 1")
-        return self._after_ctx(tuple(context), n, progress)
-
-    def _after_ctx(self, ctx: tuple[int, ...], n: int, progress: bool = False) -> Law:
-        key = (self._key(ctx), n)
-        if key in self._after:
-            return self._after[key]
-        out: Law = defaultdict(Fraction)
-        items = self.round_law(ctx, n).items()
-        for s, ps in tqdm(items, desc="vLLM exact law", disable=not progress, leave=False):
-            if len(s) >= n:
-                out[s] += ps
-            else:
-                for s2, p2 in self._after_ctx(ctx + s, n - len(s)).items():
-                    out[s + s2] += ps * p2
-        self._after[key] = dict(out)
-        return self._after[key]
+        """Law of the first n tokens from `context` (rounds composed, `rheo_ref.laws.compose`; round laws
+        memoised by the tokens the models see and the tokens still wanted)."""
+        return token_law(self.round_law, context, n, label="vLLM", key=self._key, show=progress)
 
 
 class BlockLaw(VLLMLaw):
@@ -201,7 +176,7 @@ class BlockLaw(VLLMLaw):
             r = [max(ZERO, pt * P[y] - Q[y]) for y in range(V)]
             if not any(r):
                 raise CaseError(f"block verification: empty residual at context {list(c)}")
-            return _normalise(r)
+            return normalise(r)
 
         def finish(xs: tuple[int, ...], w: Fraction) -> None:
             ps = [ONE]  # p_0 .. p_k
