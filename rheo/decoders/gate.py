@@ -16,6 +16,7 @@ import importlib
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from rheo.decoders import DecoderRun
@@ -112,7 +113,7 @@ def gate_hf(
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     tcase = decoder.target_case(case, n)
     sample = sampler(decoder, case, workers=workers)  # checks the case first (before the exact law's cost)
-    exact = decoder.exact_law(case, n)
+    exact = decoder.exact_law(replace(case, constraint=None), n)  # the decoder's own law (no decoder here masks)
     if workers == 1:
         for module in decoder.entry.requires:  # loaded before the clock starts: seconds are the sampling's
             importlib.import_module(module)
