@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import CaseError
+from .validate import is_int, show
 
 
 @dataclass(frozen=True)
@@ -26,21 +27,45 @@ class Constraint:
     def __post_init__(self) -> None:
         S = len(self.allowed)
         if S == 0 or len(self.next) != S:
-            raise CaseError(f"a constraint needs >= 1 state and one `next` map per state; got {S} and {len(self.next)}")
+            raise CaseError(
+                f"a constraint needs >= 1 state and one `next` map per state; got {S} `allowed` and {len(self.next)} `next`"
+            )
         for s, (ok, nxt) in enumerate(zip(self.allowed, self.next)):
-            if not ok:
-                raise CaseError(f"constraint state {s} allows no token; every state must allow one")
             if {t for t, _ in nxt} != set(ok):
                 raise CaseError(
-                    f"constraint state {s}: `next` covers {sorted(t for t, _ in nxt)}, allowed {sorted(ok)}"
+                    f"constraint state {s}: `next` covers tokens {sorted(t for t, _ in nxt)}, `allowed` is {sorted(ok)}; "
+                    "they must be the same tokens"
                 )
-            if any(not 0 <= u < S for _, u in nxt):
-                raise CaseError(f"constraint state {s}: a next state is outside 0..{S - 1}")
+            for t, u in nxt:
+                if not 0 <= u < S:
+                    raise CaseError(
+                        f"constraint state {s}: token {t} leads to unknown state {u}; states are 0..{S - 1}"
+                    )
+        for s, path in self.reachable().items():
+            if not self.allowed[s]:
+                raise CaseError(
+                    f"constraint state {s} allows no token and is reached from state 0 by tokens {list(path)}; "
+                    "every reachable state must allow >= 1 token"
+                )
+
+    def reachable(self) -> dict[int, tuple[int, ...]]:
+        """Every state reachable from state 0, with the shortest (then smallest) token path to it."""
+        paths: dict[int, tuple[int, ...]] = {0: ()}
+        frontier = [0]
+        while frontier:
+            nxt_frontier = []
+            for s in frontier:
+                for t, u in self.next[s]:
+                    if u not in paths:
+                        paths[u] = (*paths[s], t)
+                        nxt_frontier.append(u)
+            frontier = nxt_frontier
+        return paths
 
     def check_vocab(self, V: int) -> None:
-        bad = sorted(t for ok in self.allowed for t in ok if not 0 <= t < V)
+        bad = sorted({t for ok in self.allowed for t in ok if not 0 <= t < V})
         if bad:
-            raise CaseError(f"constraint tokens {bad} are outside the vocabulary 0..{V - 1}")
+            raise CaseError(f"constraint token ids {bad} are outside the vocabulary 0..{V - 1}")
 
     def step(self, state: int, token: int) -> int:
         return dict(self.next[state]).get(token, state)
@@ -65,11 +90,27 @@ class Constraint:
 
     @classmethod
     def from_json(cls, obj: Any) -> Constraint:
+        form = 'an object {"allowed": [[token, ...] per state], "next": [{"token": state, ...} per state]}'
         if not isinstance(obj, dict) or set(obj) != {"allowed", "next"}:
-            raise CaseError(f"a constraint is an object with `allowed` and `next`; got {obj!r}")
-        try:
-            allowed = tuple(frozenset(int(t) for t in ok) for ok in obj["allowed"])
-            nxt = tuple(tuple(sorted((int(t), int(u)) for t, u in m.items())) for m in obj["next"])
-        except (TypeError, ValueError, AttributeError) as e:
-            raise CaseError(f"constraint {obj!r}: {e}") from None
-        return cls(allowed, nxt)
+            raise CaseError(f"a constraint is {form}; got {show(obj)}")
+        allowed, nxt = obj["allowed"], obj["next"]
+        if not isinstance(allowed, list) or not all(isinstance(ok, list) and all(map(is_int, ok)) for ok in allowed):
+            raise CaseError(
+                f"constraint `allowed` must be a list of lists of token ids (integers); got {show(allowed)}"
+            )
+        if not isinstance(nxt, list) or not all(isinstance(m, dict) for m in nxt):
+            raise CaseError(f"constraint `next` must be a list of objects {{token: state}}; got {show(nxt)}")
+        pairs = []
+        for s, m in enumerate(nxt):
+            row = []
+            for t, u in m.items():
+                if not (isinstance(t, str) and t.isascii() and t.isdigit() and len(t) <= 9) or not is_int(u):
+                    raise CaseError(
+                        f'constraint state {s}: `next` entry {show(t)}: {show(u)}; allowed: "token": state, integers >= 0'
+                    )
+                row.append((int(t), u))
+            pairs.append(tuple(sorted(row)))
+        for s, ok in enumerate(allowed):
+            if len(set(ok)) != len(ok) or any(t < 0 for t in ok):
+                raise CaseError(f"constraint state {s}: `allowed` {show(ok)} must hold distinct token ids >= 0")
+        return cls(tuple(frozenset(ok) for ok in allowed), tuple(pairs))

@@ -24,7 +24,7 @@ from typing import Any
 from rheo_ref.errors import CaseError
 from rheo_ref.family import RoundLaws, family_of
 from rheo_ref.laws import Law, compose, one_token_rounds, tv
-from rheo_ref.models import Case, Context
+from rheo_ref.models import Case, Context, Row
 from rheo_ref.sizes import Size, law_outcomes
 from rheo_ref.validate import check_context, index, within_limit
 from rheo_ref.variants import SPEC, Variant, variant_named
@@ -65,6 +65,11 @@ class Exact:
     ) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+        if case.constraint is not None:
+            raise CaseError(
+                "this case carries a constraint; a scheme's exact law is unconstrained (the schemes do not mask "
+                "their rows), so only the masked target law is defined for it (rheo.target_law, the gate)"
+            )
         self.variant = variant
         self.case, self.method = case, method
         self.counter = Counter()
@@ -182,7 +187,43 @@ def target_law(case: Case, n: int | None = None, context: Sequence[int] | None =
         raise CaseError(f"case must be a rheo_ref.models.Case, got {type(case).__name__}")
     n = case.tokens if n is None else index("n", n, min=1)
     ctx = case.context if context is None else check_context(context, case.vocab_size)
+    if case.constraint is not None:
+        return masked_target_law(case, n, ctx)
     return compose(one_token_rounds(case.target.row), ctx, n, sees=case.sees)
+
+
+def masked_row(case: Case, context: Context, state: int) -> Row:
+    """The target row after `context` masked by the constraint's `state` and renormalised
+    (docs/PROCESSING.md, "Grammars"); a state whose allowed tokens all have target probability 0
+    there is refused."""
+    assert case.constraint is not None
+    row = case.constraint.mask(case.target.row(context), state)
+    z = sum(row)
+    if z == 0:
+        allowed = sorted(case.constraint.allowed[state])
+        raise CaseError(
+            f"constraint state {state} allows tokens {allowed}, all of target probability 0 after context "
+            f"{list(context)}; the masked target has no mass there (allow a token the target can emit)"
+        )
+    return tuple(x / z for x in row)
+
+
+def masked_target_law(case: Case, n: int, context: Context) -> Law:
+    """The law of n tokens drawn one by one from the masked, renormalised target rows (the
+    constraint's state starts at 0 after `context` and follows the drawn tokens)."""
+    assert case.constraint is not None
+    law: Law = {(): Fraction(1)}
+    states = {(): 0}
+    for _ in range(n):
+        nxt: Law = {}
+        for seq, pr in law.items():
+            s = states[seq]
+            for v, pv in enumerate(masked_row(case, tuple(context) + seq, s)):
+                if pv:
+                    nxt[seq + (v,)] = pr * pv
+                    states[seq + (v,)] = case.constraint.step(s, v)
+        law = nxt
+    return law
 
 
 def round_law(case: Case, method: str = "classes", context: Context | None = None) -> Law:

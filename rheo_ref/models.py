@@ -13,11 +13,12 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, TypeVar
 
 from . import numbers
+from .constraint import Constraint
 from .errors import CaseError
 from .family import SchemeLike, scheme_from_json
 from .validate import check_fields, index, is_int, show
@@ -251,6 +252,7 @@ class Case:
     context: Context = ()
     tokens: int = 1
     draft_sample: TableModel | None = None
+    constraint: Constraint | None = None  # a grammar (rheo_ref.constraint): the target law is then masked
 
     def __post_init__(self) -> None:
         if isinstance(self.context, (str, bytes)) or not isinstance(self.context, Sequence):
@@ -268,6 +270,12 @@ class Case:
             raise CaseError(f"tokens={show(self.tokens)} must be an integer >= 1")
         if present(self.scheme):
             self.scheme.check_vocab(V)
+        if self.constraint is not None:
+            if not isinstance(self.constraint, Constraint):
+                raise CaseError(
+                    f"constraint must be a rheo_ref.constraint.Constraint, got {type(self.constraint).__name__}"
+                )
+            self.constraint.check_vocab(V)
 
     @property
     def vocab_size(self) -> int:
@@ -298,11 +306,11 @@ class Case:
     def with_scheme(self, **changes: Any) -> Case:
         d = self.scheme.to_json()
         d.update({k: (str(v) if k == "proxy" else v) for k, v in changes.items()})
-        return Case(self.draft, self.target, scheme_from_json(d), self.context, self.tokens, self.draft_sample)
+        return replace(self, scheme=scheme_from_json(d))
 
     @classmethod
     def from_json(cls, obj: Any) -> Case:
-        check_fields(obj, "case", ("target",), ("draft", "scheme", "draft_sample", "context", "tokens"))
+        check_fields(obj, "case", ("target",), ("draft", "scheme", "draft_sample", "context", "tokens", "constraint"))
         ctx = obj.get("context", [])
         if not isinstance(ctx, list):
             raise CaseError(f"context {show(ctx)} must be a list of token ids")
@@ -314,6 +322,7 @@ class Case:
             context=tuple(ctx),
             tokens=obj.get("tokens", 1),
             draft_sample=None if ds is None else TableModel.from_json(ds, "draft_sample"),
+            constraint=Constraint.from_json(obj["constraint"]) if "constraint" in obj else None,
         )
 
     def to_json(self) -> dict:
@@ -325,6 +334,8 @@ class Case:
             del out["draft"]
         if self.draft_sample is not None:
             out["draft_sample"] = self.draft_sample.to_json()
+        if self.constraint is not None:
+            out["constraint"] = self.constraint.to_json()
         return out
 
 

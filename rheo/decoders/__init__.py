@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rheo_ref.errors import CaseError
@@ -233,7 +233,7 @@ class DecoderRun:
     def target_case(self, case: Case, n: int) -> Case:
         """The case whose target law sampling aims at: p (and q) processed, `n` tokens."""
         c = self.processing().case(case)
-        return Case(c.draft, c.target, c.scheme, c.context, n, c.draft_sample)
+        return replace(c, tokens=n)
 
     def exact_law(self, case: Case, n: int) -> Law | None:
         """The decoder's exact law of the first n tokens where rheo knows it, else None."""

@@ -129,7 +129,7 @@ def gate_hf(
             "processed p; allowed: the first tokens (--tokens)"
         )
     tcase = decoder.target_case(case, n) if claimed is None else case
-    exact = decoder.exact_law(case, n)
+    exact = decoder.exact_law(replace(case, constraint=None), n)  # the decoder's own law (no decoder here masks)
     if workers == 1:
         for module in decoder.entry.requires:  # loaded before the clock starts: seconds are the sampling's
             importlib.import_module(module)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -110,9 +110,14 @@ class Processing:
         """The case with p and q_samp processed (q_rank too, so one table stays one table)."""
         if self.identity:
             return case
+        if case.constraint is not None and (self.top_k is not None or self.top_p is not None):
+            raise CaseError(
+                f"top_k={self.top_k}, top_p={self.top_p} on a case with a constraint: the grammar masks the row before "
+                "top-k/top-p cut it, which these table laws do not model; use the temperature alone"
+            )
         ds = None if case.draft_sample is None else self.table(case.draft_sample)
         draft = self.table(case.draft) if present(case.draft) else case.draft  # absent: a decoder with its own
-        return Case(draft, self.table(case.target), case.scheme, case.context, case.tokens, ds)
+        return replace(case, draft=draft, target=self.table(case.target), draft_sample=ds)
 
 
 def _top_k(r: Row, k: int, where: str) -> Row:

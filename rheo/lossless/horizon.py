@@ -84,6 +84,11 @@ class HorizonPlan:
 def plan(case: Case, horizon: int, *, alpha: float, tv: float, beta: float, rounds: bool) -> HorizonPlan:
     """Exact laws, the number of tests m, the per-test α = alpha / m and N."""
     horizon = check_horizon(horizon)
+    if case.constraint is not None:  # the windows compose rounds by the visible context; a grammar's state is not in it
+        raise CaseError(
+            f"horizon={horizon}: the horizon test does not take a case with a constraint (its windows follow the "
+            "visible context, the grammar's state follows the whole output); test the first tokens instead (horizon=None)"
+        )
     windows = target_windows(case, horizon)
     lengths, given = None, {}
     if rounds:

@@ -34,7 +34,7 @@ import os
 import random
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 from itertools import accumulate
@@ -527,7 +527,7 @@ def with_tokens(case: Case, tokens: int) -> Case:
     """The case the sampler is handed: `case` with `tokens` tokens (what it must return)."""
     if tokens == case.tokens:
         return case
-    return Case(case.draft, case.target, case.scheme, case.context, tokens, case.draft_sample)
+    return replace(case, tokens=tokens)
 
 
 def check_case(case: Any) -> Case:

@@ -12,7 +12,14 @@ Chain speculative sampling (Leviathan et al. 2023; Chen et al. 2023), as serving
   decoding", Algorithm 2): weights w_0 = 1, w_i = min(1, w_{i−1}·p(x_i)/q(x_i)); the longest
   prefix τ whose test η_i ≤ h_i passes is kept, h_i = s_i/(s_i + 1 − w_i) for i < γ with
   s_i = Σ_x max(w_i·p(x) − q(x), 0) after x_1..x_i, h_γ = w_γ; then one token from the block
-  residual max(w_τ·p − q, 0) renormalised (τ < γ), or the bonus from p (τ = γ).
+  residual max(w_τ·p − q, 0) renormalised (τ < γ), or the bonus from p (τ = γ);
+  `tree`: a draft tree of `TREE_WIDTH` branches, each a chain of γ tokens whose first token is
+  drawn from the root's q independently of the other branches' (with replacement), verified as
+  SpecInfer does (Miao et al. 2024, multi-draft recursive rejection sampling): the first tokens
+  are tried in branch order, x^b accepted w.p. min(1, p_b(x^b)/q(x^b)) with p_0 = p and
+  p_{b+1} = max(p_b − q, 0) renormalised after a rejection; after every branch is rejected one
+  token is drawn from the last residual; after x^b is accepted its chain is verified token by
+  token against the target rows along branch b (row (b, j): after x^b_1..x^b_j), then the bonus.
 
 Rows are probability rows of table models (`rheo_ref.models.TableModel`). The logits processors
 act on them as transformers' `LogitsProcessorList` acts on logits = log(row), in its order:
@@ -48,7 +55,8 @@ from ..processing import normalise
 
 Num = Any  # a Fraction (exact law) or a float (samples)
 Weights = tuple  # one row of non-negative numbers over the vocabulary, not necessarily normalised
-VERIFY = ("token", "block")
+VERIFY = ("token", "block", "tree")
+TREE_WIDTH = 2  # branches of the `tree` verification's draft tree
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class Request:
 
     temperature: 0 (greedy) or 1/T an integer 1..4, so rows stay rational; top_k: 0 = off; top_p:
     1 = off; penalty ρ: the frequency factor per earlier occurrence of a token among the generated
-    ones (1 = off); gamma: draft tokens per round; verify: `token` or `block`; min_p: 0 = off;
+    ones (1 = off); gamma: draft tokens per round (per branch under `tree`); verify: `token`, `block` or `tree`; min_p: 0 = off;
     presence π: the factor on a token already generated (1 = off); repetition θ: an integer, the
     power on a token of prompt or output (1 = off); bias: (token, factor) pairs, factor = e^bias
     (0: banned); order: `transformers` or `vllm` (`rheo_ref.processing.ORDERS`)."""
@@ -248,6 +256,11 @@ class Steps:
         """Which of the γ + 1 target rows verifies draft position j (0-based): row j."""
         return j
 
+    def tree_row(self, branch: int, j: int) -> tuple[int, int]:
+        """Which target row verifies node j (0-based depth; γ: the bonus) of a tree branch: that
+        branch's row j, after its own tokens x^b_1..x^b_j."""
+        return branch, j
+
     def accept_uniform(self, rand: Random, stream: Stream) -> Any:
         return stream.next()
 
@@ -346,8 +359,9 @@ def decode(
     p0, _, raw0 = target((), None, path_states(()))
     out.append(steps.first_token(rand, stream, p0))
     reported.append(steps.reported_prob(p0, raw0, out[0]))
-    while len(out) < n:
-        # draft: γ tokens from the processed draft rows (the draft is not constrained)
+
+    def draft_chain() -> tuple[list[int], list[Weights], list[Any]]:
+        """γ draft tokens from the processed draft rows (the draft is not constrained): (x, q, u)."""
         xs: list[int] = []
         qs: list[Weights] = []
         us: list[Any] = []
@@ -359,13 +373,27 @@ def decode(
             qs.append(steps.reported_q(q, models.number(normalise(raw)), x))
             xs.append(x)
             us.append(u)
-        # target: γ + 1 rows, row j after x_1..x_j
-        states = path_states(xs)
-        rows = [target(xs[:j], j, states) for j in range(req.gamma + 1)]
-        verify = verify_token if req.verify == "token" else verify_block
-        emitted = verify(xs, qs, us, rows, rand, stream, steps)
-        for j, t in enumerate(emitted):
-            p, _, raw_j = rows[steps.target_position(j, req.gamma)] if j < req.gamma else rows[req.gamma]
+        return xs, qs, us
+
+    while len(out) < n:
+        branches = [draft_chain() for _ in range(TREE_WIDTH if req.verify == "tree" else 1)]
+        # target: γ + 1 rows per branch, row j after x_1..x_j of that branch
+        rows = []
+        for xs, _, _ in branches:
+            states = path_states(xs)
+            rows.append([target(xs[:j], j, states) for j in range(req.gamma + 1)])
+        if req.verify == "tree":
+            emitted, b = verify_tree(branches, rows, rand, stream, steps)
+            at = [rows[bb][jj] for bb, jj in (steps.tree_row(b, j) for j in range(len(emitted)))]
+        else:
+            xs, qs, us = branches[0]
+            verify = verify_token if req.verify == "token" else verify_block
+            emitted = verify(xs, qs, us, rows[0], rand, stream, steps)
+            at = [
+                rows[0][steps.target_position(j, req.gamma) if j < req.gamma else req.gamma]
+                for j in range(len(emitted))
+            ]
+        for (p, _, raw_j), t in zip(at, emitted):
             reported.append(steps.reported_prob(p, raw_j, t))
         done_steps.append(tuple(emitted))
         out.extend(emitted)
@@ -391,6 +419,35 @@ def verify_token(xs, qs, us, rows, rand: Random, stream: Stream, steps: Steps) -
         return emitted
     emitted.append(steps.pick(rand, stream.next(), rows[gamma][1]))
     return emitted
+
+
+def verify_tree(branches, rows, rand: Random, stream: Stream, steps: Steps) -> tuple[list[int], int]:
+    """Tree verification (module docstring): (the emitted tokens, the branch they follow). `branches`:
+    per branch (x, q, u) of its chain; `rows[b][j]`: the target row after x^b_1..x^b_j."""
+    gamma = len(branches[0][0])
+
+    def row(b: int, j: int) -> tuple:
+        bb, jj = steps.tree_row(b, j)
+        return rows[bb][jj]
+
+    p, p_draw, _ = row(0, 0)
+    for b, (xs, qs, us) in enumerate(branches):
+        ok, u = steps.accept(rand, stream, p, qs[0], xs[0])
+        if ok:
+            break
+        if b == len(branches) - 1:  # every first token rejected: one token from the last residual
+            v = steps.recovery_uniform(rand, stream, u, us[0])
+            return [steps.pick(rand, v, steps.residual_row(p_draw, qs[0]))], b
+        p, p_draw = steps.residual_row(p, qs[0]), steps.residual_row(p_draw, qs[0])
+    emitted = [xs[0]]
+    for j in range(1, gamma):  # the accepted branch's chain, token by token against its own rows
+        p, p_draw, _ = row(b, j)
+        ok, u = steps.accept(rand, stream, p, qs[j], xs[j])
+        if not ok:
+            v = steps.recovery_uniform(rand, stream, u, us[j])
+            return [*emitted, steps.pick(rand, v, steps.residual_row(p_draw, qs[j]))], b
+        emitted.append(xs[j])
+    return [*emitted, steps.pick(rand, stream.next(), row(b, gamma)[1])], b
 
 
 def ratio(p: Num, q: Num) -> Num:

@@ -234,6 +234,18 @@ class CumsumLeqCoin(Steps):
         return rand.pick(u, row, closed=True)
 
 
+# --- trees ---------------------------------------------------------------------------------------
+
+
+class TreeNodeWrongRow(Steps):
+    """28: a tree node verified against the wrong target row: node j of every branch (and its
+    residual and bonus draws) reads the first branch's row j, as if the rows were indexed by depth
+    in a chain, not by the node's own path."""
+
+    def tree_row(self, branch: int, j: int) -> tuple[int, int]:
+        return 0, j
+
+
 # --- documented-lossy acceptance rules (negative controls) --------------------------------------
 
 THRESHOLD_SINGLE = Fraction(1, 3)  # SGLang's threshold_single, set below its lossless default 1
@@ -266,6 +278,7 @@ def _needs(case: Any, what: str) -> str | None:
     tests = {
         "block": (r.verify == "block", f"verify='block'; got verify={r.verify!r}"),
         "token": (r.verify == "token", f"verify='token'; got verify={r.verify!r}"),
+        "tree": (r.verify == "tree", f"verify='tree'; got verify={r.verify!r}"),
         "penalty": (r.penalty != 1, f"a frequency penalty ρ < 1; got penalty={r.penalty}"),
         "penalties": (
             r.penalty != 1 or r.presence != 1 or r.repetition != 1,
@@ -293,7 +306,7 @@ class BugMutant:
     reference: str
     steps: Steps
     needs: str = ""  # what a case must have for the mutant to change the law (`_needs`)
-    kind: str = "seam"  # seam (1–14: the case library's floors), setting, grammar, logprobs, boundary, control
+    kind: str = "seam"  # seam (1–14: the case library's floors), setting, grammar, logprobs, boundary, control, tree
 
     def check(self, case: Any) -> None:
         """Refuse a case on which this mutant cannot change the law (see `needs`)."""
@@ -520,6 +533,15 @@ BUG_MUTANTS: dict[str, BugMutant] = {
             TypicalAcceptance(),
             needs="token",
             kind="control",
+        ),
+        BugMutant(
+            "tree-node-wrong-row",
+            28,
+            "a tree node verified against the wrong target row (another branch's, at its depth)",
+            "TensorRT-LLM #15098",
+            TreeNodeWrongRow(),
+            needs="tree",
+            kind="tree",
         ),
     ]
 }

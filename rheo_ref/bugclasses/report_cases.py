@@ -1,7 +1,7 @@
 """Hand-written cases for the served-decoder classes (15–27, docs/GATE.md "Bug classes"), each
 modelled on what its reports needed: every setting on (`settings`), a top-p cut-off between tied
 tokens (`ties`), a grammar (`grammar`), dyadic rows so a coin can land on a cumulative sum
-(`boundary`). They are the "before" of `rheo mutants --fewest` for those classes (the seam classes
+(`boundary`), a draft tree (`tree`). They are the "before" of `rheo mutants --fewest` for those classes (the seam classes
 1–14 have the case library); `REPORT_CASE[kind]` names the case of each mutant kind.
 """
 
@@ -55,6 +55,8 @@ def report_cases() -> dict[str, BugCase]:
             Request(top_p=F(7, 10), gamma=2),
         ),
         "grammar": BugCase(draft, target, (0,), 3, Request(gamma=2), GRAMMAR),
+        # tree: two branches of one draft token each (their bonus rows are the nodes' own rows)
+        "tree": BugCase(draft, target, (0,), 3, Request(gamma=1, verify="tree")),
         "boundary": BugCase(_table(_DRAFT_DYADIC, "draft"), _table(_TARGET_DYADIC, "target"), (0,), 3, Request()),
     }
 
@@ -66,5 +68,6 @@ REPORT_CASE = {
     "logprobs": "settings",
     "boundary": "boundary",
     "control": "settings",
+    "tree": "tree",
 }
 CASE_OF = {"cutoff-tie-over-accepted": "ties"}  # a mutant whose reports needed their own case
