@@ -101,12 +101,13 @@ class DeepCounts:
             out.append(min(run, self.caps[J - k]))
         return tuple(out)
 
-    def member(self, ctx: Context, score: Fraction) -> Member | None:
-        """The frontier member of a node (context, score), or None when no child of it can pass
-        the floor (it is irrelevant)."""
+    def member(self, ctx: Context, score: Fraction | int) -> Member | None:
+        """The frontier member of a node (context, score or score id), or None when no child of
+        it can pass the floor (it is irrelevant)."""
         key = self.case.visible(ctx)
-        s = self.sid(score)
+        s = score if isinstance(score, int) else self.sid(score)
         if (key, s) not in self._passes:
+            score = self._scores[s]
             if key not in self._best:
                 self._best[key] = best_factor(self.plans(key))
             self._passes[key, s] = score * self._best[key] > self.floor
@@ -176,9 +177,9 @@ class DeepCounts:
             top = sorted(((k[0], k[1], f, k[2], k) for f, (_, ks) in enumerate(combo) for k in ks))[: s.W]
             branches: list[tuple[Fraction, tuple[Member, ...]]] = [(ONE, ())]
             for _, _, f, _, k in top:
-                ctx, score = members[f][0], -k[1]
+                ctx = members[f][0]
                 ids = self._identities(k[3], self.plans(ctx).qtilde_row()) if k[4] else [(ONE, k[3][0])]
-                nxt = [(v, self.member(ctx + (y,), score)) for v, y in ids]
+                nxt = [(v, self.member(ctx + (y,), k[6])) for v, y in ids]
                 branches = [(w * v, ms if mb is None else ms + (mb,)) for w, ms in branches for v, mb in nxt]
             for w, ms in branches:
                 nexts[(here, ms)] += prob * w
