@@ -42,47 +42,76 @@ from rheo_ref.families.rheo.verify import Law
 from rheo_ref.models import Case, Context
 
 ZERO, ONE = Fraction(0), Fraction(1)
-Member = tuple[Context, Fraction]  # a relevant frontier node: (its context as the models see it, score)
-Child = tuple[Fraction, int, int, Context, tuple[int, ...], tuple[Fraction, ...] | None]
-Counts = tuple[int, ...]  # deep nodes of score > each threshold (thresholds descending), capped at R
+Member = tuple[Context, int]  # a relevant frontier node: (its context as the models see it, score id)
+# a relevant child: (-float(score), -score, slot, tokens, sampled?, thresholds below its score, score id)
+Kid = tuple[float, Fraction, int, tuple[int, ...], bool, int, int]
+Counts = tuple[int, ...]  # deep nodes of score > each threshold (thresholds descending), capped
 
 __all__ = ["MORE", "DeepCounts", "WalkRounds", "kept_prefix", "shallow_trees"]
 
 
 class DeepCounts:
     """Law of the counts of deep nodes above each threshold, below a relevant frontier (step 2).
-    One instance per set of thresholds (the distinct shallow scores, descending)."""
+    One instance per shallow ranking: its thresholds (the distinct shallow scores, descending)
+    and their caps (a count at or above cap_t drops every shallow node of score t, so counts are
+    kept only up to it, and a frontier whose every count is full is not looked below).
 
-    def __init__(self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], last: int) -> None:
+    Speed (exact, measured in docs/EXACT_AT_SCALE.md §6): a member's children are computed once
+    per (context, score), with each child's threshold index; a member's alternatives (its sampled
+    classes) that leave the same relevant children are one alternative (the sampled child's
+    classes are unioned: the identity of the union has q̃ restricted to it); scores are interned,
+    so memo keys hash integers, and ordered by (float, Fraction): a correctly rounded float is
+    monotone, so the Fraction is compared only when the floats tie."""
+
+    def __init__(
+        self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], caps: Counts, last: int
+    ) -> None:
         self.case, self.plans = case, plans
         self.scheme: Scheme = case.scheme_as(Scheme)
         self.last = last  # the deepest depth that can matter: min(D, h + R)
-        self.thresholds, self.floor = thresholds, thresholds[-1]
+        self.thresholds, self.floor, self.caps = thresholds, thresholds[-1], caps
         self.chooser = ClassChooser()
         self._ascending = sorted(thresholds)
         self._memo: dict[tuple[tuple[Member, ...], int], dict[Counts, Fraction]] = {}
+        self._scores: list[Fraction] = []
+        self._sid: dict[Fraction, int] = {}
+        self._options: dict[Member, list[tuple[Fraction, tuple[Kid, ...]]]] = {}
+        self._passes: dict[tuple[Context, int], bool] = {}
         self._best: dict[Context, Fraction] = {}
         self.frontiers = 0  # frontiers whose law was computed (the memo's size)
 
-    def counts_of(self, scores: list[Fraction]) -> Counts:
-        """Scores above each threshold (descending thresholds): a score above the k smallest
-        thresholds counts for the last k."""
+    def sid(self, score: Fraction) -> int:
+        """The interned id of a score."""
+        i = self._sid.get(score)
+        if i is None:
+            i = self._sid[score] = len(self._scores)
+            self._scores.append(score)
+        return i
+
+    def counts_of(self, idxs: list[int]) -> Counts:
+        """Capped counts above each threshold (descending) of children whose score passes the
+        idx smallest thresholds."""
         J = len(self.thresholds)
         above = [0] * (J + 1)
-        for s in scores:
-            above[bisect_left(self._ascending, s)] += 1
+        for i in idxs:
+            above[i] += 1
         out, run = [], 0
-        for k in range(J, 0, -1):  # threshold J - k (descending index) is passed by scores above >= k
+        for k in range(J, 0, -1):  # threshold J - k (descending index) is passed by idx >= k
             run += above[k]
-            out.append(run)
+            out.append(min(run, self.caps[J - k]))
         return tuple(out)
 
-    def can_pass(self, ctx: Context, score: Fraction) -> bool:
-        """Whether a child of a node (context, score) can have a score above the floor."""
+    def member(self, ctx: Context, score: Fraction | int) -> Member | None:
+        """The frontier member of a node (context, score or score id), or None when no child of
+        it can pass the floor (it is irrelevant)."""
         key = self.case.visible(ctx)
-        if key not in self._best:
-            self._best[key] = best_factor(self.plans(key))
-        return score * self._best[key] > self.floor
+        s = score if isinstance(score, int) else self.sid(score)
+        if (key, s) not in self._passes:
+            score = self._scores[s]
+            if key not in self._best:
+                self._best[key] = best_factor(self.plans(key))
+            self._passes[key, s] = score * self._best[key] > self.floor
+        return (key, s) if self._passes[key, s] else None
 
     def law(self, members: tuple[Member, ...], depth: int) -> dict[Counts, Fraction]:
         """Counts of nodes of depth > `depth` below the relevant frontier `members` of `depth`."""
@@ -94,60 +123,76 @@ class DeepCounts:
             self.frontiers += 1
         return self._memo[key]
 
-    def _children(self, members: tuple[Member, ...]) -> Iterator[tuple[Fraction, list[Child]]]:
-        """Alternatives (probability, relevant children) of one level: one per combination of the
-        members' sampled classes. A child: (-score, parent index, slot, context of its parent,
-        tokens, sampled q̃ or None), so children sort in frontier order."""
-        options: list[list[tuple[Fraction, list[Child]]]] = []
-        for f, (ctx, score) in enumerate(members):
-            plan = self.plans(ctx)
-            dets: list[Child] = [(-score * q, f, i, ctx, (t,), None) for i, (t, q) in enumerate(plan.det)]
-            if plan.qtilde is None:
-                options.append([(ONE, dets)])
-                continue
-            m, alts = self.scheme.m, []
+    def options(self, member: Member) -> list[tuple[Fraction, tuple[Kid, ...]]]:
+        """A member's alternatives (probability, relevant children), its sampled classes merged
+        where they leave the same relevant children. A child: (-float score, -score, slot,
+        tokens, sampled?, threshold index, score id), sorted in frontier order within the member."""
+        if member in self._options:
+            return self._options[member]
+        ctx, s = member
+        score = self._scores[s]
+        plan = self.plans(ctx)
+
+        def kid(q: Fraction, slot: int, tokens: tuple[int, ...], sampled: bool) -> Kid | None:
+            sc = score * q
+            if not sc > self.floor:
+                return None
+            return (-float(sc), -sc, slot, tokens, sampled, bisect_left(self._ascending, sc), self.sid(sc))
+
+        dets = [kid(q, i, (t,), False) for i, (t, q) in enumerate(plan.det)]
+        if plan.qtilde is None:
+            out = [(ONE, tuple(k for k in dets if k is not None))]
+        else:
+            m = self.scheme.m
+            merged: dict[tuple, tuple[Fraction, list[int], list[Kid]]] = {}
             for w, ys in self.chooser.sample_groups(plan, Node(0, -1, 0, "root", -1, (), score)):
-                kids = dets + [(-score * plan.factor_for(ys[0]), f, m, ctx, ys, plan.qtilde)]
-                kids += [(-score * q, f, m + 1 + i, ctx, (t,), None) for i, (t, q) in enumerate(plan.fills_for(ys[0]))]
-                alts.append((w, kids))
-            options.append(alts)
-        for combo in product(*options):
-            prob, kids = ONE, list[Child]()
-            for w, ks in combo:
-                prob *= w
-                kids += [k for k in ks if -k[0] > self.floor]
-            yield prob, sorted(kids, key=lambda k: k[:3])
+                kids = dets + [kid(plan.factor_for(ys[0]), m, ys, True)]
+                kids += [kid(q, m + 1 + i, (t,), False) for i, (t, q) in enumerate(plan.fills_for(ys[0]))]
+                kept = [k for k in kids if k is not None]
+                sig = tuple((k[2], None if k[4] else k[3], k[6]) for k in kept)
+                if sig in merged:
+                    w0, ys0, _ = merged[sig]
+                    merged[sig] = (w0 + w, ys0 + list(ys), kept)
+                else:
+                    merged[sig] = (w, list(ys), kept)
+            out = []
+            for w, ys, kept in merged.values():
+                kids = tuple(k if not k[4] else k[:3] + (tuple(sorted(ys)),) + k[4:] for k in kept)
+                out.append((w, kids))
+        self._options[member] = out
+        return out
 
     def _law(self, members: tuple[Member, ...], depth: int) -> dict[Counts, Fraction]:
-        s, R = self.scheme, self.scheme.R
+        s = self.scheme
         nexts: dict[tuple[Counts, tuple[Member, ...]], Fraction] = defaultdict(Fraction)
-        for prob, kids in self._children(members):
-            here = self.counts_of([-k[0] for k in kids])
-            if depth + 1 >= self.last or min(here) >= R:  # the last depth that matters, or every count full
+        for combo in product(*(self.options(mb) for mb in members)):
+            prob = ONE
+            for w, _ in combo:
+                prob *= w
+            here = self.counts_of([k[5] for _, ks in combo for k in ks])
+            if depth + 1 >= self.last or here == self.caps:  # the last depth that matters, or every count full
                 nexts[(here, ())] += prob
                 continue
             # the relevant part of the next frontier; a sampled node is split only if it matters
+            top = sorted(((k[0], k[1], f, k[2], k) for f, (_, ks) in enumerate(combo) for k in ks))[: s.W]
             branches: list[tuple[Fraction, tuple[Member, ...]]] = [(ONE, ())]
-            for neg, _, _, ctx, tokens, qt in kids[: s.W]:
-                score = -neg
-                ids = [(ONE, tokens[0])] if qt is None else self._identities(tokens, qt)
-                branches = [
-                    (
-                        w * v,
-                        ms + (((self.case.visible(ctx + (y,))), score),) if self.can_pass(ctx + (y,), score) else ms,
-                    )
-                    for w, ms in branches
-                    for v, y in ids
-                ]
+            for _, _, f, _, k in top:
+                ctx = members[f][0]
+                ids = self._identities(k[3], self.plans(ctx).qtilde_row()) if k[4] else [(ONE, k[3][0])]
+                nxt = [(v, self.member(ctx + (y,), k[6])) for v, y in ids]
+                branches = [(w * v, ms if mb is None else ms + (mb,)) for w, ms in branches for v, mb in nxt]
             for w, ms in branches:
                 nexts[(here, ms)] += prob * w
         out: dict[Counts, Fraction] = defaultdict(Fraction)
         for (here, ms), prob in nexts.items():
             for below, pb in self.law(ms, depth + 1).items():
-                out[tuple(min(R, a + b) for a, b in zip(here, below))] += prob * pb
+                out[tuple(min(c, a + b) for c, a, b in zip(self.caps, here, below))] += prob * pb
         return dict(out)
 
-    def _identities(self, tokens: tuple[int, ...], qt: tuple[Fraction, ...]) -> list[tuple[Fraction, int]]:
+    @staticmethod
+    def _identities(tokens: tuple[int, ...], qt: tuple[Fraction, ...]) -> list[tuple[Fraction, int]]:
+        if len(tokens) == 1:
+            return [(ONE, tokens[0])]
         z = sum((qt[y] for y in tokens), ZERO)
         return [(qt[y] / z, y) for y in tokens]
 
@@ -180,15 +225,22 @@ class WalkRounds:
         self.case, self.scheme = case, case.scheme_as(Scheme)
         self.plans = Plans(case)
         self.laws = KeptLaws(case, self.plans)
-        self._deep: dict[tuple[tuple[Fraction, ...], int], DeepCounts] = {}
+        self._deep: dict[tuple[tuple[Fraction, ...], Counts, int], DeepCounts] = {}
         self.enumerated = 0
         self.frontiers = 0
         self.progress = progress
 
-    def deep(self, thresholds: tuple[Fraction, ...], last: int) -> DeepCounts:
-        if (thresholds, last) not in self._deep:
-            self._deep[thresholds, last] = DeepCounts(self.case, self.plans, thresholds, last)
-        return self._deep[thresholds, last]
+    def deep(self, order: list[Node], last: int) -> DeepCounts:
+        """The deep counts for a shallow ranking `order`: its distinct scores (descending), each
+        capped at R - (shallow nodes of larger score)."""
+        thresholds = tuple(sorted({n.score for n in order}, reverse=True))
+        first: dict[Fraction, int] = {}
+        for j, n in enumerate(order):
+            first.setdefault(n.score, j)
+        caps = tuple(max(0, self.scheme.R - first[t]) for t in thresholds)
+        if (thresholds, caps, last) not in self._deep:
+            self._deep[thresholds, caps, last] = DeepCounts(self.case, self.plans, thresholds, caps, last)
+        return self._deep[thresholds, caps, last]
 
     def kept_shapes(self, context: Context, horizon: int) -> dict[tuple, Fraction]:
         """(kept shallow subtree as verification sees it, probability), merged."""
@@ -205,12 +257,11 @@ class WalkRounds:
             if top == min(s.D, s.R):  # nothing deep can be kept or outrank a kept node
                 merged[self.shape(nodes, order[: s.R], horizon)] += prob
                 continue
-            thresholds = tuple(sorted({n.score for n in order}, reverse=True))
-            deep = self.deep(thresholds, last)
+            deep = self.deep(order, last)
             before = deep.frontiers
             for w, members in self.deep_frontier(nodes, context, deep):
                 for counts, pc in deep.law(members, horizon).items():
-                    j = kept_prefix(order, thresholds, counts, s.R)
+                    j = kept_prefix(order, deep.thresholds, counts, s.R)
                     merged[self.shape(nodes, order[:j], horizon)] += prob * w * pc
             self.frontiers += deep.frontiers - before
         return merged
@@ -227,14 +278,8 @@ class WalkRounds:
             n = nodes[nid]
             above = context + path_tokens(nodes, n.parent)
             ids = [(ONE, n.tokens[0])] if len(n.tokens) == 1 else deep._identities(n.tokens, n.qtilde_row())
-            out = [
-                (
-                    w * v,
-                    ms + ((self.case.visible(above + (y,)), n.score),) if deep.can_pass(above + (y,), n.score) else ms,
-                )
-                for w, ms in out
-                for v, y in ids
-            ]
+            nxt = [(v, deep.member(above + (y,), n.score)) for v, y in ids]
+            out = [(w * v, ms if mb is None else ms + (mb,)) for w, ms in out for v, mb in nxt]
         return out
 
     @staticmethod
