@@ -25,7 +25,7 @@ from rheo_ref.validate import integer, show
 OUTPUT = """\
   temperature must be 1/k (the exact target law is p^k normalised); top_k / top_p are applied exactly.
 output (one JSON object):
-  decoder, transformers  the decoder and the installed transformers version (package: a third party's)
+  decoder, transformers  the decoder and the installed transformers version (where it runs on transformers)
   gen                    the generate options in effect (given, then the decoder's defaults)
   verdict                pass, or REJECT when the first `tokens` tokens do not fit the exact target law
   N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv

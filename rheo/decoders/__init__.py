@@ -137,10 +137,8 @@ class _Discovered(Registry[Decoder]):
     def _load(self) -> None:
         path = tuple(__path__)
         if self._path != path:
-            self._path, self._loaded = path, True
-            found = discover()
-            self.built_in = tuple(d.name for d in found)
-            self._entries = {}
+            found = discover()  # (a folder that fails to import raises here, every time: no partial registry)
+            self._path, self.built_in, self._entries = path, tuple(d.name for d in found), {}
             for entry in [*found, *self._added.values()]:
                 super().register(entry)
 

@@ -162,7 +162,7 @@ def gate_hf(
     return {
         "decoder": decoder.name,
         **extra,
-        "transformers": dist_version("transformers"),
+        **({"transformers": dist_version("transformers")} if "transformers" in decoder.entry.requires else {}),
         "gen": decoder.options(),
         "tokens": n,
         "verdict": "REJECT" if res.rejected else "pass",
