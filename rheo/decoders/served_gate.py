@@ -4,7 +4,7 @@ A `ServedDecoder` names the package, the environment and driver module it runs i
 reads, the exact law of its algorithm as written (`exact_law`) and the law its setting claims
 (`target_law`), and its verdict table (`rows`: one `Row` per setting, the negative control among them).
 `gate` runs the driver for N samples of the first n tokens from the case's context (N from α, δ and β as
-`rheo.stats.samples_for` chooses it on the claimed law), tests them with `rheo.stats.check_law` and
+`rheo.lossless.stats.samples_for` chooses it on the claimed law), tests them with `rheo.lossless.stats.check_law` and
 reports the verdict beside the exact TV of the code as written.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import tv as total_variation
+from rheo_ref.laws import Law
 from rheo_ref.models import Case
 
-from .rounds import Law
 from .served import env_missing_reason, run_driver
 
 LawFn = Callable[[Case, Mapping[str, Any], int], Law]
