@@ -26,7 +26,7 @@ before them (both libraries soft-max the masked logits). Greedy (T = 0) takes th
 bias and penalties.
 
 Exact ties: every cut-off above compares exact numbers, so a tie is a tie (floats would decide
-it by rounding; `rheo.hf_laws` refuses a case whose cut-off float rounding could decide).
+it by rounding; `rheo.decoders.laws` refuses a case whose cut-off float rounding could decide).
 """
 
 from __future__ import annotations

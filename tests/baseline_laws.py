@@ -10,14 +10,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from fractions import Fraction
 
-from rheo.decoders.eagle.law import LEAF_BONUS, TREE, _normalise, tree_children
+from rheo.decoders.eagle.law import LEAF_BONUS, TREE, tree_children
 from rheo.decoders.laws import Processing
 from rheo.decoders.seqspec.law import _capped_prefix_ratio, _max_prefix_index, _prefix, coin
 from rheo.decoders.seqspec.sampler import CRASH, METHODS
 from rheo_ref.errors import CaseError
+from rheo_ref.laws import Law, normalise
 from rheo_ref.models import Context, Row, TableModel
 
-Law = dict[tuple[int, ...], Fraction]
 ZERO, ONE = Fraction(0), Fraction(1)
 
 
@@ -63,7 +63,7 @@ class EagleEnumeration:
                     for s, ps in self.node_law(path + (c,), tuple(ctx) + (x,)).items():
                         out[(x,) + s] += weight * qc[x] * a * ps
                 if a < 1:
-                    r2 = _normalise([max(ZERO, r[y] - qc[y]) for y in range(V)])
+                    r2 = normalise([max(ZERO, r[y] - qc[y]) for y in range(V)])
                     walk(c + 1, r2, drawn + (x,), weight * qc[x] * (1 - a), True)
 
         walk(0, p, (), ONE, False)
@@ -153,7 +153,7 @@ class SeqSpecEnumeration:
         w = ONE
         for t, x in enumerate(xs):
             a = coin(ps[t][x], qs[t][x])
-            res = _normalise_or_none([max(ZERO, ps[t][y] - qs[t][y]) for y in range(self.V)])
+            res = normalise([max(ZERO, ps[t][y] - qs[t][y]) for y in range(self.V)], on_zero="none")
             if a < 1:
                 _draw_whole(out, xs[:t], res, w * (1 - a))
             w *= a
@@ -193,7 +193,7 @@ class SeqSpecEnumeration:
             if left == 0:
                 out[seq] += w
                 return
-            res = _normalise_or_none([max(ZERO, Pc * p[y] - Qc * q[y]) for y in range(self.V)]) or p
+            res = normalise([max(ZERO, Pc * p[y] - Qc * q[y]) for y in range(self.V)], on_zero="none") or p
             for y, ry in enumerate(res):
                 if ry:
                     nxt = ctx + seq + (y,)
@@ -249,7 +249,7 @@ class SeqSpecEnumeration:
         q_prefix = ONE
         for i in range(tau):
             q_prefix *= qs[i][xs[i]]
-        res = _normalise_or_none([max(ZERO, qv * q_prefix * (r - 1)) for qv, r in zip(qs[tau + 1], r_star)])
+        res = normalise([max(ZERO, qv * q_prefix * (r - 1)) for qv, r in zip(qs[tau + 1], r_star)], on_zero="none")
         _draw_whole(out, xs[: tau + 1], res, w)
 
     # --- many rounds
@@ -290,8 +290,3 @@ def _draw_whole(out: Law, kept: tuple, row: Row | None, w: Fraction) -> None:
     for y, ry in enumerate(row):
         if ry:
             out[kept + (y,)] += w * ry
-
-
-def _normalise_or_none(r: list[Fraction]) -> Row | None:
-    z = sum(r, ZERO)
-    return None if z == 0 else tuple(x / z for x in r)

@@ -44,6 +44,23 @@ def load_json(name: str) -> dict:
     return json.loads((CASES / name).read_text())
 
 
+def run_main(argv: list[str]) -> tuple[int, str, str]:
+    """`rheo ARGV` in this process, its output captured here (no capsys): (exit status, stdout, stderr);
+    an argparse exit reads as its status (a non-integer one as 1)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from rheo.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            rc = main(argv)
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 1
+    return rc, out.getvalue(), err.getvalue()
+
+
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     """`rheo ARGV` in this process: (exit status, stdout, stderr), captured by pytest's `capsys`."""
     from rheo.cli import main

@@ -3,7 +3,7 @@
 which every mutant of that pairing has exact TV ≥ the stated floor.
 
 - Each case's floor holds: every listed mutant's exact TV on its best check (from its exact
-  counterpart, `rheo_ref.mutants`) is ≥ the floor, and the list is every detectable mutant of the
+  counterpart, `rheo_ref.exact.mutant_exact`) is ≥ the floor, and the list is every detectable mutant of the
   pairing (`rheo.mutants.hunt.shared_mutants`); each case is the hunt cell its `hunt` entry names, and the
   shared hunt resumes from its file and keeps each pairing's best floor.
 - (lossless) Each case is a gate row: the correct fast path passes the gate's four checks at the

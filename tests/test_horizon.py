@@ -161,7 +161,7 @@ class Decoder:
 def exact_tvs() -> dict[int, Fraction]:
     """Exact TV of the buggy decoder's windows k = 2..H to the target's."""
     bug = Decoder(CHAIN, buggy=True)
-    wins = round_windows(CHAIN, bug.round_law, H)
+    wins = round_windows(CHAIN, lambda ctx, m: bug.round_law(ctx), H)
     return {k: total_variation(w, t) for (k, w), t in zip(wins.items(), target_windows(CHAIN, H).values())}
 
 

@@ -15,20 +15,17 @@ Class 7 (Ctrl-C with workers) and the Dask faults are in tests/test_sweep_faults
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from helpers import load_json
+from helpers import load_json, run_main
 
-from rheo.cli import main
 from rheo_ref import numbers
 from rheo_ref.atomic import check_writable, write_text_atomic
 from rheo_ref.errors import CaseError, OutputError
@@ -43,16 +40,6 @@ GRID = {
     "context": [0],
     "tokens": 1,
 }
-
-
-def run_main(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as e:
-            rc = e.code if isinstance(e.code, int) else 1
-    return rc, out.getvalue(), err.getvalue()
 
 
 def refused(argv: list[str], needle: str = "") -> str:

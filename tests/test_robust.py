@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -20,16 +19,14 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from contextlib import redirect_stderr, redirect_stdout
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from helpers import load_json
+from helpers import load_json, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rheo.cli import main
 from rheo_ref.atomic import check_writable, open_atomic, savefig_atomic, write_text_atomic
 from rheo_ref.errors import OutputError
 from rheo_ref.exact import Exact, exact_report, target_law
@@ -43,16 +40,6 @@ from rheo_ref.variants import SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = load_json("small.json")
-
-
-def run_main(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return rc, out.getvalue(), err.getvalue()
 
 
 def one_line(err: str) -> str:

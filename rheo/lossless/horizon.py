@@ -35,12 +35,9 @@ from rheo.lossless.stats import (
     LawTest,
     Sampler,
     check_first_tokens,
-    check_gate_args,
     check_law,
-    gate_rates,
-    gate_seed,
+    gate_call,
     hide_lossless,
-    min_num_samples,
     read_batch,
     samples_for,
     with_tokens,
@@ -350,19 +347,31 @@ def check_lossless(
         return check_first_tokens(
             sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic, force=force
         )
-    check_gate_args(sampler, case)
-    if tokens is not None:
-        raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-    horizon = validate.whole("horizon", horizon, error=CaseError)
-    alpha, beta, tv = gate_rates(alpha, beta, tv, statistic)
-    seed = gate_seed(seed, case)
-    validate.gate_size(
-        case, 1, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
-    )  # the context and the rates
+    checked: list[int] = []
+
+    def window_tokens() -> int:  # a horizon test reads H tokens; the sizes are checked for the context
+        if tokens is not None:
+            raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
+        checked.append(validate.whole("horizon", horizon, error=CaseError))
+        return 1
+
+    call = gate_call(
+        sampler,
+        case,
+        alpha=alpha,
+        beta=beta,
+        tv=tv,
+        statistic=statistic,
+        seed=seed,
+        force=force,
+        tokens=window_tokens,
+        tokens_first=True,
+    )
+    alpha, beta, tv, seed = call.alpha, call.beta, call.tv, call.seed
     return horizon_test(
         sampler,
         case,
-        horizon,
+        checked[0],
         alpha=alpha,
         tv=tv,
         beta=beta,

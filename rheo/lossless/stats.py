@@ -493,19 +493,62 @@ def check_first_tokens(
     __tracebackhide__ = hide_lossless
     from rheo_ref.exact import target_law
 
-    check_gate_args(sampler, case)
-    alpha, beta, tv = gate_rates(alpha, beta, tv, statistic)
-    n_tok = case.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
-    seed = gate_seed(seed, case)
-    validate.gate_size(
-        case, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=bool(force)
+    call = gate_call(
+        sampler,
+        case,
+        alpha=alpha,
+        beta=beta,
+        tv=tv,
+        statistic=statistic,
+        seed=seed,
+        force=force,
+        tokens=lambda: case.tokens if tokens is None else validate.whole("tokens", tokens, min=1),
     )
+    alpha, beta, tv, seed, n_tok = call.alpha, call.beta, call.tv, call.seed, call.tokens
     law = target_law(case, n_tok)
     n = validate.planned_samples(samples_for(law, tv, alpha, beta), alpha=alpha, tv=tv, beta=beta, force=bool(force))
     out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
     return check_law(
         out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
     )
+
+
+@dataclass(frozen=True)
+class GateCall:
+    """A gate call's arguments, checked (`gate_call`): rates as floats, the seed, the tokens read."""
+
+    alpha: float
+    beta: float
+    tv: float
+    seed: int
+    tokens: int
+
+
+def gate_call(
+    sampler: Any,
+    case: Any,
+    *,
+    alpha: Any,
+    beta: Any,
+    tv: Any,
+    statistic: Any,
+    seed: Any,
+    force: Any,
+    tokens: Callable[[], int],
+    tokens_first: bool = False,
+) -> GateCall:
+    """The checks every gate call makes before its sampler runs, written once, in this order (the first
+    bad argument is the one reported): the sampler and the case; the rates and the statistic, with the
+    tokens the test reads (`tokens()`: checks them and says how many the sizes are checked for) after
+    them, or before them when `tokens_first` (a horizon test: tokens and horizon); the seed; the sizes
+    `rheo gate-hf` caps (`rheo.lossless.validate.gate_size`; `force` lifts them)."""
+    check_gate_args(sampler, case)
+    n_tok = tokens() if tokens_first else None
+    a, b, t = gate_rates(alpha, beta, tv, statistic)
+    n_tok = tokens() if n_tok is None else n_tok
+    s = gate_seed(seed, case)
+    validate.gate_size(case, n_tok, needed=min_num_samples(t, a, b, 2), alpha=a, tv=t, beta=b, force=bool(force))
+    return GateCall(a, b, t, s, n_tok)
 
 
 def gate_rates(alpha: Any, beta: Any, tv: Any, statistic: Any) -> tuple[float, float, float]:

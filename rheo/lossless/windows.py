@@ -3,8 +3,10 @@ composition: what the horizon tests of `rheo.lossless.horizon` compare with.
 
 The joint law of the first H tokens has up to V^H outcomes; the law of one window has at most
 V² (V^(L+1) work per step for models that see L tokens). A decoder is described by its *round
-laws* (`RoundLaw`: a context -> the law of what one round emits from it, a pure function of the
-tokens the models see, `Case.visible`). The composition carries a distribution over states
+laws* (`RoundLaw`: (a context, the tokens still wanted) -> the law of what one round emits from it,
+a pure function of the tokens the models see, `Case.visible`; the round law `rheo_ref.laws.compose`
+takes). Unlike `compose`, which keeps whole prefixes for the joint law, this pass keeps only the
+state a window needs, so its work is V² per step, not V^H. The composition carries a distribution over states
 (tokens emitted so far m < H, visible context, last token) and, for each round from a state,
 adds every emitted token at a position ≤ H to its window together with the token before it.
 
@@ -27,10 +29,10 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
-from rheo_ref.laws import Law
+from rheo_ref.laws import Law, one_token_rounds
 from rheo_ref.models import Case, Context
 
-RoundLaw = Callable[[Context], Mapping[tuple[int, ...], Fraction]]
+RoundLaw = Callable[[Context, int], Mapping[tuple[int, ...], Fraction]]  # (ctx, m tokens still wanted), as compose
 Windows = dict[int, Law]  # k -> law of (x_{k-1}, x_k), k = 2..H
 State = tuple[int, Context, int]  # (tokens emitted so far, visible context, last token)
 MAX_HORIZON = 64
@@ -46,7 +48,7 @@ def check_horizon(horizon: object) -> int:
 
 def target_round(case: Case) -> RoundLaw:
     """The target as a decoder: one token from p(·|context) per round."""
-    return lambda ctx: {(v,): pv for v, pv in enumerate(case.target.row(ctx)) if pv}
+    return one_token_rounds(case.target.row)
 
 
 def _emit(
@@ -71,7 +73,7 @@ def _compose(case: Case, rest: RoundLaw, horizon: int, windows: dict[int, dict],
     """Play the rounds of `rest` from every state of the frontier, in order of tokens emitted."""
     for m in range(horizon):
         for state, pr in frontier.pop(m, {}).items():
-            for s, ps in rest(state[1]).items():
+            for s, ps in rest(state[1], horizon - m).items():
                 if ps:
                     _emit(windows, frontier, case, state, s, pr * ps)
     return {k: dict(w) for k, w in windows.items()}
@@ -87,7 +89,7 @@ def round_windows(case: Case, rest: RoundLaw, horizon: int, first: RoundLaw | No
     horizon = check_horizon(horizon)
     windows, frontier = _empty(horizon)
     start = (0, case.visible(case.context), case.context[-1] if case.context else -1)
-    for s, ps in (first or rest)(start[1]).items():
+    for s, ps in (first or rest)(start[1], horizon).items():
         if ps:
             _emit(windows, frontier, case, start, s, ps)
     return _compose(case, rest, horizon, windows, frontier)
@@ -119,7 +121,7 @@ def windows_given_first_length(
             continue
         cond = {s: pr / p_ell for s, pr in first_round.items() if len(s) == ell}
 
-        def given(ctx: Context, cond: Law = cond) -> Law:
+        def given(ctx: Context, m: int, cond: Law = cond) -> Law:
             return cond
 
         out[ell] = round_windows(case, rest, horizon, first=given)

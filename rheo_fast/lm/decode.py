@@ -2,7 +2,7 @@
 
 `LMTreeModel` implements the fast path's `TreeModel` (rheo_fast.models) for one sequence
 (B = 1), so the tree is built (`rheo_fast.tree.build_tree`), reranked and verified
-(`rheo_fast.verify.verify`) by the fast path's own functions through `rheo_fast.decode.run_round`:
+(`rheo_fast.verify.verify`) by the fast path's own functions through `rheo_fast.decode.play_round`:
 
 - `draft` at depth 0 first runs the head over the pending (target feature, next token) pairs of
   the tokens accepted last round (true features, causal, appended to the draft's KV cache); its
@@ -431,7 +431,7 @@ def generate_tree(
     on_tokens: Callable[[list[int]], None] | None = None,
     variant: Variant = SPEC,
 ) -> GenResult:
-    """Speculative decoding rounds driven by rheo_fast.decode.run_round until max_new tokens or EOS
+    """Speculative decoding rounds driven by rheo_fast.decode.play_round until max_new tokens or EOS
     (`variant`: the spec, or one of rheo_ref.variants.MUTANTS for negative controls)."""
     layout = layout_for(scheme)
     if not isinstance(variant, Variant):

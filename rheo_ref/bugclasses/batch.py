@@ -96,9 +96,9 @@ class CorruptAboveTwo(BatchSteps):
 
 
 BATCH_MUTANTS: dict[str, tuple[str, BatchSteps]] = {
-    "batch-shared-stream": ("TensorRT-LLM #19487", SharedStream()),
-    "batch-padding-temperature": ("vLLM #47066, tpu-inference #2860", PaddingTemperature()),
-    "batch-token-broadcast": ("flash-attention #2779", ResampledTokenBroadcast()),
+    "batch-shared-stream": ("TensorRT-LLM (docs/GATE.md's bug-class table)", SharedStream()),
+    "batch-padding-temperature": ("vLLM, tpu-inference (docs/GATE.md's bug-class table)", PaddingTemperature()),
+    "batch-token-broadcast": ("flash-attention (docs/GATE.md's bug-class table)", ResampledTokenBroadcast()),
     "batch-corrupt-above-two": ("a vLLM fork's MTP report", CorruptAboveTwo()),
 }
 CORRECT_BATCH = BatchSteps()

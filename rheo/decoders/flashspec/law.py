@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rheo_ref import processing
 from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
@@ -122,9 +123,8 @@ class FlashSpecLaw:
 
 
 def top_k_row(row: Sequence[Fraction], k: int) -> Row:
-    """The k largest entries (ties at the k-th kept), renormalised."""
-    pivot = sorted(row, reverse=True)[min(max(k, 1), len(row)) - 1]
-    return normalise([x if x >= pivot else ZERO for x in row])
+    """The k largest entries (ties at the k-th kept; k clamped to 1..V), renormalised (`rheo_ref.processing`)."""
+    return normalise(processing.top_k(tuple(row), min(max(k, 1), len(row))))
 
 
 def claimed_target_law(

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rheo_ref import processing
 from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
@@ -41,10 +42,10 @@ from ..rounds import single_token_law, temper, token_law
 
 
 def top_k_keep(row: Sequence[Fraction], k: int) -> list[bool]:
-    """renorm_triton.top_k_renorm_probs_triton: pivot = the k-th largest entry; keep entries >= pivot."""
-    desc = sorted(row, reverse=True)
-    pivot = desc[min(max(k - 1, 0), len(row) - 1)]
-    return [x >= pivot for x in row]
+    """renorm_triton.top_k_renorm_probs_triton: pivot = the k-th largest entry (k clamped to 1..V); keep
+    entries >= pivot (`rheo_ref.processing.top_k`'s rule)."""
+    kept = processing.top_k(tuple(row), min(max(k, 1), len(row)))
+    return [x > 0 or r == 0 for x, r in zip(kept, row)]
 
 
 def top_p_keep(row: Sequence[Fraction], top_p: Fraction) -> list[bool]:

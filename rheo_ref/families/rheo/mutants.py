@@ -205,7 +205,7 @@ class BonusFromP(Rules):
 
 
 class StaleBonus(Rules):
-    """`stale-bonus` (EAGLE PR #47): at a leaf reached by an accept (no kept child to try), the
+    """`stale-bonus` (our reading of a fix proposed to EAGLE's code): at a leaf reached by an accept (no kept child to try), the
     bonus is drawn from the parent's residual at the time of the accept instead of p at the leaf."""
 
     def next_row(self, r: Row, p_child: Row) -> Row:
