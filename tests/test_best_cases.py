@@ -7,7 +7,8 @@ before/after table (`rheo mutants --fewest`).
   --refine` refines only the mutants named in --only.
 - `rheo mutants` runs each bug class on its best case: samples_to_convict there is ≤ the one on its
   library case, and ≤ 600 for every detectable class but `block-token-residual`, whose best case
-  (the hunt's block draw) is above the fewest its proved bound allows (proofs claim 11.1), > 600.
+  (the hunt's block draw) is above the fewest its proved bound allows (proofs claim 11.1), > 600; the
+  served-decoder classes (15–28) on cells of the served draw (`rheo.mutants.hunt_served`).
 - The float-level class: its exact TV on every hunted case stays below its proved bound
   (rheo_ref.bugclasses.float_level, proofs claim 10.1), so its samples_to_convict is ≥ the fewest the
   bound allows.
@@ -21,12 +22,16 @@ import pytest
 
 from rheo.cli import main
 from rheo.lossless.stats import min_num_samples
-from rheo.mutants.best_cases import ALPHA_FOUND, BEST_CASES, BEST_HUNTED
+from rheo.mutants.best_cases import ALPHA_FOUND, BEST_BATCHES, BEST_CASES, BEST_HUNTED
 from rheo.mutants.hunt import GAMMAS, MAX_TOKENS, float_level_bound, random_case, refine
+from rheo.mutants.hunt_batch import batch_case, batch_json, for_mutant
 from rheo.mutants.hunt_block import block_case
-from rheo.mutants.library import bug_mutant_rows
+from rheo.mutants.hunt_served import served_case
+from rheo.mutants.library import before_batch, bug_mutant_rows
+from rheo.selfgate.batches import batch_row
 from rheo.selfgate.bugclasses import bug_row, min_possible_samples
 from rheo.selfgate.matrix import BETA, alpha_per_test
+from rheo_ref.bugclasses.batch import BATCH_MUTANTS
 from rheo_ref.bugclasses.cases import BugCase, mutant_tvs
 from rheo_ref.bugclasses.float_level import case_bounds
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS
@@ -36,16 +41,14 @@ ALPHA = alpha_per_test()
 
 GOAL = 600  # the goal: every detectable mutant convicted with at most 600 samples on its best case
 NOT_YET = {"draft-bfloat16"}  # float-level: its library case
-NOT_YET |= {
-    n for n, m in BUG_MUTANTS.items() if m.kind != "seam"
-}  # served-decoder classes: report cases, not hunted yet
 # above the goal on every case of the hunt's space: its TV <= (5√5 − 11)/2 with γ <= 2 (proofs claim 11.1)
 ABOVE_GOAL = {"block-token-residual": min_num_samples((5 * 5**0.5 - 11) / 2, ALPHA, BETA, 2)}
 
 
 def rebuilt(name: str) -> dict:
     h = BEST_CASES[name]["hunt"]
-    case = block_case(h["seed"], h["i"]) if h.get("draw") == "block" else random_case(h["seed"], h["i"])
+    draw = {"block": block_case, "served": served_case}.get(h.get("draw", "random"), random_case)
+    case = draw(h["seed"], h["i"])
     if h["refine_steps"]:
         case, _ = refine(
             case, seed=h["refine_seed"], steps=h["refine_steps"], alpha=ALPHA_FOUND, beta=BETA, mutant=name
@@ -56,6 +59,19 @@ def rebuilt(name: str) -> dict:
 def test_the_best_cases_cover_the_classes_and_the_twenty():
     assert set(BEST_CASES) == set(BUG_MUTANTS) - NOT_YET
     assert set(BEST_HUNTED) == set(MUTANTS) - {"leq-coin", "float16"}
+    assert set(BEST_BATCHES) == set(BATCH_MUTANTS)
+
+
+def test_the_best_batches_are_the_cells_they_name_and_convict_faster_than_the_report_batch():
+    """Each stored batch is its batch-draw cell (cut to the requests its mutant runs on); its exact
+    samples_to_convict, recomputed, is at most the report batch's and within the goal."""
+    for name, e in BEST_BATCHES.items():
+        h = e["hunt"]
+        cases, seeds = for_mutant(name, *batch_case(h["seed"], h["i"]))
+        assert batch_json(cases, seeds) == e["batch"], name
+        n = batch_row(cases, seeds, name, alpha=ALPHA, beta=BETA)["samples_to_convict"]
+        before = batch_row(*before_batch(name)[1:], name, alpha=ALPHA, beta=BETA)["samples_to_convict"]
+        assert n is not None and n <= before and n <= GOAL, (name, n, before)
 
 
 def test_the_unrefined_best_cases_are_the_hunt_cells_they_name():

@@ -32,6 +32,7 @@ from rheo.mutants.library import before_case, bug_mutant_rows, library_case_of
 from rheo.selfgate.bugclasses import CLASS_OF, check_law_of, checks, convict_n, run_check, sampler, seed
 from rheo.selfgate.case_library import LIBRARY
 from rheo.selfgate.matrix import BETA, CHECKS, DELTA, FAMILY_ALPHA, alpha_per_test, family_alpha, gate_cases
+from rheo_ref.bugclasses.batch import BATCH_MUTANTS
 from rheo_ref.bugclasses.cases import BugCase, case_law, mutant_tvs, request_law
 from rheo_ref.bugclasses.decoder import Request
 from rheo_ref.bugclasses.float_level import case_bounds
@@ -71,8 +72,8 @@ def test_baseline_is_exactly_lossless_on_the_library_and_hunted_cases(req):
 
 
 def test_every_mutant_has_a_class():
-    assert set(CLASS_OF) == set(MUTANTS) | set(BUG_MUTANTS)
-    assert sorted(m.klass for m in BUG_MUTANTS.values()) == list(range(1, 28))
+    assert set(CLASS_OF) == set(MUTANTS) | set(BUG_MUTANTS) | set(BATCH_MUTANTS)
+    assert sorted(m.klass for m in BUG_MUTANTS.values()) == list(range(1, 29))
 
 
 @pytest.mark.parametrize("name", list(BUG_MUTANTS))

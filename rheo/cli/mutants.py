@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from rheo.cli import flags
-from rheo.mutants.library import bug_mutant_rows, refined
+from rheo.mutants.library import batch_mutant_rows, bug_mutant_rows, refined
 from rheo.mutants.runner import false_alarms, mutant_rows
 from rheo_ref import strict_json
 
@@ -95,10 +95,12 @@ def register(subparsers) -> None:
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
     sp.add_argument(
         "--hunt-draw",
-        choices=("random", "block"),
+        choices=("random", "block", "served", "batch"),
         default="random",
-        help="how the hunt draws bug-class cases: random (default) or block (block verification with the skeleton "
-        "where block-token-residual is largest planted, rheo.mutants.hunt_block)",
+        help="how the hunt draws bug-class cases: random (default), block (block verification with the skeleton "
+        "where block-token-residual is largest planted, rheo.mutants.hunt_block) or served (every setting, grammars, "
+        "draft trees, dyadic rows: the served-decoder classes 15-28, rheo.mutants.hunt_served) or batch (batches of "
+        "three requests: the batch classes, rheo.mutants.hunt_batch)",
     )
     sp.add_argument("--hunt-out", default="hunt", help="folder of the hunt's cells (hunt.jsonl; default ./hunt)")
     sp.add_argument(
@@ -144,10 +146,11 @@ def run_mutants(args: argparse.Namespace) -> int:
         return 0
     if args.hunt is not None:
         return run_hunt(args)
+    from rheo_ref.bugclasses.batch import BATCH_MUTANTS
     from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
     names = (
-        list(dict.fromkeys(variant_named(n).name for n in args.only if n not in BUG_MUTANTS))
+        list(dict.fromkeys(variant_named(n).name for n in args.only if n not in BUG_MUTANTS and n not in BATCH_MUTANTS))
         if args.only
         else list(MUTANTS)
     )
@@ -164,6 +167,7 @@ def run_mutants(args: argparse.Namespace) -> int:
     rows = mutant_rows(args.case, names, alpha=args.alpha, beta=args.beta, tv=args.tv)
     if args.case == "auto":  # the bug classes, each on its library case (rheo.mutants.library)
         rows += bug_mutant_rows(args.only, alpha=args.alpha, beta=args.beta)
+        rows += batch_mutant_rows(args.only, alpha=args.alpha, beta=args.beta)
     fa = false_alarms(args.fa_case, args.seeds, alpha=args.alpha, beta=args.beta, tv=args.tv) if args.seeds else None
     ok = all(r["verdict"] != "MISSED" for r in rows) and (fa is None or fa["at_alpha"]["binomial_p"] >= 1e-3)
     out = {
@@ -272,6 +276,7 @@ def run_hunt(args: argparse.Namespace) -> int:
                     "draw",
                     "refine",
                     "case",
+                    "batch",
                 )
                 if k in r
             }

@@ -10,7 +10,10 @@ reads, of each one's largest exact TV). Cells run on `rheo sweep`'s engine (loca
 Dask); every finished cell is appended to OUT/hunt.jsonl, and a cell already there is not run
 again (resume by running the same command). `draw="block"` (`--hunt-draw block`) draws the
 bug-class cases from `rheo.mutants.hunt_block.block_case` instead: block verification with the skeleton
-on which class 12 (`block-token-residual`) is largest planted, the rest at random.
+on which class 12 (`block-token-residual`) is largest planted, the rest at random; `draw="served"`
+from `rheo.mutants.hunt_served.served_case`: every setting, grammars, trees and dyadic rows, for
+the served-decoder classes (15–28) only; `draw="batch"` batches of three requests from
+`rheo.mutants.hunt_batch.batch_case`, for the batch classes only.
 
 Each algorithmic mutant (`rheo_ref.variants.MUTANTS`) gets cases of its own: its gate case's
 scheme on new tables (`variant_case`: V = 3 or 4, context length 1, q_samp at T = 1 or 1/2), and
@@ -27,7 +30,9 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
+from rheo.mutants.hunt_batch import batch_cell
 from rheo.mutants.hunt_block import block_case
+from rheo.mutants.hunt_served import served_case
 from rheo.selfgate.bugclasses import bug_laws, bug_row
 from rheo_ref import strict_json
 from rheo_ref.bugclasses.cases import BugCase
@@ -39,14 +44,23 @@ from rheo_ref.models import TableModel
 
 # Mutants whose effect no case of a verification mode can show (their step is not read there),
 # and the float-level one (TV ≤ `float_level_bound()` ≈ 0.0078 on any hunted case): left out of the floor
-NOT_READ = {"token": {"block-token-residual"}, "block": {"uniform-reused-for-residual", "stream-positions-shared"}}
+NOT_READ = {
+    "token": {"block-token-residual"},
+    "block": {"uniform-reused-for-residual", "stream-positions-shared"},
+    "tree": {"block-token-residual"},
+}
 FLOAT_LEVEL = {"draft-bfloat16"}
-DRAWS = ("random", "block")  # how bug-class cases are drawn: `random_case`, `rheo.mutants.hunt_block.block_case`
+# how bug-class cases are drawn: `random_case`, `rheo.mutants.hunt_block.block_case`,
+# `rheo.mutants.hunt_served.served_case` (the served-decoder classes 15–28 only),
+# `rheo.mutants.hunt_batch.batch_case` (batches of three requests: the batch classes only)
+DRAWS = ("random", "block", "served", "batch")
 
 
 # The hunt's space (`random_case`): γ ∈ {1, 2}, 2 or 3 tokens; a check there reads at most
 # γ·(tokens − 1) = 4 draft draws, which bounds the float-level class (`float_level_bound`)
 GAMMAS = (1, 2)
+# the classes the served draw is for: every kind but the seams (1–14)
+SERVED_KINDS = frozenset(m.kind for m in BUG_MUTANTS.values()) - {"seam"}
 MAX_TOKENS = 3
 
 
@@ -99,8 +113,14 @@ def hunt_cell(cell: tuple) -> dict:
     """One drawn case (seed, i, verify, α, β, draw): every applicable bug-class mutant's row, and
     the case's floor (`hunt_cell_of`)."""
     seed, i, verify, alpha, beta, draw = cell
-    case = block_case(seed, i) if draw == "block" else random_case(seed, i, verify=verify)
-    out = {"seed": seed, "i": i, "case": case.to_json(), **hunt_cell_of(case, alpha, beta)}
+    if draw == "batch":
+        return batch_cell(seed, i, alpha, beta)
+    kinds = None
+    if draw == "served":
+        case, kinds = served_case(seed, i), SERVED_KINDS
+    else:
+        case = block_case(seed, i) if draw == "block" else random_case(seed, i, verify=verify)
+    out = {"seed": seed, "i": i, "case": case.to_json(), **hunt_cell_of(case, alpha, beta, kinds=kinds)}
     return out if draw == "random" else {"draw": draw, **out}
 
 
@@ -177,7 +197,10 @@ def best(cells: list[dict]) -> dict:
         for name, r in c["rows"].items():
             n = r["samples_to_convict"]
             if n is not None and (name not in per or n < per[name]["samples_to_convict"]):
-                per[name] = {**r, "case": c["case"], "seed": c["seed"], "i": c["i"], "draw": c.get("draw", "random")}
+                where = {"batch": c["batch"]} if "batch" in c else {"case": c["case"]}
+                per[name] = {**r, **where, "seed": c["seed"], "i": c["i"], "draw": c.get("draw", "random")}
+        if "batch" in c:  # a batch has no shared case
+            continue
         mode = c["case"]["request"]["verify"]
         if c["floor"] > shared.get(mode, {}).get("floor", 0.0):
             shared[mode] = c
@@ -241,10 +264,13 @@ def floor_of(case: BugCase) -> float:
     return _floor(case, largest_tv)
 
 
-def hunt_cell_of(case: BugCase, alpha: float, beta: float) -> dict:
-    """Every bug-class mutant's row that the case's request admits, and the case's floor (`_floor`)."""
+def hunt_cell_of(case: BugCase, alpha: float, beta: float, *, kinds: frozenset[str] | None = None) -> dict:
+    """Every bug-class mutant's row that the case's request admits (of `kinds` only, if given), and
+    the case's floor (`_floor`)."""
     rows = {}
     for name, m in BUG_MUTANTS.items():
+        if kinds is not None and m.kind not in kinds:
+            continue
         try:
             m.check(case)
         except CaseError:

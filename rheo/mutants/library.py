@@ -168,6 +168,62 @@ def bug_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n:
     return out
 
 
+def before_batch(mutant: str):
+    """(label, requests, seeds) a batch mutant runs on before any hunt: the report batch
+    (`rheo_ref.bugclasses.report_cases.report_batch`), cut as `rheo.mutants.hunt_batch.for_mutant` says."""
+    from rheo.mutants.hunt_batch import for_mutant
+    from rheo_ref.bugclasses.report_cases import report_batch
+
+    cases, seeds = for_mutant(mutant, *report_batch())
+    return "report batch", cases, seeds
+
+
+def batch_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n: int = 200_000) -> list[dict]:
+    """The batch mutants (all, or those named in `only`), each on its best hunted batch
+    (rheo.mutants.best_cases.BEST_BATCHES; else its report batch): exact TVs per check,
+    samples_to_convict, and the convicting check run at that N; its samples_to_convict on the report batch."""
+    from rheo.mutants.best_cases import BEST_BATCHES
+    from rheo.mutants.hunt_batch import batch_from_json
+    from rheo.selfgate.batches import batch_row, run_batch_check
+    from rheo.selfgate.bugclasses import seed
+    from rheo_ref.bugclasses.batch import BATCH_MUTANTS
+
+    out = []
+    for name in BATCH_MUTANTS:
+        if only and name not in only:
+            continue
+        lib, cases, seeds = before_batch(name)
+        row = batch_row(cases, seeds, name, alpha=alpha, beta=beta)
+        on_library = {"library_case": lib, "library_samples_to_convict": row["samples_to_convict"]}
+        if name in BEST_BATCHES:
+            lib = f"best/{name}"
+            cases, seeds = batch_from_json(BEST_BATCHES[name]["batch"])
+            row = {**batch_row(cases, seeds, name, alpha=alpha, beta=beta), "hunt": BEST_BATCHES[name]["hunt"]}
+        row.update(on_library)
+        n, ch = row["samples_to_convict"], row["convicting_check"]
+        res = None
+        if n is not None and n <= max_n:
+            tv = min(1.0, row["exact_tv_float"][ch])
+            res = run_batch_check(
+                cases, seeds, ch, alpha=alpha, beta=beta, tv=tv, seed=seed(f"{lib}|{name}"), mutant=name, n=n
+            )
+        rejected = bool(res and res["rejected"])
+        out.append(
+            {
+                **row,
+                "case": lib,
+                "description": BATCH_MUTANTS[name][2],
+                "N": {ch: res["n"]} if res else {},
+                "p_value": {ch: res["p_value"]} if res else {"-": 1.0},
+                "rejected": rejected,
+                "expected": res is not None,
+                "verdict": ("caught" if rejected else "MISSED") if res else "below δ",
+                "note": "" if res else "lossless on this batch",
+            }
+        )
+    return out
+
+
 def float_level_fields(case, *, alpha: float, beta: float) -> dict:
     """The proved bound of the float-level class (rheo_ref.bugclasses.float_level): per check on this
     case, and on the whole hunt space with the fewest samples it allows there."""

@@ -33,6 +33,7 @@ from rheo.lossless.stats import (
     samples_for_coarse,
     seed_for,
 )
+from rheo_ref.bugclasses.batch import BATCH_MUTANTS
 from rheo_ref.bugclasses.cases import GRID, BugCase, case_law, grid_law, logprobs_law, request_law
 from rheo_ref.bugclasses.decoder import Models, decode
 from rheo_ref.bugclasses.exact import marginal, reported_ok
@@ -63,6 +64,7 @@ CLASS_OF = {
     "treespark-own-survival": "tree shaped by the draws (selection bias)",
     "tsubame-plan-after-sampling": "tree shaped by the draws (selection bias)",
     **{name: f"{m.klass}: {m.description}" for name, m in BUG_MUTANTS.items()},
+    **{name: f"batch: {what}" for name, (_, _, what) in BATCH_MUTANTS.items()},
 }
 
 

@@ -17,7 +17,7 @@ Mutants (`BATCH_MUTANTS`) are `BatchSteps` subclasses, each modelled on a public
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -95,26 +95,48 @@ class CorruptAboveTwo(BatchSteps):
         return case, (TargetOffByOne() if size > 2 and i >= 2 else CORRECT)
 
 
-BATCH_MUTANTS: dict[str, tuple[str, BatchSteps]] = {
-    "batch-shared-stream": ("TensorRT-LLM (docs/GATE.md's bug-class table)", SharedStream()),
-    "batch-padding-temperature": ("vLLM, tpu-inference (docs/GATE.md's bug-class table)", PaddingTemperature()),
-    "batch-token-broadcast": ("flash-attention (docs/GATE.md's bug-class table)", ResampledTokenBroadcast()),
-    "batch-corrupt-above-two": ("a vLLM fork's MTP report", CorruptAboveTwo()),
+# name -> (public reference, steps, what is wrong)
+BATCH_MUTANTS: dict[str, tuple[str, BatchSteps, str]] = {
+    "batch-shared-stream": (
+        "TensorRT-LLM (docs/GATE.md's bug-class table)",
+        SharedStream(),
+        "one random stream shared across the batch's requests",
+    ),
+    "batch-padding-temperature": (
+        "vLLM, tpu-inference (docs/GATE.md's bug-class table)",
+        PaddingTemperature(),
+        "a padding row's temperature in a real row",
+    ),
+    "batch-token-broadcast": (
+        "flash-attention (docs/GATE.md's bug-class table)",
+        ResampledTokenBroadcast(),
+        "one row's resampled token written into every row",
+    ),
+    "batch-corrupt-above-two": (
+        "a vLLM fork's MTP report",
+        CorruptAboveTwo(),
+        "corruption only with more than two requests",
+    ),
 }
 CORRECT_BATCH = BatchSteps()
 
 
 def decode_batch(
-    cases: Sequence[BugCase], seeds: Sequence[int], rand: Random, steps: BatchSteps = CORRECT_BATCH
+    cases: Sequence[BugCase],
+    seeds: Sequence[int],
+    rand: Random,
+    steps: BatchSteps = CORRECT_BATCH,
+    models: Callable[[BugCase], Models] = lambda c: Models(c.draft, c.target),
 ) -> list:
-    """Each request's first `case.tokens` tokens (module docstring)."""
+    """Each request's first `case.tokens` tokens (module docstring); `models`: the rows each case is
+    read as (exact by default; float64 for samples)."""
     streams: list[Keyed] = []
     outs = []
     for i, (case, seed) in enumerate(zip(cases, seeds)):
         c, s = steps.case_in_batch(case, i, len(cases))
         k = steps.stream(rand, seed, streams)
         streams.append(k)
-        outs.append(decode(Models(c.draft, c.target), c.context, c.tokens, c.request, k, s, constraint=c.constraint))
+        outs.append(decode(models(c), c.context, c.tokens, c.request, k, s, constraint=c.constraint))
     return steps.tokens(outs)
 
 
@@ -122,7 +144,71 @@ def batch_law(
     cases: Sequence[BugCase], seeds: Sequence[int], steps: BatchSteps = CORRECT_BATCH
 ) -> tuple[Law, dict[int, Fraction]]:
     """(the joint law of the batch's tokens, per request the probability that its tokens differ
-    from its tokens run alone with the same seed on the coupled stream)."""
+    from its tokens run alone with the same seed on the coupled stream). Where every request reads
+    its own stream (the steps keep the keyed streams, the seeds are distinct) the requests' runs are
+    independent, so the law is composed from each request's (in the batch, alone) law
+    (`independent_batch_law`); otherwise every path of the whole batch is enumerated."""
+    if type(steps).stream is BatchSteps.stream and len(set(seeds)) == len(seeds):
+        return independent_batch_law(cases, seeds, steps)
+    return enumerated_batch_law(cases, seeds, steps)
+
+
+def pair_law(case: BugCase, seed: int, i: int, size: int, steps: BatchSteps) -> Law:
+    """The joint law of request i's tokens in a batch of `size` and its tokens run alone, on its
+    own keyed stream (before `steps.tokens`): outcomes (in the batch, alone)."""
+    law: Law = {}
+    trail: list[int] = []
+    c, s = steps.case_in_batch(case, i, size)
+    ca, sa = steps.case_in_batch(case, 0, 1)
+    while True:
+        rand = Enumerating(trail)
+        out = decode(
+            Models(c.draft, c.target), c.context, c.tokens, c.request, Keyed(rand, seed), s, constraint=c.constraint
+        )
+        alone = decode(
+            Models(ca.draft, ca.target),
+            ca.context,
+            ca.tokens,
+            ca.request,
+            Keyed(rand, seed),
+            sa,
+            constraint=ca.constraint,
+        )
+        key = (out, alone)
+        law[key] = law.get(key, Fraction(0)) + rand.prob  # type: ignore[index]
+        trail = rand.trail[: len(rand.arity)]
+        while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
+            trail.pop()
+        if not trail:
+            return law
+        trail[-1] += 1
+
+
+def independent_batch_law(
+    cases: Sequence[BugCase], seeds: Sequence[int], steps: BatchSteps
+) -> tuple[Law, dict[int, Fraction]]:
+    """`batch_law` for requests on disjoint streams: the product of the requests' pair laws, then
+    what each row returns (`steps.tokens`) on the joint outcome."""
+    pairs = [pair_law(c, s, i, len(cases), steps) for i, (c, s) in enumerate(zip(cases, seeds))]
+    joint: dict[tuple, Fraction] = {(): Fraction(1)}
+    for pl in pairs:
+        joint = {k + (o,): p * q for k, p in joint.items() for o, q in pl.items()}
+    law: Law = {}
+    moved = {i: Fraction(0) for i in range(len(cases))}
+    for combo, pr in joint.items():
+        outs = steps.tokens([o for o, _ in combo])
+        for i, (_, alone) in enumerate(combo):
+            if steps.tokens([alone])[0] != outs[i]:
+                moved[i] += pr
+        key = tuple(t for o in outs for t in (*o, -1))
+        law[key] = law.get(key, Fraction(0)) + pr
+    return law, moved
+
+
+def enumerated_batch_law(
+    cases: Sequence[BugCase], seeds: Sequence[int], steps: BatchSteps
+) -> tuple[Law, dict[int, Fraction]]:
+    """`batch_law` by enumerating every path of the whole batch (and each request run alone)."""
     law: Law = {}
     moved = {i: Fraction(0) for i in range(len(cases))}
     trail: list[int] = []

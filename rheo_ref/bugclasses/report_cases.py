@@ -61,6 +61,22 @@ def report_cases() -> dict[str, BugCase]:
     }
 
 
+def report_batch() -> tuple[list[BugCase], list[int]]:
+    """The batch classes' report batch: three requests of V = 3, 2 tokens, γ = 1, each with its own
+    tables and temperature (the last at T = 1/2, so a padding temperature shows), and their seeds."""
+    t = lambda w, n, L=0: TableModel.from_weights(w, context_length=L, name=n)
+    third_q = {(): [1, 2, 1], (0,): [2, 1, 1], (1,): [1, 1, 2], (2,): [1, 3, 0]}
+    third_p = {(): [1, 1, 2], (0,): [1, 3, 0], (1,): [3, 1, 0], (2,): [0, 1, 3]}
+    cases = [
+        BugCase(
+            t({(): [3, 1, 2]}, "draft"), t({(): [1, 2, 3]}, "target"), (), 2, Request(temperature=F(1, 2), gamma=1)
+        ),
+        BugCase(t({(): [1, 1, 2]}, "draft"), t({(): [2, 1, 1]}, "target"), (), 2, Request(gamma=1)),
+        BugCase(t(third_q, "draft", 1), t(third_p, "target", 1), (0,), 2, Request(temperature=F(1, 2), gamma=1)),
+    ]
+    return cases, [11, 22, 33]
+
+
 # the report case of each mutant kind (`rheo_ref.bugclasses.mutants.BugMutant.kind`) but the seams
 REPORT_CASE = {
     "setting": "settings",
