@@ -173,7 +173,7 @@ class SeqSpec:
                 for after, w in walk.ends.items():  # everything rejected: one token from the τ = −1 row
                     p, q = self.rows_after(ctx + after)
                     r_star = [p[y] / q[y] if q[y] > 0 else ZERO for y in range(self.V)]
-                    res = _normalise([max(ZERO, qv * (r - 1)) for qv, r in zip(first_q, r_star)])
+                    res = normalise([max(ZERO, qv * (r - 1)) for qv, r in zip(first_q, r_star)], on_zero="none")
                     _draw(walk.out, (), res, w, cut)
         finally:
             bar.close()
@@ -277,7 +277,7 @@ class SeqSpec:
                 if depth + 1 >= walk.n and any(q_next[z] for z in up):
                     walk.out[child[: walk.n]] += stop
                 else:
-                    res = _normalise([max(ZERO, qv * Q * (r - 1)) for qv, r in zip(q_next, r_star)])
+                    res = normalise([max(ZERO, qv * Q * (r - 1)) for qv, r in zip(q_next, r_star)], on_zero="none")
                     _draw(walk.out, child, res, stop, walk.cut)
         return (1 - c) * below
 
