@@ -175,7 +175,7 @@ def pair_law(case: BugCase, seed: int, i: int, size: int, steps: BatchSteps) -> 
             constraint=ca.constraint,
         )
         key = (out, alone)
-        law[key] = law.get(key, Fraction(0)) + rand.prob  # type: ignore[index]
+        law[key] = law.get(key, Fraction(0)) + rand.prob  # type: ignore[index,arg-type]
         trail = rand.trail[: len(rand.arity)]
         while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
             trail.pop()

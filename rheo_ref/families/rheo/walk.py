@@ -63,9 +63,7 @@ class DeepCounts:
     so memo keys hash integers, and ordered by (float, Fraction): a correctly rounded float is
     monotone, so the Fraction is compared only when the floats tie."""
 
-    def __init__(
-        self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], caps: Counts, last: int
-    ) -> None:
+    def __init__(self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], caps: Counts, last: int) -> None:
         self.case, self.plans = case, plans
         self.scheme: Scheme = case.scheme_as(Scheme)
         self.last = last  # the deepest depth that can matter: min(D, h + R)
@@ -156,9 +154,9 @@ class DeepCounts:
                 else:
                     merged[sig] = (w, list(ys), kept)
             out = []
-            for w, ys, kept in merged.values():
-                kids = tuple(k if not k[4] else k[:3] + (tuple(sorted(ys)),) + k[4:] for k in kept)
-                out.append((w, kids))
+            for weight, drawn, members in merged.values():
+                children = tuple(k if not k[4] else k[:3] + (tuple(sorted(drawn)),) + k[4:] for k in members)
+                out.append((weight, children))
         self._options[member] = out
         return out
 
