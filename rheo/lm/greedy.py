@@ -207,7 +207,9 @@ def tree_greedy(model: Any, head: Any, prompt: Sequence[int], n: int) -> tuple[l
     from rheo_fast.lm.decode import LMTreeModel, TreeSize, generate_tree, scheme_for
 
     lm = LMTreeModel(model, head, T=0.0)
-    res = generate_tree(lm, list(prompt), scheme_for("rheo", TreeSize()), max_new=n, generator=torch.Generator())
+    scheme = scheme_for("rheo", TreeSize())
+    assert scheme is not None  # only "ar" has no scheme
+    res = generate_tree(lm, list(prompt), scheme, max_new=n, generator=torch.Generator())
     return res.tokens[:n], res.rounds
 
 
