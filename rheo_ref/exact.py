@@ -240,7 +240,7 @@ def masked_target_law(case: Case, n: int, context: Context) -> Law:
     constraint's state starts at 0 after `context` and follows the drawn tokens)."""
     assert case.constraint is not None
     law: Law = {(): Fraction(1)}
-    states = {(): 0}
+    states: dict[tuple[int, ...], int] = {(): 0}
     for _ in range(n):
         nxt: Law = {}
         for seq, pr in law.items():
