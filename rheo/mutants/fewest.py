@@ -79,6 +79,7 @@ def batch_row_pair(name: str, *, alpha: float, beta: float) -> dict:
     if name in BEST_BATCHES:
         h = BEST_BATCHES[name]["hunt"]
         b = batch_row(*batch_from_json(BEST_BATCHES[name]["batch"]), name, alpha=alpha, beta=beta)
+        row["hunted"] = b["samples_to_convict"]  # on the best hunted batch, kept as "after" where not worse
         if b["samples_to_convict"] is not None and (row["before"] is None or b["samples_to_convict"] <= row["before"]):
             row.update(after=b["samples_to_convict"], after_case=f"batch draw seed {h['seed']} cell {h['i']}")
             row["check"] = b["convicting_check"]

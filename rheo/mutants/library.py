@@ -180,7 +180,8 @@ def before_batch(mutant: str):
 
 def batch_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_n: int = 200_000) -> list[dict]:
     """The batch mutants (all, or those named in `only`), each on its best hunted batch
-    (rheo.mutants.best_cases.BEST_BATCHES; else its report batch): exact TVs per check,
+    (rheo.mutants.best_cases.BEST_BATCHES) where that needs no more samples than its report batch,
+    else on the report batch: exact TVs per check,
     samples_to_convict, and the convicting check run at that N; its samples_to_convict on the report batch."""
     from rheo.mutants.best_cases import BEST_BATCHES
     from rheo.mutants.hunt_batch import batch_from_json
@@ -195,10 +196,13 @@ def batch_mutant_rows(only: list[str] | None, *, alpha: float, beta: float, max_
         lib, cases, seeds = before_batch(name)
         row = batch_row(cases, seeds, name, alpha=alpha, beta=beta)
         on_library = {"library_case": lib, "library_samples_to_convict": row["samples_to_convict"]}
-        if name in BEST_BATCHES:
-            lib = f"best/{name}"
-            cases, seeds = batch_from_json(BEST_BATCHES[name]["batch"])
-            row = {**batch_row(cases, seeds, name, alpha=alpha, beta=beta), "hunt": BEST_BATCHES[name]["hunt"]}
+        if name in BEST_BATCHES:  # where it convicts with no more samples than the report batch
+            best_cases, best_seeds = batch_from_json(BEST_BATCHES[name]["batch"])
+            best = batch_row(best_cases, best_seeds, name, alpha=alpha, beta=beta)
+            n0 = row["samples_to_convict"]
+            if best["samples_to_convict"] is not None and (n0 is None or best["samples_to_convict"] <= n0):
+                lib, cases, seeds = f"best/{name}", best_cases, best_seeds
+                row = {**best, "hunt": BEST_BATCHES[name]["hunt"]}
         row.update(on_library)
         n, ch = row["samples_to_convict"], row["convicting_check"]
         res = None

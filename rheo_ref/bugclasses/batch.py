@@ -153,10 +153,10 @@ def batch_law(
     return enumerated_batch_law(cases, seeds, steps)
 
 
-def pair_law(case: BugCase, seed: int, i: int, size: int, steps: BatchSteps) -> Law:
+def pair_law(case: BugCase, seed: int, i: int, size: int, steps: BatchSteps) -> dict[tuple, Fraction]:
     """The joint law of request i's tokens in a batch of `size` and its tokens run alone, on its
     own keyed stream (before `steps.tokens`): outcomes (in the batch, alone)."""
-    law: Law = {}
+    law: dict[tuple, Fraction] = {}
     trail: list[int] = []
     c, s = steps.case_in_batch(case, i, size)
     ca, sa = steps.case_in_batch(case, 0, 1)
@@ -175,7 +175,7 @@ def pair_law(case: BugCase, seed: int, i: int, size: int, steps: BatchSteps) -> 
             constraint=ca.constraint,
         )
         key = (out, alone)
-        law[key] = law.get(key, Fraction(0)) + rand.prob  # type: ignore[index,arg-type]
+        law[key] = law.get(key, Fraction(0)) + rand.prob
         trail = rand.trail[: len(rand.arity)]
         while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
             trail.pop()

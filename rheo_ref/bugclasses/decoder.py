@@ -66,8 +66,8 @@ class Request:
 
     temperature: 0 (greedy) or 1/T an integer 1..4, so rows stay rational; top_k: 0 = off; top_p:
     1 = off; penalty ρ: the frequency factor per earlier occurrence of a token among the generated
-    ones (1 = off); gamma: draft tokens per round (per branch under `tree`); verify: `token`, `block` or `tree`; min_p: 0 = off;
-    presence π: the factor on a token already generated (1 = off); repetition θ: an integer, the
+    ones (1 = off); gamma: draft tokens per round (per branch under `tree`); verify: `token`,
+    `block` or `tree`; min_p: 0 = off; presence π: the factor on a token already generated (1 = off); repetition θ: an integer, the
     power on a token of prompt or output (1 = off); bias: (token, factor) pairs, factor = e^bias
     (0: banned); order: `transformers` or `vllm` (`rheo_ref.processing.ORDERS`)."""
 
