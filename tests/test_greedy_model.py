@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
     pytest.mark.xdist_group("model"),
 ]
-N = 16
+N = 12
 
 
 def _head(model):
