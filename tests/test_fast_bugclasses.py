@@ -9,6 +9,14 @@
   largest (a check of the tokens' law: `joint<n>`, `round`, `grid`; for the logprob classes, `logprobs`): its samples fit the reference mutant's exact law (not rejected; α = 1e-4, δ below) and
   the same samples are rejected against the correct law, δ = min(0.1, the mutant's exact TV), N the
   gate's rule for δ on both laws (power ≥ 0.99 at that TV). The seeds are fixed by the test id.
+- Greedy (T = 0, token and block verification): every fast run is the argmax path, exactly; a
+  mutant that leaves the verified rows unprocessed is not.
+- Batches (`rheo_fast.bugclasses.batch`): the correct batch and each batch mutant, at the check
+  (`request<i>` or `batch`, the joint law against the product of the request laws) where the
+  reference twin's exact TV is largest, fit the twin's exact law and are rejected against the
+  correct one where that TV is > 0 (same α, δ = min(0.1, TV), N as above); batch invariance (each
+  seeded request's tokens in the batch against its tokens alone) is an identity for the correct
+  batch and broken by the shared stream.
 """
 
 from __future__ import annotations
@@ -23,12 +31,17 @@ torch = pytest.importorskip("torch")
 from rheo.lossless.stats import check_law, samples_for, seed_for  # noqa: E402
 from rheo.selfgate.bugclasses import bug_laws, check_law_of, checks  # noqa: E402
 from rheo.selfgate.case_library import LIBRARY  # noqa: E402
+from rheo_fast.bugclasses.batch import CORRECT_BATCH, FAST_BATCH_MUTANTS, decode_batch, joint  # noqa: E402
 from rheo_fast.bugclasses.decoder import CORRECT, decode  # noqa: E402
 from rheo_fast.bugclasses.mutants import FAST_BUG_MUTANTS  # noqa: E402
+from rheo_ref.bugclasses.batch import BATCH_MUTANTS, batch_laws  # noqa: E402
+from rheo_ref.bugclasses.batch import CORRECT_BATCH as REF_CORRECT_BATCH  # noqa: E402
 from rheo_ref.bugclasses.cases import GRID, BugCase, request_law  # noqa: E402
+from rheo_ref.bugclasses.decoder import Request  # noqa: E402
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS  # noqa: E402
 from rheo_ref.bugclasses.report_cases import CASE_OF, REPORT_CASE, report_cases  # noqa: E402
 from rheo_ref.laws import tv  # noqa: E402
+from rheo_ref.models import TableModel  # noqa: E402
 
 ALPHA, BETA, DELTA = 1e-4, 0.01, 0.1
 REPORT = report_cases()
@@ -95,3 +108,53 @@ def test_fast_greedy_is_the_argmax_path_exactly(verify):
     # the check convicts: verified rows left unprocessed (not greedy) let other sequences through
     bad = decode(greedy, 500, torch.Generator().manual_seed(1), FAST_BUG_MUTANTS["processors-skipped-at-verified"])
     assert set(bad) != {path}
+
+
+# --- batches of different requests (rheo_fast.bugclasses.batch against rheo_ref.bugclasses.batch) ---
+
+
+def _request(q: list[int], p: list[int], req: Request) -> BugCase:
+    t = lambda w, n: TableModel.from_weights({(): w}, context_length=0, name=n)
+    return BugCase(t(q, "draft"), t(p, "target"), (), 2, req)
+
+
+BATCH = [
+    _request([3, 1, 2], [1, 2, 3], Request(temperature=Fraction(1, 2), gamma=1)),
+    _request([1, 1, 2], [2, 1, 1], Request(gamma=1)),
+]
+SEEDS = [11, 22]
+# the batch each mutant needs: padding reaches a real row only in an odd batch (here: one request)
+BATCH_OF = {"batch-padding-temperature": 1}
+
+
+def _outcome(outs, check: str):
+    return joint(outs) if check == "batch" else outs[int(check[7:])]
+
+
+@pytest.mark.parametrize("name", ["correct", *sorted(FAST_BATCH_MUTANTS)])
+def test_each_fast_batch_has_its_reference_twins_law(name):
+    size = BATCH_OF.get(name, len(BATCH))
+    cases, seeds = BATCH[:size], SEEDS[:size]
+    fast_steps = CORRECT_BATCH if name == "correct" else FAST_BATCH_MUTANTS[name]
+    ref_steps = REF_CORRECT_BATCH if name == "correct" else BATCH_MUTANTS[name][1]
+    laws, bad, _ = batch_laws(cases, seeds, ref_steps)
+    tvs = {c: tv(bad[c], laws[c]) for c in laws}
+    ch = max(tvs, key=lambda c: tvs[c])
+    delta = min(DELTA, float(tvs[ch])) or DELTA
+    n = max(samples_for(bad[ch], delta, ALPHA, BETA), samples_for(laws[ch], delta, ALPHA, BETA))
+    seeds = [s + seed_for(f"fast-bugclasses|batch|{name}") % 1000 for s in seeds]
+    outs = decode_batch(cases, seeds, n, fast_steps)
+    fits = check_law(_outcome(outs, ch), bad[ch], alpha=ALPHA, tv=delta, beta=BETA, label=f"{ch} [{name}]")
+    assert not fits.rejected and fits.detectable_tv <= delta, fits.summary()
+    if tvs[ch] > 0:
+        caught = check_law(_outcome(outs, ch), laws[ch], alpha=ALPHA, tv=delta, beta=BETA, label=f"{ch} [{name}]")
+        assert caught.rejected, caught.summary()
+    # batch invariance: each seeded request's tokens in the batch against its tokens run alone
+    moved = [
+        sum(a != b for a, b in zip(outs[i], decode_batch([c], [s], n, fast_steps)[0])) / n
+        for i, (c, s) in enumerate(zip(cases, seeds))
+    ]
+    if name in ("correct", "batch-padding-temperature"):
+        assert moved == [0.0] * size  # a coupled identity: no statistics
+    elif name == "batch-shared-stream":
+        assert moved[0] == 0 and moved[1] > 0.5, moved

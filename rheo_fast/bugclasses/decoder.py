@@ -270,12 +270,11 @@ def decode(
             reported[on, at[on]] = rep[on]
         run.emit(tokens, n_emit, live)
         rounds += 1
-    width = run.length.min() if first_round else n
     out = run.seq[:, run.L + run.C :]  # [B, width]
-    if first_round:
+    if first_round:  # the prefill token and the first step's tokens: their number varies
         result = [tuple(out[b, : int(run.length[b])].tolist()) for b in range(B)]
     else:
-        result = [tuple(r) for r in out[:, : int(width)].tolist()]
+        result = [tuple(r) for r in out[:, :n].tolist()]
     if not logprobs:
         return result
     ok = reports_ok(case, out, run.length if first_round else torch.full((B,), n), reported)  # [B]
