@@ -141,7 +141,7 @@ def run_row(
         path = Path(row.case)
         c = load_case(str(path if path.is_absolute() or path.exists() else REPO / path))
         if row.runs_here:
-            return {**out, **_not_run(run, row, c, seeds[0])}
+            return {**out, **_not_run(run, row, c, seeds[0]), "seconds_row": round(time.perf_counter() - t0, 3)}
         runs = [
             gate_hf(c, run, alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers, seed=s, tokens=row.tokens,
                     horizon=row.horizon)
