@@ -115,10 +115,11 @@ def run_row(
     table = replace(table, beta=beta or table.beta)
     assert row.case is not None and row.tv is not None and row.alpha is not None
     name = decoder.name if row.arg is None else f"{decoder.name}:{row.arg}"
+    package, version = decoder.distribution()
     out: dict[str, Any] = {
         "decoder": name,
-        "package": decoder.package,
-        "version": decoder.installed_version(),
+        "package": package,
+        "version": version,
         "path": row.path or decoder.path,
         "setting": row.setting,
         "gen": dict(row.gen),
@@ -190,7 +191,7 @@ def _not_run(run: Any, row: Row, case: Any, seed: int) -> dict[str, Any]:
 def markdown_row(r: dict[str, Any]) -> str:
     """| decoder | package | setting | exact TV | verdict | N | detectable TV | seconds | cause |"""
     etv = "—" if r["exact_tv_float"] is None else ("0" if r["exact_tv_float"] == 0 else f"{r['exact_tv_float']:.4g}")
-    package = f"{r['package'] or 'transformers'} {r['version'] or ''}".strip()
+    package = f"{r['package']} {r['version'] or ''}".strip()
     if "not_run" in r:
         verdict, n, dtv, secs = "not run on CPU", "-", "-", "-"
         cause = r["cause"] or r["not_run"]
