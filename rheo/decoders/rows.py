@@ -5,8 +5,8 @@ A `Table` names the case, the tokens, α, δ and β its rows share; a `Row` name
 options, the `NAME:ARG` argument where the decoder takes one) and may override the case, the tokens, δ or
 ask for the horizon test. `run_row` gates the row on each seed through `rheo.decoders.gate.gate_hf`
 (the decoder's own exact TV beside each verdict) and returns one record; a row that cannot run here
-(`runs_here`: why not, the error and the line) is tried once on 4 samples and reports the error it
-raises. `expected` is the verdict the exact TV promises: pass at 0, REJECT above δ (and for a
+(`runs_here`: why not, the error and the line) is tried once on 4 samples and reports the error its
+driver raises. `expected` is the verdict the exact TV promises: pass at 0, REJECT above δ (and for a
 negative control); between the two, or where rheo does not know the decoder's law, either.
 """
 
@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rheo_ref.errors import CaseError, EnvironmentFailure
+from rheo_ref.errors import CaseError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -115,10 +115,11 @@ def run_row(
     table = replace(table, beta=beta or table.beta)
     assert row.case is not None and row.tv is not None and row.alpha is not None
     name = decoder.name if row.arg is None else f"{decoder.name}:{row.arg}"
+    package, version = decoder.distribution()
     out: dict[str, Any] = {
         "decoder": name,
-        "package": decoder.package,
-        "version": decoder.installed_version(),
+        "package": package,
+        "version": version,
         "path": row.path or decoder.path,
         "setting": row.setting,
         "gen": dict(row.gen),
@@ -141,7 +142,7 @@ def run_row(
         path = Path(row.case)
         c = load_case(str(path if path.is_absolute() or path.exists() else REPO / path))
         if row.runs_here:
-            return {**out, **_not_run(run, row, c, seeds[0])}
+            return {**out, **_not_run(run, row, c, seeds[0]), "seconds_row": round(time.perf_counter() - t0, 3)}
         runs = [
             gate_hf(c, run, alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers, seed=s, tokens=row.tokens,
                     horizon=row.horizon)
@@ -174,13 +175,14 @@ def _max_tv(exact: str | list[str]) -> Fraction:
 def _not_run(run: Any, row: Row, case: Any, seed: int) -> dict[str, Any]:
     """A row that cannot run here: its exact TV, and the error its own code raises on 4 samples."""
     from rheo.decoders.gate import decode_batch, exact_tv_of
+    from rheo.decoders.served import DriverError
 
     etv = exact_tv_of(run, case, row.tokens or case.tokens)
     out: dict[str, Any] = {"exact_tv": None if etv is None else str(etv)}
     out.update(exact_tv_float=None if etv is None else float(etv), not_run=row.runs_here, as_expected=True)
     try:
         decode_batch(case.to_json(), run, list(case.context), row.tokens or case.tokens, seed, 4)
-    except EnvironmentFailure as e:
+    except DriverError as e:  # (an absent environment is not this row's reason: it propagates)
         out["error"] = str(e).strip().splitlines()[-1]
     else:  # it ran after all: the row's reason is stale
         out.update(error=None, as_expected=False)
@@ -190,7 +192,7 @@ def _not_run(run: Any, row: Row, case: Any, seed: int) -> dict[str, Any]:
 def markdown_row(r: dict[str, Any]) -> str:
     """| decoder | package | setting | exact TV | verdict | N | detectable TV | seconds | cause |"""
     etv = "—" if r["exact_tv_float"] is None else ("0" if r["exact_tv_float"] == 0 else f"{r['exact_tv_float']:.4g}")
-    package = f"{r['package'] or 'transformers'} {r['version'] or ''}".strip()
+    package = f"{r['package']} {r['version'] or ''}".strip()
     if "not_run" in r:
         verdict, n, dtv, secs = "not run on CPU", "-", "-", "-"
         cause = r["cause"] or r["not_run"]

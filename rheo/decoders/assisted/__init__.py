@@ -62,6 +62,7 @@ DECODER = Decoder(
     defaults=defaults,
     check=check_options,
     order=10,
+    path="transformers/generation/utils.py (_speculative_sampling; AssistedCandidateGenerator)",
     table=Table(  # docs/THIRD_PARTY.md §2: the default profile (alpha = 1e-3, delta = 0.25, 2 tokens), then the slow one
         case="tests/cases/hf.json",
         tokens=2,

@@ -46,6 +46,7 @@ DECODER = Decoder(
     check=check_options,
     examples=("ensemble:1/2",),
     order=30,
+    path="transformers/generation/candidate_generator.py (AssistedCandidateGenerator, assistant_ensemble_weight)",
     table=Table(  # docs/THIRD_PARTY.md §2: documented lossy, the negative control of transformers' rows
         case="tests/cases/hf.json",
         tokens=2,

@@ -44,6 +44,7 @@ DECODER = Decoder(
     defaults=defaults,
     check=check_options,
     order=20,
+    path="transformers/generation/candidate_generator.py (PromptLookupCandidateGenerator)",
     table=Table(  # docs/THIRD_PARTY.md §2: the default profile, then the slow one (alpha 1e-4, delta 0.05, 3 tokens)
         case="tests/cases/hf.json",
         tokens=2,

@@ -49,6 +49,7 @@ DECODER = Decoder(
     min_context=0,
     package="rheo",
     order=40,
+    path="rheo_fast/lm (KV caches, tree masks, compaction)",
     table=Table(  # docs/THIRD_PARTY.md §2 (the case's rheo scheme K = 3, m = 1, W = 2, D = 2, R = 5)
         case="tests/cases/hf.json",
         tokens=2,

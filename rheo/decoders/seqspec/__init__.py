@@ -65,6 +65,7 @@ DECODER = Decoder(
     package="sequential-speculative-decoding",
     examples=tuple(f"seqspec:{m}" for m in METHODS),
     order=60,
+    path="seqspecdecod/generation.py (speculative_generate; standard_sd.py, naive_hsd.py, capped_hsd.py)",
     table=Table(  # docs/THIRD_PARTY.md §7: gamma = 3, 4 tokens (the first round's deepest draft and its bonus)
         case="tests/cases/hf.json",
         tokens=4,
