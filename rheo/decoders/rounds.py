@@ -2,16 +2,18 @@
 
 A round from a context emits one or more tokens (the accepted drafts, then a correction or a bonus);
 `token_law` strings rounds together until every outcome has n tokens, cutting the last round at n.
-It is lazy in n: a prefix that already has n tokens is never extended, so the cost is the number of
-round-outcome prefixes shorter than n, not the law of whole rounds to a depth past n. Round laws are
-memoised by context. `temper` is a temperature T = 1/k on an exact row (p^k normalised), the only
+It is lazy in n: a prefix that already has n tokens is never extended. Round laws are memoised by
+what they read of the context (`visible`: a table model's last L tokens), and so is the law of the
+next m tokens after a context: one round law per visible context, one tail per (visible context, m),
+whatever the number of prefixes that reach it (at V = 12, 4 tokens, 13 round laws instead of one per
+prefix of up to 3 tokens). `temper` is a temperature T = 1/k on an exact row (p^k normalised), the only
 temperatures whose law is rational.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
 
 from rheo_ref.errors import CaseError
@@ -45,30 +47,60 @@ def normalise(row: Sequence[Fraction]) -> Row | None:
     return None if z == 0 else tuple(Fraction(x) / z for x in row)
 
 
-def token_law(round_law: Callable[[tuple[int, ...]], Law], context: Sequence[int], n: int, *, label: str = "") -> Law:
-    """The law of the first n tokens of rounds played from `context` (see the module docstring)."""
+def visible(context_length: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """What a table model's rows read of a context: its last `context_length` tokens."""
+    return lambda ctx: tuple(ctx[-context_length:]) if context_length else ()
+
+
+def token_law(
+    round_law: Callable[[tuple[int, ...]], Law],
+    context: Sequence[int],
+    n: int,
+    *,
+    label: str = "",
+    key: Callable[[tuple[int, ...]], Hashable] | None = None,
+    cut: bool = False,
+) -> Law:
+    """The law of the first n tokens of rounds played from `context` (see the module docstring).
+    `key(ctx)`: what a round's law depends on (`visible(L)` for table models; None: the whole context).
+    Round laws are memoised by it, and so is the law of the next m tokens after a context, so a round
+    is computed once per key and a tail once per (key, m). `cut`: round_law takes the tokens left,
+    `round_law(ctx, m)`, and cuts its outcomes to m tokens (then rounds are memoised by (key, m))."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     from tqdm import tqdm
 
-    memo: dict[tuple[int, ...], Law] = {}
-    out: Law = defaultdict(Fraction)
-    pending: list[tuple[tuple[int, ...], Fraction]] = [((), ONE)]
-    with tqdm(desc=f"exact law {label}".strip(), unit=" prefixes", leave=False, disable=None) as bar:
-        while pending:
-            prefix, prob = pending.pop()
-            bar.update(1)
-            if len(prefix) >= n:
-                out[prefix[:n]] += prob
-                continue
-            ctx = tuple(context) + prefix
-            law = memo.get(ctx)
+    key_of: Callable[[tuple[int, ...]], Hashable] = (lambda c: c) if key is None else key
+    rounds: dict[tuple[Hashable, int], Law] = {}
+    tails: dict[tuple[Hashable, int], Law] = {}
+    with tqdm(desc=f"exact law {label}".strip(), unit=" round laws", leave=False, disable=None) as bar:
+
+        def tail(ctx: tuple[int, ...], m: int) -> Law:
+            """The law of the next m tokens after ctx."""
+            if m == 0:
+                return {(): ONE}
+            k = key_of(ctx)
+            if (k, m) in tails:
+                return tails[(k, m)]
+            rk = (k, m if cut else 0)
+            law = rounds.get(rk)
             if law is None:
-                law = memo[ctx] = round_law(ctx)
+                law = rounds[rk] = round_law(ctx, m) if cut else round_law(ctx)  # type: ignore[call-arg]
+                bar.update(1)
+            out: Law = defaultdict(Fraction)
             for emitted, w in law.items():
-                if w:
-                    pending.append((prefix + emitted, prob * w))
-    return {k: v for k, v in out.items() if v}
+                if not w:
+                    continue
+                if len(emitted) >= m:
+                    out[emitted[:m]] += w
+                else:
+                    for rest, w2 in tail(ctx + emitted, m - len(emitted)).items():
+                        out[emitted + rest] += w * w2
+            tails[(k, m)] = dict(out)
+            return tails[(k, m)]
+
+        law = tail(tuple(context), n)
+    return {k: v for k, v in law.items() if v}
 
 
 def single_token_law(row_of: Callable[[tuple[int, ...]], Row], context: Sequence[int], n: int) -> Law:
