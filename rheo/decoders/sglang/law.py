@@ -131,6 +131,7 @@ class ChainLaw:
         self.t_draw = proc.temperature if draft_temperature is None else Fraction(draft_temperature)
         self.visible = visible(target.context_length)
         self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+        self._blocks: dict[tuple[int, ...], Law] = {}  # whole block-verification rounds, by visible context
 
     def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
         key = (kind, self.visible(ctx))
@@ -155,7 +156,18 @@ class ChainLaw:
 
     def round_law(self, ctx: tuple[int, ...], limit: int | None = None) -> Law:
         """The law of one round's tokens after ctx, each outcome cut to its first `limit` (None: whole)."""
-        return self._block_round(ctx, limit) if self.block else self._token_round(ctx, limit)
+        if not self.block:
+            return self._token_round(ctx, limit)
+        key = self.visible(ctx)  # block verification reads the whole draft: one whole round per context, then cut
+        whole = self._blocks.get(key)
+        if whole is None:
+            whole = self._blocks[key] = self._block_round(ctx)
+        if limit is None:
+            return whole
+        out: Law = {}
+        for s, w in whole.items():
+            out[s[:limit]] = out.get(s[:limit], ZERO) + w
+        return out
 
     def _token_round(self, ctx: tuple[int, ...], limit: int | None = None) -> Law:
         out: dict[tuple[int, ...], Fraction] = {}
