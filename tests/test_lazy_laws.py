@@ -230,3 +230,22 @@ def test_a_stopped_seqspec_round_law_names_the_draft_prefix_it_was_at(monkeypatc
     msg = str(info.value)
     assert "the 2 tokens after prefix [] (token 1 of 2, at a round's start, 1 deep)" in msg, msg
     assert "at draft prefix [1, 2], 5 of 9 prefixes of 2 tokens done at this round's start; 0.0% of" in msg, msg
+
+
+@pytest.mark.parametrize(
+    "name, gen",
+    [
+        ("sglang", {"num_steps": 3}),
+        ("sglang", {"num_steps": 3, "block_verification": True}),
+        ("eagle-harness", {"children": 2, "depth": 2}),
+        ("flashspec", {"gamma": 3}),
+    ],
+)
+def test_served_exact_laws_answer_at_v12(name, gen):
+    """The served decoders' exact laws at V = 12, first order, 3 tokens (round laws memoised by visible
+    context, cut to the tokens left): every outcome, lossless where the algorithm is."""
+    from rheo.decoders.served_gate import served_decoder
+
+    dec = served_decoder(name)
+    law = dec.exact_law(CASE12, gen, 3)
+    assert len(law) == 12**3 and tv(law, dec.target_law(CASE12, gen, 3)) == 0

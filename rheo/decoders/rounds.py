@@ -47,6 +47,12 @@ def token_law(
         return compose(round_law, context, n, key=key, progress=progress)
 
 
+def visible(context_length: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """What a table model's rows read of a context: its last `context_length` tokens (a `key` for
+    `token_law`: round laws are memoised by it)."""
+    return lambda ctx: tuple(ctx[-context_length:]) if context_length else ()
+
+
 def single_token_law(row_of: Callable[[tuple[int, ...]], Row], context: Sequence[int], n: int) -> Law:
     """The law of n tokens drawn one at a time from `row_of(context)` (a target's own sampler)."""
     return token_law(one_token_rounds(row_of), context, n, label="target")

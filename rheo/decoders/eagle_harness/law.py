@@ -27,7 +27,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import single_token_law, temper, token_law
+from ..rounds import single_token_law, temper, token_law, visible
 
 
 def _residual_draw(r: Sequence[Fraction]) -> Law:
@@ -85,17 +85,26 @@ class SampledTreeLaw:
                 raise CaseError(f"{name}={v!r} must be an integer in 1..{hi} (the law enumerates every ordered draw)")
         self.p, self.q, self.t = target, draft, Fraction(temperature)
         self.k, self.depth, self.reuse = children, depth, reuse_coin
-        self.memo: dict[tuple[tuple[int, ...], int], Law] = {}
+        self.memo: dict[tuple[tuple[int, ...], int], Law] = {}  # by visible context and level
+        self.visible = visible(target.context_length)
+        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+
+    def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
+        key = (kind, self.visible(ctx))
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = temper((self.p if kind == "p" else self.q).row(ctx), self.t)
+        return row
 
     def p_row(self, ctx: tuple[int, ...]) -> Row:
-        return temper(self.p.row(ctx), self.t)
+        return self._row("p", ctx)
 
     def q_row(self, ctx: tuple[int, ...]) -> Row:
-        return temper(self.q.row(ctx), self.t)
+        return self._row("q", ctx)
 
     def node(self, ctx: tuple[int, ...], level: int) -> Law:
         """The law of the tokens the walk emits from the node at `ctx`, `level` levels deep."""
-        key = (ctx, level)
+        key = (self.visible(ctx), level)
         if key in self.memo:
             return self.memo[key]
         p = self.p_row(ctx)
@@ -145,7 +154,9 @@ class SampledTreeLaw:
         return self.node(ctx, 0)
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(lambda ctx, m: self.round_law(ctx), context, n, label="eagle-harness")
+        return token_law(
+            lambda ctx, m: self.round_law(ctx), context, n, label="eagle-harness", key=visible(self.p.context_length)
+        )
 
 
 def target_law(target: TableModel, temperature: Fraction, context: Sequence[int], n: int) -> Law:

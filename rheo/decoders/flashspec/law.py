@@ -30,7 +30,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import single_token_law, temper, token_law
+from ..rounds import single_token_law, temper, token_law, visible
 
 RESIDUAL_FLOOR = Fraction(1, 10**6)  # _residual_probs: `mass > 1e-6` or the target row instead
 ENTROPY_GUARD = 1e-9  # typical.py _ENTROPY_CLAMP_MIN
@@ -74,14 +74,24 @@ class Setting:
 class FlashSpecLaw:
     def __init__(self, target: TableModel, draft: TableModel, setting: Setting) -> None:
         self.p, self.q, self.s = target, draft, setting
+        self.visible = visible(target.context_length)
+        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+
+    def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
+        key = (kind, self.visible(ctx))
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = temper((self.p if kind == "p" else self.q).row(ctx), self.s.temperature)
+        return row
 
     def p_row(self, ctx: tuple[int, ...]) -> Row:
-        return temper(self.p.row(ctx), self.s.temperature)
+        return self._row("p", ctx)
 
     def q_row(self, ctx: tuple[int, ...]) -> Row:
-        return temper(self.q.row(ctx), self.s.temperature)
+        return self._row("q", ctx)
 
-    def round_law(self, ctx: tuple[int, ...]) -> Law:
+    def round_law(self, ctx: tuple[int, ...], limit: int | None = None) -> Law:
+        """The law of one round's tokens after ctx, each outcome cut to its first `limit` (None: whole)."""
         out: dict[tuple[int, ...], Fraction] = {}
 
         def add(row: Sequence[Fraction], head: tuple[int, ...], w: Fraction) -> None:
@@ -90,6 +100,9 @@ class FlashSpecLaw:
                     out[head + (v,)] = out.get(head + (v,), ZERO) + w * x
 
         def level(acc: tuple[int, ...], w: Fraction) -> None:
+            if limit is not None and len(acc) >= limit:  # the rest of the round is past the cut
+                out[acc] = out.get(acc, ZERO) + w
+                return
             c = ctx + acc
             p = self.p_row(c)
             if len(acc) == self.s.gamma:
@@ -119,7 +132,7 @@ class FlashSpecLaw:
         return out
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(lambda ctx, m: self.round_law(ctx), context, n, label="flashspec")
+        return token_law(self.round_law, context, n, label="flashspec", key=visible(self.p.context_length))
 
 
 def top_k_row(row: Sequence[Fraction], k: int) -> Row:

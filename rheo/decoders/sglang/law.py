@@ -38,7 +38,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import single_token_law, temper, token_law
+from ..rounds import single_token_law, temper, token_law, visible
 
 
 def top_k_keep(row: Sequence[Fraction], k: int) -> list[bool]:
@@ -128,21 +128,47 @@ class ChainLaw:
         self.p, self.q, self.proc = target, draft, proc
         self.gamma, self.block = num_steps, block
         self.t_draw = proc.temperature if draft_temperature is None else Fraction(draft_temperature)
+        self.visible = visible(target.context_length)
+        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+        self._blocks: dict[tuple[int, ...], Law] = {}  # whole block-verification rounds, by visible context
+
+    def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
+        key = (kind, self.visible(ctx))
+        row = self._rows.get(key)
+        if row is None:
+            if kind == "p":
+                row = self.proc.spec_row(self.p.row(ctx))
+            else:
+                row = temper(self.q.row(ctx), self.proc.temperature if kind == "q" else self.t_draw)
+            self._rows[key] = row
+        return row
 
     def p_row(self, ctx: tuple[int, ...]) -> Row:
-        return self.proc.spec_row(self.p.row(ctx))
+        return self._row("p", ctx)
 
     def q_row(self, ctx: tuple[int, ...]) -> Row:
         """The stated draft row: q at T (SGLang's draft probs are not top-k / top-p processed here)."""
-        return temper(self.q.row(ctx), self.proc.temperature)
+        return self._row("q", ctx)
 
     def draw_row(self, ctx: tuple[int, ...]) -> Row:
-        return temper(self.q.row(ctx), self.t_draw)
+        return self._row("draw", ctx)
 
-    def round_law(self, ctx: tuple[int, ...]) -> Law:
-        return self._block_round(ctx) if self.block else self._token_round(ctx)
+    def round_law(self, ctx: tuple[int, ...], limit: int | None = None) -> Law:
+        """The law of one round's tokens after ctx, each outcome cut to its first `limit` (None: whole)."""
+        if not self.block:
+            return self._token_round(ctx, limit)
+        key = self.visible(ctx)  # block verification reads the whole draft: one whole round per context, then cut
+        whole = self._blocks.get(key)
+        if whole is None:
+            whole = self._blocks[key] = self._block_round(ctx)
+        if limit is None:
+            return whole
+        out: Law = {}
+        for s, w in whole.items():
+            out[s[:limit]] = out.get(s[:limit], ZERO) + w
+        return out
 
-    def _token_round(self, ctx: tuple[int, ...]) -> Law:
+    def _token_round(self, ctx: tuple[int, ...], limit: int | None = None) -> Law:
         out: dict[tuple[int, ...], Fraction] = {}
 
         def add(law: Law, head: tuple[int, ...], w: Fraction) -> None:
@@ -150,6 +176,9 @@ class ChainLaw:
                 out[head + k] = out.get(head + k, ZERO) + w * v
 
         def level(acc: tuple[int, ...], w: Fraction) -> None:
+            if limit is not None and len(acc) >= limit:  # the rest of the round is past the cut
+                out[acc] = out.get(acc, ZERO) + w
+                return
             c = ctx + acc
             p = self.p_row(c)
             if len(acc) == self.gamma:
@@ -170,7 +199,7 @@ class ChainLaw:
         level((), ONE)
         return out
 
-    def _block_round(self, ctx: tuple[int, ...]) -> Law:
+    def _block_round(self, ctx: tuple[int, ...], limit: int | None = None) -> Law:
         out: dict[tuple[int, ...], Fraction] = {}
         V, g = self.p.vocab_size, self.gamma
         for xs in itertools.product(range(V), repeat=g):
@@ -214,11 +243,12 @@ class ChainLaw:
                     p_i, q_i = rows[i]
                     law = _residual(p_i, q_i, rs[i - 1] if i >= 1 else ONE)
                 for k, v in law.items():
-                    out[head + k] = out.get(head + k, ZERO) + wi * v
+                    s = (head + k)[:limit]
+                    out[s] = out.get(s, ZERO) + wi * v
         return out
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(lambda ctx, m: self.round_law(ctx), context, n, label="sglang")
+        return token_law(self.round_law, context, n, label="sglang", key=visible(self.p.context_length))
 
 
 def spec_target_law(target: TableModel, proc: Processing, context: Sequence[int], n: int) -> Law:
