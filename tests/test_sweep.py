@@ -186,3 +186,18 @@ def test_load_grid_errors_are_case_errors(tmp_path):
     (tmp_path / "bad.json").write_text("{nope")
     with pytest.raises(CaseError, match="not JSON"):
         load_grid(str(tmp_path / "bad.json"))
+
+
+def test_method_walk_in_a_grid_agrees_with_dp_and_has_no_tau():
+    """`"method": "walk"`: the rheo cells' TV and acceptance equal dp's exactly; τ is left empty
+    (walk computes rounds only up to the law's n tokens); a family without walk gets an error row."""
+    grid = {**GRID, "tables": GRID["tables"][:2], "temperatures": ["1", 0]}
+    dp = {r["case_hash"]: r for r in run_cells(grid_cells(grid))}
+    walk = list(run_cells(grid_cells({**grid, "method": "walk"})))
+    rheo = [r for r in walk if r["family"] == "rheo"]
+    assert len(rheo) == 3 * 2 * 2 and all(not r["error"] for r in rheo)  # tables x rheo schemes x temperatures
+    assert all("walk" in r["error"] for r in walk if r["family"] == "static")
+    for r in rheo:
+        assert r["tau"] is None and r["tau_float"] is None
+        assert (r["tv"], r["acceptance"]) == (dp[r["case_hash"]]["tv"], dp[r["case_hash"]]["acceptance"])
+    assert any(Fraction(r["tv"]) > 0 for r in rheo)  # the true proxy's bias is seen by walk too

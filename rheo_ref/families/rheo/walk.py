@@ -63,9 +63,7 @@ class DeepCounts:
     so memo keys hash integers, and ordered by (float, Fraction): a correctly rounded float is
     monotone, so the Fraction is compared only when the floats tie."""
 
-    def __init__(
-        self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], caps: Counts, last: int
-    ) -> None:
+    def __init__(self, case: Case, plans: Plans, thresholds: tuple[Fraction, ...], caps: Counts, last: int) -> None:
         self.case, self.plans = case, plans
         self.scheme: Scheme = case.scheme_as(Scheme)
         self.last = last  # the deepest depth that can matter: min(D, h + R)
@@ -140,6 +138,7 @@ class DeepCounts:
             return (-float(sc), -sc, slot, tokens, sampled, bisect_left(self._ascending, sc), self.sid(sc))
 
         dets = [kid(q, i, (t,), False) for i, (t, q) in enumerate(plan.det)]
+        out: list[tuple[Fraction, tuple[Kid, ...]]]
         if plan.qtilde is None:
             out = [(ONE, tuple(k for k in dets if k is not None))]
         else:
@@ -156,9 +155,11 @@ class DeepCounts:
                 else:
                     merged[sig] = (w, list(ys), kept)
             out = []
-            for w, ys, kept in merged.values():
-                kids = tuple(k if not k[4] else k[:3] + (tuple(sorted(ys)),) + k[4:] for k in kept)
-                out.append((w, kids))
+            for w, union, kept in merged.values():
+                ks: tuple[Kid, ...] = tuple(
+                    k if not k[4] else (k[0], k[1], k[2], tuple(sorted(union)), k[4], k[5], k[6]) for k in kept
+                )
+                out.append((w, ks))
         self._options[member] = out
         return out
 
