@@ -146,9 +146,9 @@ def test_cost_model_refuses_before_any_work():
         replace(zipf_case(6, 8, K=3, W=2, D=4), tokens=2),
         replace(zipf_case(6, 5, K=3, W=2, D=5, proxy="true"), tokens=2),
         replace(zipf_case(12, 60), tokens=1),
-        replace(zipf_case(8, 20, D=6, proxy="const:1/4"), tokens=2),
+        replace(zipf_case(8, 10, K=3, W=2, D=6, proxy="const:1/4"), tokens=2),
     ],
-    ids=["V6-D4-R8", "V6-D5-R5-true", "V12-D8-R60", "V8-D6-R20-const"],
+    ids=["V6-D4-R8", "V6-D5-R5-true", "V12-D8-R60", "V8-D6-R10-const"],
 )
 def test_cost_model_bounds_every_round_it_admits(case):
     """Each round walk computes (the first to n tokens, the next ones to fewer) visits at most the
