@@ -201,3 +201,15 @@ def test_method_walk_in_a_grid_agrees_with_dp_and_has_no_tau():
         assert r["tau"] is None and r["tau_float"] is None
         assert (r["tv"], r["acceptance"]) == (dp[r["case_hash"]]["tv"], dp[r["case_hash"]]["acceptance"])
     assert any(Fraction(r["tv"]) > 0 for r in rheo)  # the true proxy's bias is seen by walk too
+
+
+def test_cli_sweeps_method_walk_into_csv_parquet_and_plot(tmp_path):
+    """`rheo sweep` with "method": "walk": the table round-trips with empty τ, and the plot is drawn
+    (τ only where a row has it)."""
+    out = tmp_path / "out"
+    grid = {**GRID, "tables": GRID["tables"][:1], "schemes": GRID["schemes"][:2], "temperatures": ["1"]}
+    res = run_rheo("sweep", write_grid(tmp_path, {**grid, "method": "walk"}), "--out", str(out), "--no-progress")
+    assert res.returncode == 0, res.stderr
+    rows = read_table(out / "sweep.csv")
+    assert len(rows) == 4 and all(r["method"] == "walk" and r["tau"] == "" and not r["error"] for r in rows)
+    assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
