@@ -245,11 +245,13 @@ def plot(rows: list[dict], path: Path) -> None:
             if r["scheme"] == scheme:
                 by_t.setdefault(Fraction(r["temperature"]), []).append(r)
         ts = sorted(by_t)
-        taus = [[r["tau_float"] for r in by_t[t]] for t in ts]
+        # method walk computes rounds only up to the law's n tokens: its rows have no τ
+        t_tau = [t for t in ts if any(r["tau_float"] is not None for r in by_t[t])]
+        taus = [[r["tau_float"] for r in by_t[t] if r["tau_float"] is not None] for t in t_tau]
         label = " ".join(f"{k}={v}" for k, v in json.loads(scheme).items())
-        a_tau.plot([float(t) for t in ts], [sum(v) / len(v) for v in taus], "o-", color=f"C{i}", label=label)
+        a_tau.plot([float(t) for t in t_tau], [sum(v) / len(v) for v in taus], "o-", color=f"C{i}", label=label)
         a_tau.fill_between(
-            [float(t) for t in ts], [min(v) for v in taus], [max(v) for v in taus], color=f"C{i}", alpha=0.15
+            [float(t) for t in t_tau], [min(v) for v in taus], [max(v) for v in taus], color=f"C{i}", alpha=0.15
         )
         a_tv.plot([float(t) for t in ts], [max(r["tv_float"] for r in by_t[t]) for t in ts], "o-", color=f"C{i}")
     a_tau.set(xlabel="temperature T", ylabel="exact τ (mean over tables, range shaded)", title="τ per scheme")

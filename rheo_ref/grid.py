@@ -40,7 +40,7 @@ from .validate import check_fields, is_int, show, within_limit
 
 GENERATORS = ("random", *STYLES, "given")
 MAX_TABLE_ENTRIES = 10**6  # probabilities per generated table: V^(context_length + 1)
-METHODS = ("dp", "classes", "brute")
+METHODS = ("dp", "classes", "brute", "walk")  # walk: rows without τ (it computes rounds only up to n tokens)
 MIN_TEMPERATURE, MAX_TEMPERATURE = Fraction(1, 100), Fraction(100)  # rows^(1/T) stay a few hundred digits
 MAX_SEED = 2**63 - 1  # the table's int64 column
 MAX_CELLS = 100_000  # cells of one grid (tables x schemes x temperatures); --force lifts it
@@ -261,13 +261,14 @@ def run_cell(cell: GridCell) -> dict:
     try:
         ex = Exact(case, cell.method, max_trees=cell.max_trees)
         d = tv(ex.token_law(case.tokens), target_law(case, case.tokens))
-        tau = ex.tau()
+        horizon = case.tokens if ex.cuts else None  # walk: rounds only up to n tokens, so no τ
+        tau = None if ex.cuts else ex.tau()
         row.update(
-            tau=str(tau),
-            tau_float=float(tau),
+            tau=None if tau is None else str(tau),
+            tau_float=None if tau is None else float(tau),
             tv=str(d),
             tv_float=float(d),
-            acceptance=str(ex.acceptance()),
+            acceptance=str(ex.acceptance(horizon=horizon)),
             enumerated=ex.counter.enumerated,
         )
     except RheoError as e:

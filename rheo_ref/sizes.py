@@ -122,3 +122,26 @@ def count(n: int) -> str:
 
 def gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
+
+
+def ordered_subsets(n: int, most: int) -> Size:
+    """Ordered selections of at most `most` of n things: sum over k <= most of n!/(n-k)! (a bound
+    on the frontiers a level of walk's deep chain can reach from n relevant nodes)."""
+    total, term = 1, 1
+    for k in range(1, min(n, most) + 1):
+        term *= n - k + 1
+        total += term
+    return Size.of(total)
+
+
+def walk_round(shallow: Size, members: list[int], W: int) -> Size:
+    """Outcomes one `walk` round visits at most: its shallow trees, and for each (each has its own
+    memo of deep counts) the deep frontiers of every depth below the horizon, at most the ordered
+    selections of <= W of that depth's relevant nodes (`members`, one count per depth)."""
+    deep = 0
+    for n in members:
+        d = ordered_subsets(n, W)
+        if d.exact is None:
+            return Size(shallow.log10 + d.log10)
+        deep += d.exact
+    return shallow * Size.of(1 + deep)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -17,6 +18,7 @@ from test_ref_dp import DOC_CASE
 
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import Exact, Law, exact_report, target_law, tv
+from rheo_ref.families.rheo.exact import estimate
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.families.rheo.verify import Rules
@@ -123,4 +125,45 @@ def test_cli_walk_refuses_a_hopeless_horizon_up_front(tmp_path):
 def test_first_two_tokens_at_the_papers_budget():
     """R = 60, D = 8, V = 12, K = 4, W = 3: the exact law of the first two tokens, TV 0."""
     case = zipf_case(12, 60)
-    assert tv(Exact(case, "walk").token_law(2), target_law(case, 2)) == 0
+    assert tv(Exact(case, "walk", max_trees=None).token_law(2), target_law(case, 2)) == 0
+
+
+def test_cost_model_refuses_before_any_work():
+    """R = 60, D = 8, n = 3 on V = 12: the bound (shallow trees and deep frontiers) is over the
+    default limit, and the refusal comes before a single shallow tree is built."""
+    from rheo_ref.errors import TooLargeError
+
+    seen = []
+    case = replace(zipf_case(12, 60), tokens=3)
+    with pytest.raises(TooLargeError, match="walk.: shallow trees and deep frontiers per round"):
+        Exact(case, "walk", progress=seen.append)
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        replace(zipf_case(6, 8, K=3, W=2, D=4), tokens=2),
+        replace(zipf_case(6, 5, K=3, W=2, D=5, proxy="true"), tokens=2),
+        replace(zipf_case(12, 60), tokens=1),
+        replace(zipf_case(8, 10, K=3, W=2, D=6, proxy="const:1/4"), tokens=2),
+    ],
+    ids=["V6-D4-R8", "V6-D5-R5-true", "V12-D8-R60", "V8-D6-R10-const"],
+)
+def test_cost_model_bounds_every_round_it_admits(case):
+    """Each round walk computes (the first to n tokens, the next ones to fewer) visits at most the
+    estimate's shallow trees plus deep frontiers."""
+    bound = estimate(case, "walk")
+    ex = Exact(case, "walk")
+    rounds, laws = [], ex._laws
+    orig = laws.round_law
+
+    def counted(ctx, horizon=None):
+        e, f = laws.enumerated, laws.frontiers
+        out = orig(ctx, horizon)
+        rounds.append(laws.enumerated - e + laws.frontiers - f)
+        return out
+
+    laws.round_law = counted
+    ex.token_law(case.tokens)
+    assert rounds and max(rounds) <= int(bound), (rounds, bound)

@@ -186,3 +186,30 @@ def test_load_grid_errors_are_case_errors(tmp_path):
     (tmp_path / "bad.json").write_text("{nope")
     with pytest.raises(CaseError, match="not JSON"):
         load_grid(str(tmp_path / "bad.json"))
+
+
+def test_method_walk_in_a_grid_agrees_with_dp_and_has_no_tau():
+    """`"method": "walk"`: the rheo cells' TV and acceptance equal dp's exactly; τ is left empty
+    (walk computes rounds only up to the law's n tokens); a family without walk gets an error row."""
+    grid = {**GRID, "tables": GRID["tables"][:2], "temperatures": ["1", 0]}
+    dp = {r["case_hash"]: r for r in run_cells(grid_cells(grid))}
+    walk = list(run_cells(grid_cells({**grid, "method": "walk"})))
+    rheo = [r for r in walk if r["family"] == "rheo"]
+    assert len(rheo) == 3 * 2 * 2 and all(not r["error"] for r in rheo)  # tables x rheo schemes x temperatures
+    assert all("walk" in r["error"] for r in walk if r["family"] == "static")
+    for r in rheo:
+        assert r["tau"] is None and r["tau_float"] is None
+        assert (r["tv"], r["acceptance"]) == (dp[r["case_hash"]]["tv"], dp[r["case_hash"]]["acceptance"])
+    assert any(Fraction(r["tv"]) > 0 for r in rheo)  # the true proxy's bias is seen by walk too
+
+
+def test_cli_sweeps_method_walk_into_csv_parquet_and_plot(tmp_path):
+    """`rheo sweep` with "method": "walk": the table round-trips with empty τ, and the plot is drawn
+    (τ only where a row has it)."""
+    out = tmp_path / "out"
+    grid = {**GRID, "tables": GRID["tables"][:1], "schemes": GRID["schemes"][:2], "temperatures": ["1"]}
+    res = run_rheo("sweep", write_grid(tmp_path, {**grid, "method": "walk"}), "--out", str(out), "--no-progress")
+    assert res.returncode == 0, res.stderr
+    rows = read_table(out / "sweep.csv")
+    assert len(rows) == 4 and all(r["method"] == "walk" and r["tau"] == "" and not r["error"] for r in rows)
+    assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

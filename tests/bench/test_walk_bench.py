@@ -93,3 +93,28 @@ def test_walk_side_by_side_with_dp(table, n, strict):
         if strict and R == 60:
             assert t <= GOAL_SECONDS and rss <= GOAL_BYTES, rows[-1]
     print("\n" + "\n".join(rows))
+
+
+@pytest.mark.parametrize("proxy", ["rheo", "const:1/4", "scaled:1/2", "true"])
+def test_proxies_at_the_papers_budget(proxy):
+    """The first two tokens' exact TV at D = 8 (zipf, V = 12, K = 4, W = 3, m = 1) for the rheo proxy
+    and the ad-hoc ones, R = 20, 40, 60, walk only. The rheo proxy is lossless (TV 0 at every R);
+    the `true` proxy (factor q_rank(y): survival bias) is the negative control, its TV > 0 at R = 20
+    (at R = 60 every shallow node is kept and its bias does not reach the first two tokens)."""
+    rows = []
+    for R in (20, 40, 60):
+        case = paper_case("zipf", R)
+        case = case.with_scheme(proxy=proxy)
+        law, t, ex, _ = timed(case, "walk", 2, None)
+        assert law is not None
+        d = tv(law, target_law(case, 2))
+        laws = ex._laws
+        rows.append(
+            f"zipf n=2 R={R} D=8 proxy={proxy}: walk {t:.2f} s ({laws.enumerated:,} shallow trees, "
+            f"{laws.frontiers:,} deep frontiers, peak RSS {peak_rss() / 2**30:.2f} GiB), TV {d} (~{float(d):.4g})"
+        )
+        if proxy == "rheo":
+            assert d == 0
+        if proxy == "true" and R == 20:
+            assert d > 0
+    print("\n" + "\n".join(rows))

@@ -20,6 +20,7 @@ from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import check_build
 from rheo_ref.families.rheo.verify import SPEC_RULES, Rules, verify_law
 from rheo_ref.families.rheo.walk import WalkRounds
+from rheo_ref.families.rheo.walk_cost import walk_estimate
 from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context
 from rheo_ref.sizes import Size, expansions
@@ -101,29 +102,39 @@ def rounds(
 
 
 def estimate(case: Case, method: str, variant: Variant = SPEC) -> Size:
-    """An upper bound of the trees per round that `brute`/`classes` enumerate (dp: 0, its limit is
-    enforced while it runs), never computed when large: brute (V-m)^E, with E the expansions of a
+    """An upper bound of the outcomes per round that a method visits (dp: 0, its limit is enforced
+    while it runs), never computed when large: brute (V-m)^E trees, with E the expansions of a
     round; classes (V-m)^(E-last) x min(V-m, K-m)^last (the sampled nodes created by the last
-    level of expansions are never expanded, and distinct fills bound their classes); walk: the
-    classes bound of the tree cut at depth min(n, D), n = the case's tokens (its shallow trees;
-    the deep frontiers it adds are bounded by the relevance floor, not by this count)."""
+    level of expansions are never expanded, and distinct fills bound their classes; with the
+    `true` proxy the factor tells them apart too: (V-m)^last); walk: over its rounds to horizons
+    h = 1..n (n = the case's tokens), the classes bound of the tree cut at depth h (its shallow
+    trees) and the deep frontiers each can visit (`walk_cost`)."""
     if method == "dp":
         return Size.of(0)
     s = case.scheme_as(Scheme)
     if s.m >= s.K:
         return Size.of(1)
+    if method == "walk":
+        rounds = [walk_estimate(case, trees(case, "classes", min(h, s.D)), h) for h in range(1, case.tokens + 1)]
+        return max(rounds, key=lambda z: z.log10)
+    return trees(case, method, s.D)
+
+
+def trees(case: Case, method: str, D: int) -> Size:
+    """brute's or classes' bound of the trees of a round cut at depth D."""
+    s = case.scheme_as(Scheme)
     branch = case.vocab_size - s.m  # possible sampled identities per expansion
-    D = min(case.tokens, s.D) if method == "walk" else s.D  # walk: the shallow trees, to depth n
     E = expansions(s.K, s.W, D)
     if method == "brute":
         return Size.power(branch, E)
     last = E - expansions(s.K, s.W, D - 1) if D > 1 else E
-    return Size.power(branch, E - last) * Size.power(min(branch, s.K - s.m), last)
+    leaf = branch if s.proxy.kind == "true" else min(branch, s.K - s.m)
+    return Size.power(branch, E - last) * Size.power(leaf, last)
 
 
 def estimate_what(case: Case, method: str) -> str:
     s = case.scheme_as(Scheme)
     return (
-        f"method {show(method)}: {'shallow ' if method == 'walk' else ''}trees per round (K={show(s.K)}, "
+        f"method {show(method)}: {'shallow trees and deep frontiers' if method == 'walk' else 'trees'} per round (K={show(s.K)}, "
         f"W={show(s.W)}, D={show(min(case.tokens, s.D) if method == 'walk' else s.D)}, V={show(case.vocab_size)})"
     )

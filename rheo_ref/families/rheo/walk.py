@@ -138,6 +138,7 @@ class DeepCounts:
             return (-float(sc), -sc, slot, tokens, sampled, bisect_left(self._ascending, sc), self.sid(sc))
 
         dets = [kid(q, i, (t,), False) for i, (t, q) in enumerate(plan.det)]
+        out: list[tuple[Fraction, tuple[Kid, ...]]]
         if plan.qtilde is None:
             out = [(ONE, tuple(k for k in dets if k is not None))]
         else:
@@ -154,9 +155,11 @@ class DeepCounts:
                 else:
                     merged[sig] = (w, list(ys), kept)
             out = []
-            for weight, drawn, members in merged.values():
-                children = tuple(k if not k[4] else k[:3] + (tuple(sorted(drawn)),) + k[4:] for k in members)
-                out.append((weight, children))
+            for w, union, kept in merged.values():
+                ks: tuple[Kid, ...] = tuple(
+                    k if not k[4] else (k[0], k[1], k[2], tuple(sorted(union)), k[4], k[5], k[6]) for k in kept
+                )
+                out.append((w, ks))
         self._options[member] = out
         return out
 
