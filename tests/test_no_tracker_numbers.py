@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = re.compile(r"\bissues? ?#?\d+\b|\bissue-\d+\b", re.IGNORECASE)  # "issue 22", "issues 3", "issue #5"
 EXTERNAL = re.compile(r"(?<![\w&/])#\d+\b|\bPR \d+\b")  # "#47066", "PR #476", "PR 10198"
 TABLE = "docs/GATE.md"
+SELF = "tests/test_no_tracker_numbers.py"
 
 
 def tracked() -> list[str]:
@@ -28,7 +29,7 @@ def hits(pattern: re.Pattern, allowed: str | None = None) -> list[str]:
     found = []
     for name in tracked():
         path = ROOT / name
-        if not path.is_file():
+        if name == SELF or not path.is_file():  # this file shows the patterns it looks for
             continue
         for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if allowed is not None and name == allowed and line.startswith("|"):
