@@ -37,11 +37,9 @@ from rheo_fast.bugclasses.mutants import FAST_BUG_MUTANTS  # noqa: E402
 from rheo_ref.bugclasses.batch import BATCH_MUTANTS, batch_laws  # noqa: E402
 from rheo_ref.bugclasses.batch import CORRECT_BATCH as REF_CORRECT_BATCH  # noqa: E402
 from rheo_ref.bugclasses.cases import GRID, BugCase, request_law  # noqa: E402
-from rheo_ref.bugclasses.decoder import Request  # noqa: E402
 from rheo_ref.bugclasses.mutants import BUG_MUTANTS  # noqa: E402
-from rheo_ref.bugclasses.report_cases import CASE_OF, REPORT_CASE, report_cases  # noqa: E402
+from rheo_ref.bugclasses.report_cases import CASE_OF, REPORT_CASE, report_batch, report_cases  # noqa: E402
 from rheo_ref.laws import tv  # noqa: E402
-from rheo_ref.models import TableModel  # noqa: E402
 
 ALPHA, BETA, DELTA = 1e-4, 0.01, 0.1
 REPORT = report_cases()
@@ -52,8 +50,16 @@ CASES = {
 
 
 def draws(case: BugCase, check: str, n: int, seed: int, steps=CORRECT) -> list[tuple[int, ...]]:
-    kw = {"first_round": check == "round", "logprobs": check == "logprobs", "grid": GRID if check == "grid" else None}
-    out = decode(case, n, torch.Generator().manual_seed(seed), steps, **kw)
+    grid = GRID if check == "grid" else None
+    out = decode(
+        case,
+        n,
+        torch.Generator().manual_seed(seed),
+        steps,
+        first_round=check == "round",
+        logprobs=check == "logprobs",
+        grid=grid,
+    )
     return [s[: int(check[5:])] for s in out] if check.startswith("joint") else out
 
 
@@ -80,7 +86,7 @@ def test_each_fast_mutant_has_its_reference_twins_law(name):
     tokens = [c for c in tvs if (c == "logprobs") == (m.kind == "logprobs")]  # the tokens' law, or the reports'
     ch = max(tokens, key=lambda c: tvs[c])
     delta = min(DELTA, float(tvs[ch]))
-    assert delta > 0.03, (name, tvs)  # every class moves its report case's law
+    assert delta > 0.015, (name, tvs)  # every class moves its report case's law (the least: 28, 0.018)
     n = max(samples_for(bad[ch], delta, ALPHA, BETA), samples_for(laws[ch], delta, ALPHA, BETA))
     got = draws(case, ch, n, seed_for(f"fast-bugclasses|{name}"), FAST_BUG_MUTANTS[name])
     fits = check_law(got, bad[ch], alpha=ALPHA, tv=delta, beta=BETA, label=f"{ch} [{name}] vs its exact law")
@@ -92,9 +98,10 @@ def test_each_fast_mutant_has_its_reference_twins_law(name):
 def test_every_served_class_has_a_fast_twin():
     served = {n for n, m in BUG_MUTANTS.items() if m.klass >= 15}
     assert served == set(FAST_BUG_MUTANTS)
+    assert set(BATCH_MUTANTS) == set(FAST_BATCH_MUTANTS)
 
 
-@pytest.mark.parametrize("verify", ["token", "block"])
+@pytest.mark.parametrize("verify", ["token", "block", "tree"])
 def test_fast_greedy_is_the_argmax_path_exactly(verify):
     """At T = 0 the request's law is one sequence (the argmax path, ties to the lower id): every
     fast run must emit it, token for token (an exact check, no statistics)."""
@@ -113,18 +120,10 @@ def test_fast_greedy_is_the_argmax_path_exactly(verify):
 # --- batches of different requests (rheo_fast.bugclasses.batch against rheo_ref.bugclasses.batch) ---
 
 
-def _request(q: list[int], p: list[int], req: Request) -> BugCase:
-    t = lambda w, n: TableModel.from_weights({(): w}, context_length=0, name=n)
-    return BugCase(t(q, "draft"), t(p, "target"), (), 2, req)
-
-
-BATCH = [
-    _request([3, 1, 2], [1, 2, 3], Request(temperature=Fraction(1, 2), gamma=1)),
-    _request([1, 1, 2], [2, 1, 1], Request(gamma=1)),
-]
-SEEDS = [11, 22]
-# the batch each mutant needs: padding reaches a real row only in an odd batch (here: one request)
-BATCH_OF = {"batch-padding-temperature": 1}
+BATCH, SEEDS = report_batch()  # three requests, each with its own tables and temperature
+# the batch each mutant runs on (default: the first two requests): padding reaches a real row only
+# in an odd batch (here: one request); the corruption only with more than two requests
+BATCH_OF = {"batch-padding-temperature": 1, "batch-corrupt-above-two": 3}
 
 
 def _outcome(outs, check: str):
@@ -133,7 +132,7 @@ def _outcome(outs, check: str):
 
 @pytest.mark.parametrize("name", ["correct", *sorted(FAST_BATCH_MUTANTS)])
 def test_each_fast_batch_has_its_reference_twins_law(name):
-    size = BATCH_OF.get(name, len(BATCH))
+    size = BATCH_OF.get(name, 2)
     cases, seeds = BATCH[:size], SEEDS[:size]
     fast_steps = CORRECT_BATCH if name == "correct" else FAST_BATCH_MUTANTS[name]
     ref_steps = REF_CORRECT_BATCH if name == "correct" else BATCH_MUTANTS[name][1]
@@ -156,5 +155,7 @@ def test_each_fast_batch_has_its_reference_twins_law(name):
     ]
     if name in ("correct", "batch-padding-temperature"):
         assert moved == [0.0] * size  # a coupled identity: no statistics
+    elif name == "batch-corrupt-above-two":  # rows 0 and 1 untouched, row 2 read one row late
+        assert moved[:2] == [0.0, 0.0] and moved[2] > 0.1, moved
     elif name == "batch-shared-stream":
         assert moved[0] == 0 and moved[1] > 0.5, moved

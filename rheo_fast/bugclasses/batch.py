@@ -20,6 +20,7 @@ from rheo_ref.bugclasses.cases import BugCase
 from rheo_ref.bugclasses.decoder import DEFAULT_REQUEST
 
 from .decoder import CORRECT, FastSteps, decode
+from .mutants import TargetOffByOne
 
 
 class FastBatchSteps:
@@ -61,10 +62,18 @@ class ResampledTokenBroadcast(FastBatchSteps):
         return [[o0[:1] + o[1:] for o0, o in zip(outs[0], rows)] for rows in outs]
 
 
+class CorruptAboveTwo(FastBatchSteps):
+    """With more than two requests in the batch, rows 2 and up read the target row one position late."""
+
+    def case_in_batch(self, case: BugCase, i: int, size: int) -> tuple[BugCase, FastSteps]:
+        return case, (TargetOffByOne() if size > 2 and i >= 2 else CORRECT)
+
+
 FAST_BATCH_MUTANTS: dict[str, FastBatchSteps] = {
     "batch-shared-stream": SharedStream(),
     "batch-padding-temperature": PaddingTemperature(),
     "batch-token-broadcast": ResampledTokenBroadcast(),
+    "batch-corrupt-above-two": CorruptAboveTwo(),
 }
 CORRECT_BATCH = FastBatchSteps()
 

@@ -7,8 +7,12 @@ target rows (row j after x_1..x_j: processed with the penalties counting the emi
 drafts before it, masked by the grammar state along its path), then token-level verification (x_j
 kept iff u·q(x_j) < p(x_j), the residual max(p − q, 0) renormalised at the first rejection, the
 bonus from p after x_γ) or block verification (Sun et al. 2024, Algorithm 2: τ the last i whose
-test u_i < h_i passes, one token from max(w_τ·p − q, 0) renormalised, or the bonus). Draws are by
-inverse CDF in token-id order: the first t with u·Σ < Σ_{i≤t} row_i.
+test u_i < h_i passes, one token from max(w_τ·p − q, 0) renormalised, or the bonus) or tree
+verification (`TREE_WIDTH` branches of γ draft tokens, each drawn as the chain above; the branches'
+first tokens tried in branch order against p, then the residuals max(p_b − q, 0) renormalised
+after each rejection, one residual draw after every branch is rejected; the accepted branch's
+chain verified token by token against its own rows, then its bonus). Draws are by inverse CDF in
+token-id order: the first t with u·Σ < Σ_{i≤t} row_i.
 
 Randomness: one float64 uniform per draw and per test from the caller's `torch.Generator` (or, with
 `grid`, uniforms k/grid, k uniform in 0..grid − 1: the `grid` check's coins); the fast path is not
@@ -31,7 +35,7 @@ from torch import Tensor
 from rheo_fast import processing
 from rheo_fast.models import _Table
 from rheo_ref.bugclasses.cases import BugCase
-from rheo_ref.bugclasses.decoder import Request
+from rheo_ref.bugclasses.decoder import TREE_WIDTH, Request
 from rheo_ref.constraint import Constraint
 from rheo_ref.errors import CaseError
 
@@ -69,6 +73,15 @@ class FastSteps:
     def target_steps(self, j: int | None, gamma: int) -> tuple:
         """Processing steps replaced in target row j (None: after the prompt; γ: the bonus): none."""
         return ()
+
+    def target_position(self, j: int, gamma: int) -> int:
+        """Which of the γ + 1 target rows verifies draft position j (0-based): row j."""
+        return j
+
+    def tree_row(self, branch: int, j: int) -> tuple[int, int]:
+        """Which target row verifies node j (0-based depth; γ: the bonus) of a tree branch: that
+        branch's row j, after its own tokens x^b_1..x^b_j."""
+        return branch, j
 
     def target_counted(self, out_counts: Tensor, draft_counts: Tensor) -> Tensor:
         """The counts [B, V] the penalties read at a target row: the emitted tokens and the drafts before it."""
@@ -252,18 +265,20 @@ def decode(
     rounds = 0
     while bool((run.length < n).any()) and not (first_round and rounds == 1):
         live = run.length < n  # [B]
-        xs = torch.zeros(B, gamma, dtype=torch.long)  # [B, γ]
-        qs = torch.zeros(B, gamma, run.V, dtype=torch.float64)  # [B, γ, V]
-        for j in range(gamma):  # draft: γ tokens from the processed draft rows (the draft is not constrained)
-            counted = run.out_counts() + run.counts(xs[:, :j])
-            qs[:, j] = run.process(run.rows(run.draft, xs[:, :j]), counted, req)
-            xs[:, j] = pick(coin(), qs[:, j], closed)
-        states = run.path_states(xs)  # [B, γ + 1]
-        rows = [run.target_row(xs[:, :j], j, states) for j in range(gamma + 1)]  # γ + 1 × ([B, V] × 3)
-        verify = verify_token if req.verify == "token" else verify_block
-        tokens, n_emit = verify(xs, qs, rows, coin, steps, closed)  # [B, γ + 1], [B]
-        for j in range(gamma + 1):
-            p, _, raw = rows[j]
+        branches = [draft_chain(run, B, gamma, coin, closed) for _ in range(TREE_WIDTH if req.verify == "tree" else 1)]
+        # target: γ + 1 rows per branch, row j after x_1..x_j of that branch: γ + 1 × ([B, V] × 3)
+        rows = []
+        for xs, _ in branches:
+            states = run.path_states(xs)  # [B, γ + 1]
+            rows.append([run.target_row(xs[:, :j], j, states) for j in range(gamma + 1)])
+        if req.verify == "tree":
+            tokens, n_emit, used = verify_tree(branches, rows, coin, steps, closed)  # [B, γ + 1], [B], rows
+        else:
+            (xs, qs), verify = branches[0], (verify_token if req.verify == "token" else verify_block)
+            tokens, n_emit = verify(xs, qs, rows[0], coin, steps, closed)  # [B, γ + 1], [B]
+            used = [rows[0][steps.target_position(j, gamma) if j < gamma else gamma] for j in range(gamma + 1)]
+        for j in range(gamma + 1):  # each emitted token's report, from the row it was verified or drawn at
+            p, _, raw = used[j]
             at = run.length + j  # [B]
             on = live & (j < n_emit)
             rep = steps.reported_prob(p, raw, tokens[:, j].clamp(min=0))  # [B]
@@ -281,6 +296,17 @@ def decode(
     return [(*r, int(o)) for r, o in zip(result, ok.tolist())]
 
 
+def draft_chain(run: Run, B: int, gamma: int, coin: Coins, closed: bool) -> tuple[Tensor, Tensor]:
+    """γ draft tokens [B, γ] from the processed draft rows [B, γ, V] (the draft is not constrained)."""
+    xs = torch.zeros(B, gamma, dtype=torch.long)  # [B, γ]
+    qs = torch.zeros(B, gamma, run.V, dtype=torch.float64)  # [B, γ, V]
+    for j in range(gamma):
+        counted = run.out_counts() + run.counts(xs[:, :j])
+        qs[:, j] = run.process(run.rows(run.draft, xs[:, :j]), counted, run.req)
+        xs[:, j] = pick(coin(), qs[:, j], closed)
+    return xs, qs
+
+
 def verify_token(
     xs: Tensor, qs: Tensor, rows: list, coin: Coins, steps: FastSteps, closed: bool
 ) -> tuple[Tensor, Tensor]:
@@ -290,7 +316,7 @@ def verify_token(
     n_emit = torch.full((B,), gamma + 1, dtype=torch.long)  # [B] every draft kept + bonus
     open_ = torch.ones(B, dtype=torch.bool)  # [B] no rejection yet
     for j in range(gamma):
-        p, p_draw, _ = rows[j]
+        p, p_draw, _ = rows[steps.target_position(j, gamma)]
         x = xs[:, j : j + 1]  # [B, 1]
         ok = steps.accept(coin(), p.gather(-1, x)[:, 0], qs[:, j].gather(-1, x)[:, 0])  # [B]
         rej = open_ & ~ok  # [B] first rejection here
@@ -303,6 +329,53 @@ def verify_token(
     return tokens, n_emit
 
 
+def verify_tree(branches: list, rows: list, coin: Coins, steps: FastSteps, closed: bool) -> tuple[Tensor, Tensor, list]:
+    """Tree verification of every trial (module docstring): (tokens [B, γ + 1], emitted [B], the
+    rows the emitted tokens were verified or drawn at, γ + 1 × ([B, V] × 3)). `branches`: per
+    branch (x [B, γ], q [B, γ, V]); `rows[b][j]`: the target rows after x^b_1..x^b_j."""
+    W, (B, gamma) = len(branches), branches[0][0].shape
+    branch = torch.full((B,), W - 1, dtype=torch.long)  # [B] the branch followed (all rejected: the last)
+    open_ = torch.ones(B, dtype=torch.bool)  # [B] every first token so far rejected
+    p, p_draw, _ = rows[steps.tree_row(0, 0)[0]][steps.tree_row(0, 0)[1]]
+    first = torch.zeros(B, dtype=torch.long)  # [B] the token at depth 0
+    for b, (xs, qs) in enumerate(branches):
+        x = xs[:, :1]  # [B, 1]
+        ok = open_ & steps.accept(coin(), p.gather(-1, x)[:, 0], qs[:, 0].gather(-1, x)[:, 0])  # [B]
+        branch[ok], first[ok] = b, xs[ok, 0]
+        if b == W - 1:  # every first token rejected: one token from the last residual
+            y = pick(coin(), steps.residual_row(p_draw, qs[:, 0]), closed)  # [B]
+            first = torch.where(open_ & ~ok, y, first)
+        else:
+            p = processing.normalise(steps.residual_row(p, qs[:, 0]))  # the next branch's p_{b+1}
+            p_draw = processing.normalise(steps.residual_row(p_draw, qs[:, 0]))
+        open_ &= ~ok
+
+    def sel(stack: list[Tensor]) -> Tensor:  # [W, B, ...] -> [B, ...] at each trial's branch
+        return torch.stack(stack)[branch, torch.arange(B)]
+
+    at = []
+    for j in range(gamma + 1):  # node j's rows as each trial's branch reads them (tree_row)
+        picked = [rows[bb][jj] for bb, jj in (steps.tree_row(b, j) for b in range(W))]
+        at.append(tuple(sel([r[k] for r in picked]) for k in range(3)))
+    xs, qs = sel([x for x, _ in branches]), sel([q for _, q in branches])  # [B, γ], [B, γ, V]
+    tokens = torch.cat([xs, torch.zeros(B, 1, dtype=torch.long)], 1)  # [B, γ + 1]
+    tokens[:, 0] = first
+    n_emit = torch.where(open_, 1, gamma + 1)  # [B]
+    chain = ~open_  # [B] on the accepted branch, no rejection yet
+    for j in range(1, gamma):  # the accepted branch's chain, token by token
+        p, p_draw, _ = at[j]
+        x = xs[:, j : j + 1]  # [B, 1]
+        ok = steps.accept(coin(), p.gather(-1, x)[:, 0], qs[:, j].gather(-1, x)[:, 0])  # [B]
+        rej = chain & ~ok  # [B]
+        y = pick(coin(), steps.residual_row(p_draw, qs[:, j]), closed)  # [B]
+        tokens[rej, j] = y[rej]
+        n_emit[rej] = j + 1
+        chain &= ok
+    bonus = pick(coin(), at[gamma][1], closed)  # [B]
+    tokens[chain, gamma] = bonus[chain]
+    return tokens, n_emit, at
+
+
 def verify_block(
     xs: Tensor, qs: Tensor, rows: list, coin: Coins, steps: FastSteps, closed: bool
 ) -> tuple[Tensor, Tensor]:
@@ -310,7 +383,7 @@ def verify_block(
     B, gamma = xs.shape
     w = [torch.ones(B, dtype=torch.float64)]  # w_0 = 1, [B] each
     for j in range(gamma):
-        pj = rows[j][0].gather(-1, xs[:, j : j + 1])[:, 0]  # [B]
+        pj = rows[steps.target_position(j, gamma)][0].gather(-1, xs[:, j : j + 1])[:, 0]  # [B]
         qj = qs[:, j].gather(-1, xs[:, j : j + 1])[:, 0]  # [B]
         w.append(torch.where(qj > 0, torch.minimum(w[-1] * pj / qj.clamp(min=1e-300), w[0]), (pj > 0).double()))
     tau = torch.zeros(B, dtype=torch.long)  # [B]
@@ -318,7 +391,7 @@ def verify_block(
         if i == gamma:
             h = w[gamma]
         else:
-            s = (w[i][:, None] * rows[i][0] - qs[:, i]).clamp(min=0).sum(-1)  # [B]
+            s = (w[i][:, None] * rows[steps.target_position(i, gamma)][0] - qs[:, i]).clamp(min=0).sum(-1)  # [B]
             d = s + 1 - w[i]
             h = torch.where(d > 0, s / d.clamp(min=1e-300), w[0])  # [B]
         tau = torch.where(coin() < h, i, tau)
@@ -328,7 +401,7 @@ def verify_block(
     for t in range(gamma):  # the token after the kept prefix, drawn from the block residual at τ = t
         at = tau == t
         wt = torch.stack(w, 1).gather(1, tau[:, None])  # [B, 1]
-        y = pick(u, residual(rows[t][1], qs[:, t], wt), closed)  # [B]
+        y = pick(u, residual(rows[steps.target_position(t, gamma)][1], qs[:, t], wt), closed)  # [B]
         tokens[at, t] = y[at]
     tokens[tau == gamma, gamma] = bonus[tau == gamma]
     return tokens, tau + 1

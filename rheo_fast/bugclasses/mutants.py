@@ -1,7 +1,9 @@
-"""The served-decoder bug classes (15–27, docs/GATE.md "Bug classes") on the fast path: each a
+"""The served-decoder bug classes (15–28, docs/GATE.md "Bug classes") on the fast path: each a
 `FastSteps` subclass that gets one step wrong as its reference twin in
 `rheo_ref.bugclasses.mutants` does (same class, same name in `FAST_BUG_MUTANTS`). Each one's law is
-checked against the reference mutant's exact law (`tests/test_fast_bugclasses.py`).
+checked against the reference mutant's exact law (`tests/test_fast_bugclasses.py`). Class 13's
+off-by-one target row (`TargetOffByOne`) is here too, for the batch class that corrupts rows 2 and
+up with it (`rheo_fast.bugclasses.batch`); the seam classes 1–14 have no fast twins of their own.
 """
 
 from __future__ import annotations
@@ -107,6 +109,22 @@ class CumsumLeqCoin(FastSteps):
         return True
 
 
+class TreeNodeWrongRow(FastSteps):
+    """28: node j of every tree branch (and its residual and bonus draws) reads the first branch's
+    row j, not the row after the node's own path."""
+
+    def tree_row(self, branch: int, j: int) -> tuple[int, int]:
+        return 0, j
+
+
+class TargetOffByOne(FastSteps):
+    """13 (a seam class, here for `batch-corrupt-above-two`): draft position j is verified against
+    the target row one position later (after x_j)."""
+
+    def target_position(self, j: int, gamma: int) -> int:
+        return min(j + 1, gamma)
+
+
 class ThresholdAcceptance(FastSteps):
     """26 (negative control): x also accepted whenever p(x) ≥ threshold_single."""
 
@@ -138,6 +156,7 @@ FAST_BUG_MUTANTS: dict[str, FastSteps] = {
     "cumsum-leq-coin": CumsumLeqCoin(),
     "threshold-acceptance": ThresholdAcceptance(),
     "typical-acceptance": TypicalAcceptance(),
+    "tree-node-wrong-row": TreeNodeWrongRow(),
 }
 
 __all__ = ["FAST_BUG_MUTANTS"]
