@@ -204,7 +204,7 @@ def model_target(per_set: int, tokens: int) -> Target:
         head.init_from_target(model, torch.arange(HeadConfig().draft_vocab))
         head, kind = head.eval().requires_grad_(False), "initialised from the target, untrained (no trained head)"
     prompts = [render(p, target.tokenizer) for p in sample]
-    labels = [str(getattr(p, "name", None) or getattr(p, "id", None) or i) for i, p in enumerate(sample)]
+    labels = [p.id if p.id.startswith(p.set) or "/" in p.id else f"{p.set}/{p.id}" for p in sample]
     return Target(
         "SmolLM2-135M-Instruct",
         model,
