@@ -39,11 +39,12 @@ def test_the_correct_decoders_emit_the_argmax_path(capsys):
 
 
 def test_the_off_by_one_control_is_convicted(capsys):
-    rc, out, _ = _run(capsys, CASE, "--decoder", "off-by-one", "--json", "--quiet")
+    rc, out, err = _run(capsys, CASE, "--decoder", "off-by-one", "--json", "--quiet")
     r = json.loads(out)["decoders"][0]
     assert rc == 1 and r["bug"] >= 1 and r["bug"] == r["flips"] and r["near_tie"] == 0
     fb = r["first_bug"]
     assert fb["expected"] != fb["emitted"] and fb["margin"] > 0 and 0 <= fb["position"] < 12
+    assert err.startswith("rheo: greedy: bug flips: off-by-one") and f"position {fb['position']}" in err  # why exit 1
     rc, out, _ = _run(capsys, CASE, "--quiet")  # the table: every decoder, the verdict names the control
     assert rc == 1
     assert f"position {fb['position']} margin" in out and "verdict: bug flips in off-by-one" in out

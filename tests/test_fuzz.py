@@ -1161,7 +1161,8 @@ GREEDY_FLAGS = {
 @example(path="greedy", argv=["--block", "0"])
 def test_greedy_argument_vectors(files, no_models, path, argv):
     """On a case the check runs (a table model, exact): keep --tokens and --block small so it ends;
-    without one, valid arguments reach the model load and only they may."""
+    without one, valid arguments reach the model load and only they may (`--quiet`: stderr holds
+    only the error line, not the progress bar's updates)."""
     if path is not None:
         for flag, most in (("--tokens", 6), ("--block", 4)):
             if flag in argv and argv.index(flag) + 1 < len(argv):
@@ -1169,7 +1170,7 @@ def test_greedy_argument_vectors(files, no_models, path, argv):
                 argv[i + 1] = argv[i + 1] if _small_int(argv[i + 1], most) else "2"
         where = str(ROOT / "tests" / "cases" / "greedy.json") if path == "greedy" else case_path(files, path)
         argv = [where, *argv]
-    res = invoke(["greedy", *argv])  # (--json is a switch here: no output path to resolve)
+    res = invoke(["greedy", "--quiet", *argv])  # no progress bar on stderr; --json is a switch here
     if res.reached:  # validate first, then load: only valid values may reach a model
         assert res.err.strip() == "", res.err
         bad = invalid_values("greedy", argv)

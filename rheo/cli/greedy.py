@@ -306,7 +306,16 @@ def cmd_greedy(args: argparse.Namespace) -> int:
         )
     else:
         print(_table(target, rows, seconds))
-    return 1 if any(r.bug for r in rows) else 0
+    bugs = [r for r in rows if r.bug]
+    if bugs:  # exit 1 says why on stderr too (with --json, stdout holds only the object)
+        first = ", ".join(
+            f"{r.decoder} {r.bug} (first: prompt {r.first_bug['prompt']} position {r.first_bug['position']} "
+            f"margin {r.first_bug['margin']:.4g} > 2*bound {r.threshold:.3g})"
+            for r in bugs
+            if r.first_bug is not None
+        )
+        print(f"rheo: greedy: bug flips: {first}", file=sys.stderr)
+    return 1 if bugs else 0
 
 
 def register(sub: Any) -> None:
