@@ -82,6 +82,7 @@ SUBCOMMANDS = (
     "sweep",
     "paper-tables",
     "cases",
+    "greedy",
 )
 
 
@@ -1015,6 +1016,17 @@ def invalid_values(command: str, argv: list[str]) -> list[str]:
     within("epochs", 1, 1000)
     within("windows", 1, 10**9)
     within("temperature", 0, 1e308)
+    if command == "greedy":
+        within("prompts", 1, 80)
+        within("block", 1, 64)
+        within("tokens", 1, 8192)
+        if a.get("case") is not None and a.get("prompts") is not None:
+            bad.append("prompts with a case")
+        bad += [
+            f"decoder={a['decoder']}"
+            for d in a["decoder"].split(",")
+            if d.strip() not in ("chain", "tree", "off-by-one")
+        ]
     for name, lo, hi in (("temperatures", 0, 1e308), ("alphas", 0, 1)):
         if a.get(name) is not None:
             try:
@@ -1121,6 +1133,48 @@ CASES_FLAGS = {
 @example(argv=["--false-alarms", str(10**9)])
 def test_cases_argument_vectors(stub_false_alarms, argv):
     invoke(["cases", *argv])
+
+
+# --- greedy ----------------------------------------------------------------------------------------
+
+GREEDY_FLAGS = {
+    "--decoder": st.one_of(
+        st.sampled_from(["chain", "tree", "off-by-one", "chain,off-by-one", "tree,tree", "", "x", "chain,"]),
+        st.text(max_size=8),
+    ),
+    "--prompts": INT_TEXT,
+    "--tokens": INT_TEXT,
+    "--block": INT_TEXT,
+    "--threads": THREADS,
+    "--json": None,
+    "--quiet": None,
+}
+
+
+@fuzz(40)
+@given(path=st.sampled_from([None, "greedy", "small", "tsubame", "missing", "folder", "empty", "binary", "nul"]),
+       argv=flags(GREEDY_FLAGS))  # fmt: skip
+@example(path=None, argv=["--prompts", "81"])
+@example(path="greedy", argv=["--prompts", "1"])
+@example(path="greedy", argv=["--decoder", "chain,"])
+@example(path="small", argv=["--decoder", "tree"])  # a one-token context: refused for the tree
+@example(path="greedy", argv=["--block", "0"])
+def test_greedy_argument_vectors(files, no_models, path, argv):
+    """On a case the check runs (a table model, exact): keep --tokens and --block small so it ends;
+    without one, valid arguments reach the model load and only they may (`--quiet`: stderr holds
+    only the error line, not the progress bar's updates)."""
+    if path is not None:
+        for flag, most in (("--tokens", 6), ("--block", 4)):
+            if flag in argv and argv.index(flag) + 1 < len(argv):
+                i = argv.index(flag)
+                argv[i + 1] = argv[i + 1] if _small_int(argv[i + 1], most) else "2"
+        where = str(ROOT / "tests" / "cases" / "greedy.json") if path == "greedy" else case_path(files, path)
+        argv = [where, *argv]
+    res = invoke(["greedy", "--quiet", *argv])  # no progress bar on stderr; --json is a switch here
+    if res.reached:  # validate first, then load: only valid values may reach a model
+        assert res.err.strip() == "", res.err
+        bad = invalid_values("greedy", argv)
+        assert not bad, (argv, "reached the model load with", bad)
 
 
 # --- the top level, --help, and the console script -------------------------------------------

@@ -105,7 +105,8 @@ def block_logits(model: Any, prompt: Sequence[int], tokens: Sequence[int], size:
         raise CaseError(f"block size={size}; allowed: an integer >= 1")
     ctx = list(prompt)
     cache = kv.new_cache(model)
-    kv.forward(model, cache, torch.tensor(ctx[:-1]))
+    if len(ctx) > 1:  # a one-token prompt: nothing to cache before the first block
+        kv.forward(model, cache, torch.tensor(ctx[:-1]))
     rows = []
     i = 0
     while i < len(tokens):
@@ -181,7 +182,8 @@ def chain_greedy(
         raise CaseError(f"k={k}; allowed: an integer >= 1 draft tokens per round")
     ids = list(prompt)
     cache = kv.new_cache(model)
-    kv.forward(model, cache, torch.tensor(ids[:-1]))  # the cache holds ids[:-1]
+    if len(ids) > 1:  # the cache holds ids[:-1] (nothing for a one-token prompt)
+        kv.forward(model, cache, torch.tensor(ids[:-1]))
     out: list[int] = []
     rounds = 0
     while len(out) < n:
