@@ -111,5 +111,5 @@ def test_the_drafter_cache_grows_on_a_table_lm():
 @served
 @pytest.mark.parametrize("setting", [r.setting for r in decoders()[NAME].table.rows])
 def test_verdict_table(setting, request):
-    """Each row on two seeds at α = 1e-3, δ = 0.1."""
+    """Each row on two seeds, δ = 0.1, α = 1e-3 for the whole table (helpers.verdict_row)."""
     verdict_row(NAME, setting, request.node.nodeid)
