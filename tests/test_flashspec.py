@@ -113,3 +113,9 @@ def test_the_drafter_cache_grows_on_a_table_lm():
 def test_verdict_table(setting, request):
     """Each row on two seeds, δ = 0.1, α = 1e-3 for the whole table (helpers.verdict_row)."""
     verdict_row(NAME, setting, request.node.nodeid)
+
+
+def test_a_row_whose_name_holds_a_comma_is_selected_whole():
+    table = decoders()[NAME].table
+    assert [r.setting for r in table.select("rejection T=1, batch 64")] == ["rejection T=1, batch 64"]
+    assert [r.setting for r in table.select(CONTROL)] == [CONTROL]
