@@ -18,7 +18,8 @@ Position ids are checked, not used: the visible keys' positions, in cache order,
 n-1 and the query must be the last of them (`strict_positions`, default on), so a decoder that
 gives a node the wrong position or lets it see a sibling fails loudly instead of silently.
 
-The cache is a real transformers `DynamicCache` of one layer holding tiny tensors: keys [B, 1, S, 1]
+The cache (argument `cache`, or its pre-5.25 names `past_key_values` / `cache_params`, as transformers'
+own models take them) is a real transformers `DynamicCache` of one layer holding tiny tensors: keys [B, 1, S, 1]
 the token ids and values [B, 1, S, 1] the position ids (float64, exact), so `crop`, assisted
 decoding's rollback and rheo's compaction (`rheo_fast.lm.kvcache.compact`) work on it unchanged.
 
@@ -53,6 +54,25 @@ from .models import _Table
 
 NEG = -1.0e4  # the logit of probability 0 (see the module docstring for the error it leaves)
 MODEL_TYPE = "rheo_table_lm"
+
+
+OLD_CACHE_NAMES = ("past_key_values", "cache_params")  # transformers < 5.25's names for `cache`
+
+
+def cache_argument(cache: Any, kwargs: dict[str, Any]) -> Any:
+    """The cache a forward was given, under `cache` or an older name (popped from `kwargs`).
+
+    transformers 5.25 renamed `past_key_values` (and `cache_params`) to `cache`; its own models
+    still take the old names (`deprecate_kwarg(..., new_name="cache")`), and decoders written
+    against older versions pass them. Ignoring an old name would silently start a fresh cache.
+    """
+    for name in OLD_CACHE_NAMES:
+        if name in kwargs:
+            old = kwargs.pop(name)
+            if cache is not None and old is not None:
+                raise CaseError(f"got both `cache` and `{name}`; give the cache once (`cache`)")
+            cache = old if old is not None else cache
+    return cache
 
 
 def log_rows(rows: Tensor) -> Tensor:
@@ -252,6 +272,7 @@ def _classes() -> dict[str, Any]:
                 input_ids = check_token_ids(input_ids, self.config.vocab_size).long()  # [B, N]
             tokens = input_ids if input_ids is not None else inputs_embeds.argmax(-1)  # [B, N]
             B, N = tokens.shape
+            cache = cache_argument(cache, kwargs)
             past = 0 if cache is None else int(cache.get_seq_length())
             if position_ids is None:
                 position_ids = past + torch.arange(N)[None]  # [1, N], as Llama does
@@ -302,6 +323,7 @@ def _classes() -> dict[str, Any]:
             output_hidden_states: bool | None = None,
             **kwargs: Any,
         ) -> Any:
+            cache = cache_argument(cache, kwargs)
             out = self.model(
                 input_ids=input_ids,
                 attention_mask=attention_mask,

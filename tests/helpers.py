@@ -170,17 +170,27 @@ def decode_fails(name: str, gen: dict, *, case: Path = SERVED_CASE) -> str:
     raise AssertionError(f"{name} with {gen} ran: the row's reason it cannot run here is stale")
 
 
+TABLE_ALPHA = 1e-3  # family-wise false-alarm probability of one decoder's slow verdict table (all rows, both seeds)
+
+
 def verdict_row(name: str, setting: str, nodeid: str, *, error: str = "") -> dict:
     """One row of the decoder's verdict table on two seeds derived from the test id: a row whose exact TV
     is 0 passes on both, one above δ (or a negative control) is rejected on both, and a row that cannot
-    run here fails with `error` in its message."""
+    run here fails with `error` in its message.
+
+    α per verdict is Bonferroni over the table: TABLE_ALPHA / (2 seeds × rows), so the whole slow table of
+    a decoder raises a false alarm with probability ≤ 1e-3 (each verdict at α = 1e-3 would make a table of
+    5 rows a 1 % coin flip: a lossless row rejected at p = 0.00095 was one). N is planned at that α, so
+    power stays 0.99 at the row's δ."""
     from rheo.decoders import decoders
     from rheo.decoders.rows import run_row
     from rheo.lossless.stats import seed_for
 
     dec = decoders()[name]
     row = dec.table.row(setting)
-    r = run_row(dec, row, dec.table, seeds=(seed_for(nodeid), seed_for(nodeid, "second")))
+    seeds = (seed_for(nodeid), seed_for(nodeid, "second"))
+    alpha = TABLE_ALPHA / (len(seeds) * len(dec.table.rows))
+    r = run_row(dec, row, dec.table, seeds=seeds, alpha=alpha)
     if row.runs_here:
         assert r["error"] is not None and error in r["error"], r
     else:

@@ -43,6 +43,71 @@ def test_sampled_tree_law_is_the_target_law(children, depth, temperature):
     assert tv(got, target_law(CASE, {"temperature": temperature}, N_TOKENS)) == 0
 
 
+def enumerated_token_law(law: SampledTreeLaw, context: list[int], n: int) -> dict:
+    """The law as it was first written: every ordered draw of a node's children (Plackett-Luce), each with
+    its own merge of the accepted child's subtree law, uncut; composed over rounds like the walk's."""
+    from rheo.decoders.eagle_harness.law import _above, _residual_draw
+    from rheo.decoders.rounds import token_law, visible
+
+    memo: dict = {}
+
+    def node(ctx: tuple, level: int) -> dict:
+        key = (law.visible(ctx), level)
+        if key in memo:
+            return memo[key]
+        p, out = law.p_row(ctx), {}
+
+        def add(sub: dict, head: tuple, w: F) -> None:
+            for t, v in sub.items():
+                out[head + t] = out.get(head + t, F(0)) + w * v
+
+        if level == law.depth:
+            add({(v,): x for v, x in enumerate(p) if x}, (), F(1))
+        else:
+            q0 = law.q_row(ctx)
+            for ys, w in ordered_draws(q0, law.k):
+                r, q, acc = list(p), list(q0), []
+                for y in ys:
+                    m, qm = sum(r, F(0)), sum(q, F(0))
+                    cond = [x / qm for x in q] if qm else [F(0)] * len(q)
+                    qy = cond[y]
+                    a = F(0) if qy == 0 else (F(1) if r[y] > 0 else F(0)) if m * qy == 0 else min(F(1), r[y] / (m * qy))
+                    acc.append(a)
+                    r = [max(x - m * c, F(0)) for x, c in zip(r, cond)]
+                    q[y] = F(0)
+                none = F(1)
+                for y, a in zip(ys, acc):
+                    if none * a:
+                        add(node(ctx + (y,), level + 1), (y,), w * none * a)
+                    none *= 1 - a
+                if none:
+                    add(_above(r, acc[0]) if law.reuse and acc[0] < 1 else _residual_draw(r), (), w * none)
+        memo[key] = out
+        return out
+
+    return token_law(lambda ctx, m: node(ctx, 0), context, n, label="enumerated", key=visible(law.p.context_length))
+
+
+@pytest.mark.parametrize(
+    ("children", "depth", "temperature", "reuse"),
+    [
+        (1, 2, F(1), False),
+        (2, 2, F(1), False),
+        (3, 2, F(1), False),
+        (2, 3, F(1, 2), False),
+        (1, 2, F(1), True),
+        (2, 2, F(1), True),
+        (4, 1, F(1), False),
+    ],
+)
+def test_the_prefix_walk_is_the_enumerated_law(children, depth, temperature, reuse):
+    """The lazy prefix walk equals the enumeration of every ordered draw, exactly, at every token count."""
+    kw = {"temperature": temperature, "children": children, "depth": depth, "reuse_coin": reuse}
+    for n in (1, 2, 4):
+        walk = SampledTreeLaw(CASE.target, CASE.draft, **kw).token_law(CASE.context, n)
+        assert walk == enumerated_token_law(SampledTreeLaw(CASE.target, CASE.draft, **kw), CASE.context, n)
+
+
 def test_reused_coin_is_lossy():
     gen = row_gen(NAME, CONTROL)
     assert tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS)) == F(67, 2000)
@@ -72,5 +137,5 @@ def test_triton_walk_fails_in_the_interpreter():
 @served
 @pytest.mark.parametrize("setting", [r.setting for r in decoders()[NAME].table.rows])
 def test_verdict_table(setting, request):
-    """Each row on two seeds at α = 1e-3, δ = 0.1 (the control at 0.03)."""
+    """Each row on two seeds, δ = 0.1 (the control at 0.03), α = 1e-3 for the whole table (helpers.verdict_row)."""
     verdict_row(NAME, setting, request.node.nodeid, error="mask has unsupported dtype")

@@ -71,9 +71,51 @@ def test_negative_control_is_rejected(request):
     assert r["verdict"] == "REJECT", r
 
 
+REPRO = """
+import torch
+from flashspec.engine.hf_drafter import HuggingFaceDrafter
+from rheo_fast.table_lm import table_lm
+from rheo_ref.models import load_case
+
+case = load_case("tests/cases/served.json")
+drafter = HuggingFaceDrafter("d", "cpu", torch.float32, temperature=1.0, model=table_lm(case.draft))
+g = torch.Generator().manual_seed(0)
+for ctx in ([0], [0, 1], [0, 1, 2], [0, 3]):  # prefill, then the cached path: append, crop + append
+    ids, _ = drafter.generate_draft(torch.tensor([ctx]), 3, generator=g)
+    assert drafter._kv.enabled and drafter._kv._cached_ids.shape[1] == len(ctx) + 3, ctx
+print("ok")
+"""
+
+
+@served
+def test_the_drafter_cache_grows_on_a_table_lm():
+    """The "batch 64" row crashed when a context-length group held one row: flashspec's batch-1 cache path
+    (`hf_drafter.py` `_sample_cached` -> `kv_cache.py` `_call`, line 526) passes `past_key_values`, which the
+    TableLM ignored until it took transformers' pre-5.25 name; this is that path, run unmodified."""
+    import subprocess
+
+    from rheo.decoders.served import REPO, env_python
+
+    proc = subprocess.run(
+        [str(env_python(NAME)), "-c", REPRO],
+        cwd=REPO,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 @pytest.mark.slow
 @served
 @pytest.mark.parametrize("setting", [r.setting for r in decoders()[NAME].table.rows])
 def test_verdict_table(setting, request):
-    """Each row on two seeds at α = 1e-3, δ = 0.1."""
+    """Each row on two seeds, δ = 0.1, α = 1e-3 for the whole table (helpers.verdict_row)."""
     verdict_row(NAME, setting, request.node.nodeid)
+
+
+def test_a_row_whose_name_holds_a_comma_is_selected_whole():
+    table = decoders()[NAME].table
+    assert [r.setting for r in table.select("rejection T=1, batch 64")] == ["rejection T=1, batch 64"]
+    assert [r.setting for r in table.select(CONTROL)] == [CONTROL]

@@ -110,6 +110,6 @@ def test_renorm_refuses_cpu_tensors():
 @served
 @pytest.mark.parametrize("setting", [r.setting for r in decoders()[NAME].table.rows])
 def test_verdict_table(setting, request):
-    """Each row on two seeds at α = 1e-3 and δ = 0.2: a row whose exact TV is 0 passes, a row whose exact
+    """Each row on two seeds, δ = 0.2, α = 1e-3 for the whole table (helpers.verdict_row): a row whose exact TV is 0 passes, a row whose exact
     TV exceeds δ is rejected, a row that cannot run on CPU fails with its reason."""
     verdict_row(NAME, setting, request.node.nodeid, error="CUDA/HIP")

@@ -108,6 +108,20 @@ def test_cache_and_crop():
     assert torch.equal(last.logits[0, 0], expected_logits(table, [1, 2, 3, 2]))
 
 
+@pytest.mark.parametrize("old", ["past_key_values", "cache_params"])
+def test_the_cache_under_its_pre_5_25_name_is_extended_not_ignored(old):
+    """transformers' own models still take `past_key_values` (renamed `cache` in 5.25); a TableLM that
+    swallowed it in **kwargs started a fresh cache, so a decoder appending one token saw it shrink."""
+    table = random_table(4, 2, seed=7)
+    lm = table_lm(table)
+    cache = lm(torch.tensor([[1, 2]]), use_cache=True).cache
+    out = lm(torch.tensor([[3]]), use_cache=True, **{old: cache})
+    assert out.cache is cache and cache.get_seq_length() == 3
+    assert torch.equal(out.logits[0, -1], expected_logits(table, [1, 2, 3]))
+    with pytest.raises(CaseError, match="both `cache` and"):
+        lm(torch.tensor([[0]]), cache=cache, **{old: cache})
+
+
 @pytest.mark.parametrize("kind", ["float", "bool"])
 def test_tree_masks_give_each_node_its_path(kind):
     """rheo's own 4D tree mask over a cache: node i's logits are the row of context + its path."""

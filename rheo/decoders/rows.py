@@ -64,9 +64,13 @@ class Table:
         raise CaseError(f"no row {setting!r}; allowed: {', '.join(r.setting for r in self.rows)}")
 
     def select(self, spec: str) -> list[Row]:
-        """`all`, `quick` (the rows not marked slow), or comma-separated settings (each one must exist)."""
+        """`all`, `quick` (the rows not marked slow), one setting (its name may hold commas), or comma-separated
+        settings (each one must exist)."""
         if spec in ("all", "quick"):
             return [r for r in self.rows if spec == "all" or not r.slow]
+        whole = [r for r in self.rows if r.setting == spec.strip()]  # a setting whose name has a comma
+        if whole:
+            return whole
         names = [s.strip() for s in spec.split(",")]
         if not all(names):
             raise CaseError(f"--rows {spec!r}; allowed: all, quick, or comma-separated settings of the table")

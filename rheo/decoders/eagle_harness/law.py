@@ -9,7 +9,9 @@ children removed, over its sum:
 - when no child is accepted, the token is the inverse CDF of r at u·Σr (`searchsorted(right=True)`,
   lines 99-101): r normalised, or token V − 1 when r has mass 0 (the index V is clamped).
 An accepted child continues the walk at its own node, to `depth` levels; below the last level the token
-is drawn from p (the walk's bonus). Memoised by (context, level).
+is drawn from p (the walk's bonus). Lazy in the tokens asked for: a node's law is cut at m tokens (a
+child's subtree is walked only while tokens are wanted), and each node's draw prefixes are walked once
+(`children_walk`). Memoised by (visible context, level, m).
 
 `reuse_coin` is the negative control: the residual draw reuses the first child's coin instead of its own
 (`reject_children` documents its uniforms as independent of each other). A residual draw then happens only
@@ -82,10 +84,11 @@ class SampledTreeLaw:
     ) -> None:
         for name, v, hi in (("children", children, 4), ("depth", depth, 4)):
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
-                raise CaseError(f"{name}={v!r} must be an integer in 1..{hi} (the law enumerates every ordered draw)")
+                raise CaseError(f"{name}={v!r} must be an integer in 1..{hi} (the law walks every draw prefix)")
         self.p, self.q, self.t = target, draft, Fraction(temperature)
         self.k, self.depth, self.reuse = children, depth, reuse_coin
-        self.memo: dict[tuple[tuple[int, ...], int], Law] = {}  # by visible context and level
+        self.memo: dict[tuple[tuple[int, ...], int, int], Law] = {}  # by visible context, level, tokens
+        self.walks: dict[tuple[int, ...], tuple[dict[int, Fraction], Law]] = {}  # by visible context
         self.visible = visible(target.context_length)
         self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
 
@@ -102,61 +105,79 @@ class SampledTreeLaw:
     def q_row(self, ctx: tuple[int, ...]) -> Row:
         return self._row("q", ctx)
 
-    def node(self, ctx: tuple[int, ...], level: int) -> Law:
-        """The law of the tokens the walk emits from the node at `ctx`, `level` levels deep."""
-        key = (self.visible(ctx), level)
+    def children_walk(self, ctx: tuple[int, ...]) -> tuple[dict[int, Fraction], Law]:
+        """The node at `ctx` walked over its draw prefixes: P(child y is the one accepted) for each y, and
+        the law of the residual token (no child accepted). Memoised by the visible context.
+
+        A prefix walk (each draw prefix once, summing over the orders that share it), not an enumeration
+        of every ordered draw with a law merged per draw: V·(V−1)·…·(V−k+1) prefixes of Fraction
+        arithmetic on rows of V, then one merge per child."""
+        key = self.visible(ctx)
+        hit = self.walks.get(key)
+        if hit is not None:
+            return hit
+        p, q0 = self.p_row(ctx), self.q_row(ctx)
+        support = [v for v, x in enumerate(q0) if x]
+        m_draws = min(self.k, len(support))
+        first: dict[int, Fraction] = {}
+        resid: dict[tuple[int, ...], Fraction] = {}
+
+        def walk(r: list[Fraction], q: list[Fraction], used: Fraction, w: Fraction, i: int, a0: Fraction) -> None:
+            if i == m_draws:  # every child rejected: the residual draw (lines 99-101)
+                law = _above(r, a0) if self.reuse and a0 < 1 else _residual_draw(r)
+                for t, v in law.items():
+                    resid[t] = resid.get(t, ZERO) + w * v
+                return
+            m, qm = sum(r, ZERO), sum(q, ZERO)
+            cond = [x / qm for x in q] if qm else [ZERO] * len(q)
+            after = [max(x - m * c, ZERO) for x, c in zip(r, cond)]  # r after a rejection (lines 94-98)
+            for y in support:
+                if not q[y]:
+                    continue  # drawn earlier
+                wy = w * q0[y] / (1 - used)  # Plackett-Luce: the next draw is y
+                qy = cond[y]
+                if qy == 0:
+                    a = ZERO
+                elif m * qy == 0:
+                    a = ONE if r[y] > 0 else ZERO
+                else:
+                    a = min(ONE, r[y] / (m * qy))
+                if a:
+                    first[y] = first.get(y, ZERO) + wy * a
+                if a < 1:
+                    rest = list(q)
+                    rest[y] = ZERO
+                    walk(after, rest, used + q0[y], wy * (1 - a), i + 1, a if i == 0 else a0)
+
+        walk(list(p), list(q0), ZERO, ONE, 0, ZERO)
+        self.walks[key] = (first, resid)
+        return first, resid
+
+    def node(self, ctx: tuple[int, ...], level: int, m: int) -> Law:
+        """The law of the first `m` tokens the walk emits from the node at `ctx`, `level` levels deep."""
+        key = (self.visible(ctx), level, m)
         if key in self.memo:
             return self.memo[key]
-        p = self.p_row(ctx)
-        out: dict[tuple[int, ...], Fraction] = {}
-
-        def add(law: Law, head: tuple[int, ...], w: Fraction) -> None:
-            for t, v in law.items():
-                out[head + t] = out.get(head + t, ZERO) + w * v
-
         if level == self.depth:
-            add({(v,): x for v, x in enumerate(p) if x}, (), ONE)
+            out: Law = {(v,): x for v, x in enumerate(self.p_row(ctx)) if x}
         else:
-            q0 = self.q_row(ctx)
-            for ys, w in ordered_draws(q0, self.k):
-                r, q = list(p), list(q0)
-                acc = []  # acceptance probability of each child given the earlier rejections
-                for y in ys:
-                    m, qm = sum(r, ZERO), sum(q, ZERO)
-                    cond = [x / qm for x in q] if qm else [ZERO] * len(q)
-                    qy = cond[y]
-                    if qy == 0:
-                        a = ZERO
-                    elif m * qy == 0:
-                        a = ONE if r[y] > 0 else ZERO
-                    else:
-                        a = min(ONE, r[y] / (m * qy))
-                    acc.append(a)
-                    r = [max(x - m * c, ZERO) for x, c in zip(r, cond)]  # the update after a rejection
-                    q[y] = ZERO
-                    residual_after = r
-                first, none = [], ONE  # the probability that child i is the first accepted; that none is
-                for a in acc:
-                    first.append(none * a)
-                    none *= 1 - a
-                for y, f in zip(ys, first):
-                    if f:
-                        add(self.node(ctx + (y,), level + 1), (y,), w * f)
-                if none:
-                    r_law = _residual_draw(residual_after)
-                    if self.reuse and acc[0] < 1:
-                        r_law = _above(residual_after, acc[0])
-                    add(r_law, (), w * none)
+            first, resid = self.children_walk(ctx)
+            out = dict(resid)
+            for y, f in first.items():
+                if m == 1:
+                    out[(y,)] = out.get((y,), ZERO) + f
+                    continue
+                for t, v in self.node(ctx + (y,), level + 1, m - 1).items():
+                    out[(y,) + t] = out.get((y,) + t, ZERO) + f * v
         self.memo[key] = out
         return out
 
-    def round_law(self, ctx: tuple[int, ...]) -> Law:
-        return self.node(ctx, 0)
+    def round_law(self, ctx: tuple[int, ...], m: int | None = None) -> Law:
+        """The law of one round from `ctx`, cut at its first `m` tokens (uncut: every level)."""
+        return self.node(ctx, 0, self.depth + 1 if m is None else max(1, min(m, self.depth + 1)))
 
     def token_law(self, context: Sequence[int], n: int) -> Law:
-        return token_law(
-            lambda ctx, m: self.round_law(ctx), context, n, label="eagle-harness", key=visible(self.p.context_length)
-        )
+        return token_law(self.round_law, context, n, label="eagle-harness", key=visible(self.p.context_length))
 
 
 def target_law(target: TableModel, temperature: Fraction, context: Sequence[int], n: int) -> Law:
