@@ -40,7 +40,7 @@ def test_greedy_identity_on_smollm2_flips_only_at_near_ties(capsys):
 
     threads = torch.get_num_threads()
     try:
-        rc = main(["greedy", "--prompts", "1", "--tokens", str(N), "--json", "--quiet",
+        rc = main(["greedy", "--prompts", "1", "--tokens", str(N), "--decoder", "chain,tree,off-by-one", "--json", "--quiet",
                    "--threads", "1" if os.environ.get("PYTEST_XDIST_WORKER") else "2"])  # fmt: skip
     finally:
         torch.set_num_threads(threads)

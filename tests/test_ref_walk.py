@@ -135,7 +135,7 @@ def test_cost_model_refuses_before_any_work():
 
     seen = []
     case = replace(zipf_case(12, 60), tokens=3)
-    with pytest.raises(TooLargeError, match="walk.: shallow trees and deep frontiers per round"):
+    with pytest.raises(TooLargeError, match=r"walk.: shallow trees and deep frontiers per round"):
         Exact(case, "walk", progress=seen.append)
     assert seen == []
 

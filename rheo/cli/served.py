@@ -66,6 +66,6 @@ def run_gate_served(args: argparse.Namespace) -> int:
 
 
 def _text(value: Any) -> str:
-    import json
+    from rheo_ref import strict_json
 
-    return value if isinstance(value, str) else json.dumps(value)
+    return value if isinstance(value, str) else strict_json.dumps(value)

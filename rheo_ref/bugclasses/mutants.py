@@ -538,7 +538,7 @@ BUG_MUTANTS: dict[str, BugMutant] = {
             "tree-node-wrong-row",
             28,
             "a tree node verified against the wrong target row (another branch's, at its depth)",
-            "TensorRT-LLM #15098",
+            "TensorRT-LLM (docs/GATE.md's bug-class table)",
             TreeNodeWrongRow(),
             needs="tree",
             kind="tree",
