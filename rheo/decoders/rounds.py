@@ -53,6 +53,23 @@ def visible(context_length: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]
     return lambda ctx: tuple(ctx[-context_length:]) if context_length else ()
 
 
+class RowMemo:
+    """A law's processed rows, each computed once per (kind, visible context): a table model's rows
+    read only its last `context_length` tokens."""
+
+    def __init__(self, context_length: int) -> None:
+        self.visible = visible(context_length)
+        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}
+
+    def get(self, kind: str, ctx: tuple[int, ...], make: Callable[[], Row]) -> Row:
+        """The row of `kind` after ctx, made by `make()` the first time its visible context is met."""
+        key = (kind, self.visible(ctx))
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = make()
+        return row
+
+
 def single_token_law(row_of: Callable[[tuple[int, ...]], Row], context: Sequence[int], n: int) -> Law:
     """The law of n tokens drawn one at a time from `row_of(context)` (a target's own sampler)."""
     return token_law(one_token_rounds(row_of), context, n, label="target")

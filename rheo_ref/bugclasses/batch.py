@@ -176,12 +176,10 @@ def pair_law(case: BugCase, seed: int, i: int, size: int, steps: BatchSteps) -> 
         )
         key = (out, alone)
         law[key] = law.get(key, Fraction(0)) + rand.prob
-        trail = rand.trail[: len(rand.arity)]
-        while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
-            trail.pop()
-        if not trail:
+        next_trail = rand.next_trail()
+        if next_trail is None:
             return law
-        trail[-1] += 1
+        trail = next_trail
 
 
 def independent_batch_law(
@@ -221,12 +219,10 @@ def enumerated_batch_law(
                 moved[i] += rand.prob
         key = tuple(t for o in outs for t in (*o, -1))  # requests separated by -1
         law[key] = law.get(key, Fraction(0)) + rand.prob
-        trail = rand.trail[: len(rand.arity)]
-        while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
-            trail.pop()
-        if not trail:
+        next_trail = rand.next_trail()
+        if next_trail is None:
             return law, moved
-        trail[-1] += 1
+        trail = next_trail
 
 
 def split(key: tuple[int, ...]) -> list[tuple[int, ...]]:

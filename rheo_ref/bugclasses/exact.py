@@ -47,6 +47,17 @@ class Enumerating:
         self.intervals.setdefault(u, (ZERO, ONE))
         return u
 
+    def next_trail(self) -> list[int] | None:
+        """The trail of the next path after the one just followed (an odometer over the choice points
+        met, the last one turning fastest); None when every path has been followed."""
+        trail = self.trail[: len(self.arity)]
+        while trail and trail[-1] + 1 >= self.arity[len(trail) - 1]:
+            trail.pop()
+        if not trail:
+            return None
+        trail[-1] += 1
+        return trail
+
     def _choose(self, options: list[tuple[Fraction, Any]]) -> Any:
         options = [o for o in options if o[0] > 0]
         k = len(self.arity)
@@ -158,12 +169,10 @@ def decoder_law(
         if logprobs:
             out = (*out, int(reported_ok(target, context, req, constraint, out, reported)))
         law[out] = law.get(out, ZERO) + rand.prob
-        trail = rand.trail[: len(rand.arity)]
-        while trail and trail[-1] + 1 >= rand.arity[len(trail) - 1]:
-            trail.pop()
-        if not trail:
+        next_trail = rand.next_trail()
+        if next_trail is None:
             return law
-        trail[-1] += 1
+        trail = next_trail
 
 
 def target_row(

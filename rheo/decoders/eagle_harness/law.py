@@ -29,7 +29,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import single_token_law, temper, token_law, visible
+from ..rounds import RowMemo, single_token_law, temper, token_law, visible
 
 
 def _residual_draw(r: Sequence[Fraction]) -> Law:
@@ -90,14 +90,11 @@ class SampledTreeLaw:
         self.memo: dict[tuple[tuple[int, ...], int, int], Law] = {}  # by visible context, level, tokens
         self.walks: dict[tuple[int, ...], tuple[dict[int, Fraction], Law]] = {}  # by visible context
         self.visible = visible(target.context_length)
-        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+        self._rows = RowMemo(target.context_length)
 
     def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
-        key = (kind, self.visible(ctx))
-        row = self._rows.get(key)
-        if row is None:
-            row = self._rows[key] = temper((self.p if kind == "p" else self.q).row(ctx), self.t)
-        return row
+        model = self.p if kind == "p" else self.q
+        return self._rows.get(kind, ctx, lambda: temper(model.row(ctx), self.t))
 
     def p_row(self, ctx: tuple[int, ...]) -> Row:
         return self._row("p", ctx)

@@ -30,7 +30,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import single_token_law, temper, token_law, visible
+from ..rounds import RowMemo, single_token_law, temper, token_law, visible
 
 RESIDUAL_FLOOR = Fraction(1, 10**6)  # _residual_probs: `mass > 1e-6` or the target row instead
 ENTROPY_GUARD = 1e-9  # typical.py _ENTROPY_CLAMP_MIN
@@ -75,14 +75,11 @@ class FlashSpecLaw:
     def __init__(self, target: TableModel, draft: TableModel, setting: Setting) -> None:
         self.p, self.q, self.s = target, draft, setting
         self.visible = visible(target.context_length)
-        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+        self._rows = RowMemo(target.context_length)
 
     def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
-        key = (kind, self.visible(ctx))
-        row = self._rows.get(key)
-        if row is None:
-            row = self._rows[key] = temper((self.p if kind == "p" else self.q).row(ctx), self.s.temperature)
-        return row
+        model = self.p if kind == "p" else self.q
+        return self._rows.get(kind, ctx, lambda: temper(model.row(ctx), self.s.temperature))
 
     def p_row(self, ctx: tuple[int, ...]) -> Row:
         return self._row("p", ctx)

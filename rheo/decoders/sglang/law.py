@@ -38,7 +38,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..rounds import single_token_law, temper, token_law, visible
+from ..rounds import RowMemo, single_token_law, temper, token_law, visible
 
 
 def top_k_keep(row: Sequence[Fraction], k: int) -> list[bool]:
@@ -129,19 +129,14 @@ class ChainLaw:
         self.gamma, self.block = num_steps, block
         self.t_draw = proc.temperature if draft_temperature is None else Fraction(draft_temperature)
         self.visible = visible(target.context_length)
-        self._rows: dict[tuple[str, tuple[int, ...]], Row] = {}  # by kind and visible context
+        self._rows = RowMemo(target.context_length)
         self._blocks: dict[tuple[int, ...], Law] = {}  # whole block-verification rounds, by visible context
 
     def _row(self, kind: str, ctx: tuple[int, ...]) -> Row:
-        key = (kind, self.visible(ctx))
-        row = self._rows.get(key)
-        if row is None:
-            if kind == "p":
-                row = self.proc.spec_row(self.p.row(ctx))
-            else:
-                row = temper(self.q.row(ctx), self.proc.temperature if kind == "q" else self.t_draw)
-            self._rows[key] = row
-        return row
+        if kind == "p":
+            return self._rows.get(kind, ctx, lambda: self.proc.spec_row(self.p.row(ctx)))
+        t = self.proc.temperature if kind == "q" else self.t_draw
+        return self._rows.get(kind, ctx, lambda: temper(self.q.row(ctx), t))
 
     def p_row(self, ctx: tuple[int, ...]) -> Row:
         return self._row("p", ctx)
