@@ -244,8 +244,8 @@ def test_a_stopped_seqspec_round_law_names_the_draft_prefix_it_was_at(monkeypatc
 def test_served_exact_laws_answer_at_v12(name, gen):
     """The served decoders' exact laws at V = 12, first order, 3 tokens (round laws memoised by visible
     context, cut to the tokens left): every outcome, lossless where the algorithm is."""
-    from rheo.decoders.served_gate import served_decoder
+    from rheo.decoders import DecoderRun, decoders
 
-    dec = served_decoder(name)
-    law = dec.exact_law(CASE12, gen, 3)
-    assert len(law) == 12**3 and tv(law, dec.target_law(CASE12, gen, 3)) == 0
+    dec, run = decoders()[name], DecoderRun.parse(name, gen)
+    law = dec.exact_law(CASE12, 3, run)
+    assert law is not None and len(law) == 12**3 and tv(law, dec.target_law(CASE12, 3, run)) == 0
