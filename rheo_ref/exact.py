@@ -210,20 +210,16 @@ def masked_row(case: Case, context: Context, state: int) -> Row:
 
 def masked_target_law(case: Case, n: int, context: Context) -> Law:
     """The law of n tokens drawn one by one from the masked, renormalised target rows (the
-    constraint's state starts at 0 after `context` and follows the drawn tokens)."""
-    assert case.constraint is not None
-    law: Law = {(): Fraction(1)}
-    states: dict[tuple[int, ...], int] = {(): 0}
-    for _ in range(n):
-        nxt: Law = {}
-        for seq, pr in law.items():
-            s = states[seq]
-            for v, pv in enumerate(masked_row(case, tuple(context) + seq, s)):
-                if pv:
-                    nxt[seq + (v,)] = pr * pv
-                    states[seq + (v,)] = case.constraint.step(s, v)
-        law = nxt
-    return law
+    constraint's state starts at 0 after `context` and follows the drawn tokens): one-token rounds
+    composed with the constraint's state as the round's state."""
+    constraint = case.constraint
+    assert constraint is not None
+
+    def one_token(ctx: tuple[int, ...], m: int, state: int) -> dict[tuple[tuple[int, ...], int], Fraction]:
+        row = masked_row(case, ctx, state)
+        return {((v,), constraint.step(state, v)): pv for v, pv in enumerate(row) if pv}
+
+    return compose(one_token, context, n, state=0)
 
 
 def round_law(case: Case, method: str = "classes", context: Context | None = None) -> Law:

@@ -569,8 +569,8 @@ GATE_HF_FLAGS = {
 
 @pytest.fixture(scope="module")
 def stub_gate_hf():
-    """The sampling itself (transformers generate, seconds to minutes) stands in: every argument
-    that reaches it passed its checks."""
+    """The sampling itself (transformers generate or a served decoder's own environment, seconds to
+    minutes) stands in: every argument that reaches it passed its checks."""
     mp = pytest.MonkeyPatch()
     import rheo.decoders.gate
 
@@ -606,24 +606,12 @@ GATE_SERVED_FLAGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def stub_gate_served():
-    """The served decoder's run (its own environment, seconds to minutes) stands in: every argument
-    that reaches it passed its checks."""
-    mp = pytest.MonkeyPatch()
-    import rheo.decoders.gate
-
-    mp.setattr(rheo.decoders.gate, "gate_hf", _reached)
-    yield
-    mp.undo()
-
-
 @fuzz(40)
 @given(path=CASE_PATHS, argv=flags(GATE_SERVED_FLAGS))
 @example(path="small", argv=["--decoder", "sglang", "--seeds", ""])
 @example(path="small", argv=["--decoder", "sglang", "--seeds", "x"])
 @example(path="small", argv=["--decoder", "nope"])
-def test_gate_served_argument_vectors(files, stub_gate_served, path, argv):
+def test_gate_served_argument_vectors(files, stub_gate_hf, path, argv):  # gate-served is an alias of rheo gate
     invoke(["gate-served", case_path(files, path), *argv])
 
 
