@@ -50,7 +50,9 @@ EXTRAS = {"fast", "hf", "model", "sweep", "proofs", "notebooks", "test", "dev"}
 PACKAGES = {"rheo", "rheo_ref", "rheo_fast"}  # the only top-level names the wheel may install
 # The doc recipe's broken twin: the rejected token is drawn from p, not from the residual max(0, p - q)
 BROKEN = ("draw(rng, [max(0, a - b) for a, b in zip(p, q)])", "draw(rng, p)")
-NOT_COPIED = {".git", ".venv", "build", "dist", "reports", "notebooks", "tests", "docs"}
+# Not copied into the wheel's source tree: hidden entries (.git, the venvs .venv and .venv-NAME of
+# several GB each, caches) and folders the wheel does not ship.
+NOT_COPIED = {"build", "dist", "reports", "notebooks", "tests", "docs"}
 
 
 def _clean_env() -> dict[str, str]:
@@ -67,12 +69,14 @@ def wheel(tmp_path_factory) -> Path:
     """rheo's wheel, built from a copy of the repository."""
     src = tmp_path_factory.mktemp("src")
     for entry in ROOT.iterdir():
-        if entry.name in NOT_COPIED or entry.name.endswith(".egg-info"):
+        if entry.name.startswith(".") or entry.name in NOT_COPIED or entry.name.endswith(".egg-info"):
             continue
         if entry.is_dir():
             shutil.copytree(entry, src / entry.name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         else:
             shutil.copy2(entry, src / entry.name)
+    size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file())
+    assert size < 50 * 2**20, f"the wheel's source copy is {size / 2**20:.0f} MiB: something big was copied"
     out = tmp_path_factory.mktemp("dist")
     run = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
