@@ -15,8 +15,9 @@ verified by a memoised recursion over kept subtrees (docs/EXACT_AT_SCALE.md).
      `classes`: the ids that give the same fills) and the fills are created.
 3. **Merging.** Branches that end with the same kept tree (as verification sees it: kinds,
    slots, tokens) are one outcome; their probabilities add.
-4. **Memoised verification.** What verification emits below a node depends only on the node's
-   context (as far as the models see it) and its kept subtree: `KeptLaws` computes it once.
+4. **Verification pushed down.** Verification's law is linear in what each accepted child's
+   subtree emits, so the merged kept trees are verified together, one level at a time: weights
+   flow from a node to its kept children and add up wherever trees share a subtree (`KeptLaws`).
 
 Ids: a node is created when its parent, the f-th frontier node of its depth, is expanded, so its
 creation id orders like (depth, f, slot), and `Key` (-score, depth, f, slot) orders like
@@ -43,6 +44,8 @@ ZERO, ONE = Fraction(0), Fraction(1)
 Key = tuple[Fraction, int, int, int]  # (-score, depth, frontier index of the parent, slot)
 MORE = -1  # marks a round cut at its horizon: it emits more tokens than the law looks at
 Shape = tuple  # a kept subtree as verification sees it: ((kind, slot, tokens, Shape of the child), ...)
+# one level of verification: ([(child index, token, P(accepted holding it))], [(bonus token, P)])
+Step = tuple[list[tuple[int, int, Fraction]], list[tuple[int, Fraction]]]
 
 
 @dataclass(frozen=True, order=True)
@@ -214,32 +217,66 @@ def shape_of(kept: Nodes, nid: int = 0) -> Shape:
 
 
 class KeptLaws:
-    """What verification emits below a node, memoised by (context as the models see it, kept
-    subtree). A node's law depends on nothing else: it starts from r = p at its context, and its
-    children's kinds, tokens and q̃ (the latter fixed by the context) decide the rest."""
+    """What verification emits from a mixture of kept trees, pushed down level by level.
+
+    Verification's law is linear in the law below each accepted child (`level_law`): a node with
+    kept children `kids`, reached with weight w, emits its bonus token with w times the bonus law
+    and hands w times the acceptance probability of child c to c's kept subtree. So the law of a
+    mixture of kept trees, sum_T P(T) law(T), is computed one level at a time over (context,
+    kept subtree) pairs whose weights add up wherever two trees share a subtree below the same
+    emitted prefix, with no law of a subtree ever stored: a level's step (its acceptance
+    probabilities and bonus law) depends only on the context as the models see it and the kinds,
+    slots and tokens of its kept children, and is memoised by those."""
 
     def __init__(self, case: Case, plans: Plans) -> None:
         self.case, self.plans = case, plans
-        self._laws: dict[tuple[Context, Shape], Law] = {}
+        self.verify = case.scheme_as(Scheme).verify
+        self._steps: dict[tuple[Context, tuple], Step] = {}
 
-    def law(self, ctx: Context, shape: Shape | None) -> Law:
-        if shape is None:  # at the horizon: the round goes on, and what it emits is not looked at
-            return {(MORE,): ONE}
-        ctx = self.plans.memo(ctx)
-        key = (ctx, shape)
-        if key not in self._laws:
-            qt = self.plans(ctx).qtilde if shape else None
+    def step(self, ctx: Context, shape: Shape) -> Step:
+        """One level of verification at `ctx` with kept children `shape`: ([(child index, token,
+        probability it is accepted holding that token)], [(bonus token, probability)])."""
+        seen = self.plans.memo(ctx)
+        key = (seen, tuple(k[:3] for k in shape))
+        if key not in self._steps:
+            qt = self.plans(seen).qtilde if shape else None
             kids = [
                 Node(i, 0, 0, kind, slot, tokens, ZERO, qt if kind == "sampled" else None)
                 for i, (kind, slot, tokens, _) in enumerate(shape)
             ]
 
-            def below(ch: Node, y: int, r: Row) -> Law:  # r: the residual at the accept (the spec ignores it)
-                return self.law(ctx + (y,), shape[ch.id][3])
+            def below(ch: Node, y: int, r: Row) -> Law:  # a marker for "child ch.id accepted" (the spec ignores r)
+                return {(-2 - ch.id,): ONE}
 
-            order = verification_order(kids, self.case.scheme_as(Scheme).verify)
-            self._laws[key] = dict(level_law(self.case.target.row(ctx), order, below))
-        return self._laws[key]
+            law = level_law(self.case.target.row(seen), verification_order(kids, self.verify), below)
+            accepts = [(-2 - s[1], s[0], pr) for s, pr in law.items() if len(s) == 2]
+            bonus = [(s[0], pr) for s, pr in law.items() if len(s) == 1]
+            self._steps[key] = (accepts, bonus)
+        return self._steps[key]
+
+    def mixture(self, context: Context, weights: dict[Shape | None, Fraction]) -> Law:
+        """sum over kept trees of weight x (what verification emits from `context`); a shape None
+        (a node at the horizon) emits the marker MORE: the round goes on, and is not looked at."""
+        context = tuple(context)
+        start = len(context)
+        out: Law = defaultdict(Fraction)
+        layer: dict[tuple[Context, Shape | None], Fraction] = defaultdict(Fraction)
+        for shape, w in weights.items():
+            layer[context, shape] += w
+        while layer:
+            nxt: dict[tuple[Context, Shape | None], Fraction] = defaultdict(Fraction)
+            for (ctx, shape), w in layer.items():
+                emitted = ctx[start:]
+                if shape is None:
+                    out[emitted + (MORE,)] += w
+                    continue
+                accepts, bonus = self.step(ctx, shape)
+                for v, pv in bonus:
+                    out[emitted + (v,)] += w * pv
+                for i, y, a in accepts:
+                    nxt[ctx + (y,), shape[i][3]] += w * a
+            layer = nxt
+        return dict(out)
 
 
 class BestFirstRounds:
@@ -272,8 +309,4 @@ class BestFirstRounds:
                 )
         self.enumerated += n
         self.distinct += len(merged)
-        law: Law = defaultdict(Fraction)
-        for shape, prob in merged.items():
-            for s, pr in self.laws.law(tuple(context), shape).items():
-                law[s] += prob * pr
-        return dict(law)
+        return self.laws.mixture(context, dict(merged))

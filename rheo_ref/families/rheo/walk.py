@@ -20,9 +20,9 @@ before a shallower one iff its score is strictly larger):
    depth): different shallow trees and different deep histories share it.
 3. **The kept shallow nodes.** Shallow nodes in rerank order u_1, u_2, ...: u_j is kept iff
    j + (deep nodes of score > score(u_j)) <= R, a prefix of that order.
-4. **Verification to the horizon.** `KeptLaws` (`dp`'s memoised verification) on the kept shallow
-   nodes; a node at depth h ends its branch with the marker `MORE` (the round emits more than h
-   tokens there). With h > D nothing is deep or cut, and the law is `dp`'s round law.
+4. **Verification to the horizon.** `KeptLaws` (`dp`'s verification, pushed down level by
+   level) on the kept shallow nodes; a node at depth h ends its branch with the marker `MORE` (the
+   round emits more than h tokens there). With h > D nothing is deep or cut, and the law is `dp`'s round law.
 """
 
 from __future__ import annotations
@@ -302,8 +302,4 @@ class WalkRounds:
         """What a round from `context` emits, cut at `horizon` tokens (a sequence that goes on past
         it ends with MORE); None: the whole round."""
         h = self.scheme.D + 1 if horizon is None else horizon
-        law: Law = defaultdict(Fraction)
-        for shape, prob in self.kept_shapes(context, h).items():
-            for seq, pr in self.laws.law(tuple(context), shape).items():
-                law[seq] += prob * pr
-        return dict(law)
+        return self.laws.mixture(context, dict(self.kept_shapes(context, h)))
