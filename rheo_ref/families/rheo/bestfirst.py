@@ -1,5 +1,5 @@
 """The `dp` round law of the rheo family: kept trees grown best-first and lazily, merged, and
-verified by a memoised recursion over kept subtrees (docs/EXACT_AT_SCALE.md).
+verified together, pushed down level by level (docs/EXACT_AT_SCALE.md).
 
 1. **Best-first.** The global rerank keeps the R nodes first in `rerank_key` order, and a
    frontier is the W nodes of a depth first in that same order. Since a child never outranks
@@ -20,7 +20,7 @@ verified by a memoised recursion over kept subtrees (docs/EXACT_AT_SCALE.md).
    flow from a node to its kept children and add up wherever trees share a subtree (`KeptLaws`).
 
 Ids: a node is created when its parent, the f-th frontier node of its depth, is expanded, so its
-creation id orders like (depth, f, slot), and `Key` (-score, depth, f, slot) orders like
+creation id orders like (depth, f, slot), and `Key` (-score as a float then exactly, depth, f, slot) orders like
 `rerank_key`.
 """
 
@@ -41,11 +41,18 @@ from rheo_ref.families.rheo.verify import Law, level_law, verification_order
 from rheo_ref.models import Case, Context, Row
 
 ZERO, ONE = Fraction(0), Fraction(1)
-Key = tuple[Fraction, int, int, int]  # (-score, depth, frontier index of the parent, slot)
+# (-float(score), -score, depth, frontier index of the parent, slot): a correctly rounded float is
+# monotone, so the floats order the queue and the Fractions are compared only when they tie
+Key = tuple[float, Fraction, int, int, int]
 MORE = -1  # marks a round cut at its horizon: it emits more tokens than the law looks at
 Shape = tuple  # a kept subtree as verification sees it: ((kind, slot, tokens, Shape of the child), ...)
 # one level of verification: ([(child index, token, P(accepted holding it))], [(bonus token, P)])
 Step = tuple[list[tuple[int, int, Fraction]], list[tuple[int, Fraction]]]
+
+
+def key(score: Fraction, depth: int, f: int, slot: int) -> Key:
+    """The queue key of an entry of this score: orders like `rerank_key`."""
+    return (-float(score), -score, depth, f, slot)
 
 
 @dataclass(frozen=True, order=True)
@@ -119,13 +126,13 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
         else:
             above = ctx_of(kept, node.parent)
             best = max(best_factor(plans(above + (y,))) for y in node.tokens)
-        return Entry((-node.score * best, node.depth + 1, f, -1), "expand", None, node.id)
+        return Entry(key(node.score * best, node.depth + 1, f, -1), "expand", None, node.id)
 
     def child(
         parent: Node, f: int, slot: int, tokens: tuple[int, ...], kind: str, factor: Fraction, qt: Row | None = None
     ) -> Entry:
         score, depth = parent.score * factor, parent.depth + 1
-        return Entry((-score, depth, f, slot), "node", Node(-1, parent.id, depth, kind, slot, tokens, score, qt))
+        return Entry(key(score, depth, f, slot), "node", Node(-1, parent.id, depth, kind, slot, tokens, score, qt))
 
     def fills(parent: Node, f: int, plan: Expansion, y: int) -> list[Entry]:
         return [child(parent, f, m + 1 + i, (t,), "fill", q) for i, (t, q) in enumerate(plan.fills_for(y))]
@@ -140,7 +147,7 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
         if len(groups) > 1 and len(factors) == 1:  # y moves only the fills: choose its class later
             sampled = child(parent, f, m, tuple(plan.support()), "sampled", factors.pop(), plan.qtilde)
             first_fill = max(plan.fills_for(ys[0])[0][1] for _, ys in groups)
-            later = Entry((-parent.score * first_fill, parent.depth + 1, f, m + 1), "fills", None, parent.id)
+            later = Entry(key(parent.score * first_fill, parent.depth + 1, f, m + 1), "fills", None, parent.id)
             return [(ONE, dets + [sampled, later])]
         return [
             (
@@ -185,7 +192,7 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
                     insort(queue, expansion(kept, node, pops_at[d]))
                 pops_at = pops_at[:d] + (pops_at[d] + 1,) + pops_at[d + 1 :]
                 continue
-            parent, f = kept[head.parent], head.key[2]
+            parent, f = kept[head.parent], head.key[3]
             if head.what == "expand":  # split the node if it holds a class, then create its children
                 for w, tokens in identities(parent):
                     _, now = with_tokens(queue, kept, parent, tokens)
@@ -212,8 +219,14 @@ def kept_trees(case: Case, context: Context, plans: Plans) -> Iterator[tuple[Fra
 
 def shape_of(kept: Nodes, nid: int = 0) -> Shape:
     """The kept subtree below node `nid` as verification sees it (kinds, slots, tokens)."""
-    kids = sorted((n for n in kept[1:] if n.parent == nid), key=lambda n: n.slot)
-    return tuple((n.kind, n.slot, n.tokens, shape_of(kept, n.id)) for n in kids)
+    kids: dict[int, list[Node]] = defaultdict(list)
+    for n in kept[1:]:
+        kids[n.parent].append(n)
+
+    def below(i: int) -> Shape:
+        return tuple((n.kind, n.slot, n.tokens, below(n.id)) for n in sorted(kids[i], key=lambda n: n.slot))
+
+    return below(nid)
 
 
 class KeptLaws:

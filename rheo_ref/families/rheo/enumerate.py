@@ -38,12 +38,7 @@ class ClassChooser:
     """Sampled identities grouped by (fills, factor): equal topology, summed out unless expanded."""
 
     def sample_groups(self, plan: Expansion, parent: Node) -> list[tuple[Fraction, tuple[int, ...]]]:
-        groups: dict[tuple, list[int]] = {}
-        for y in plan.support():
-            key = (tuple(plan.fills_for(y)), plan.factor_for(y))
-            groups.setdefault(key, []).append(y)
-        qt = plan.qtilde_row() if groups else ()
-        return [(sum((qt[y] for y in ys), ZERO), tuple(ys)) for ys in groups.values()]
+        return plan.classes  # computed once per expansion plan
 
     def resolve(self, node: Node) -> list[tuple[Fraction, int]]:
         qt = node.qtilde_row()

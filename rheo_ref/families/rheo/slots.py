@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Proxy, Row
@@ -66,15 +67,35 @@ class Expansion:
         return self.qtilde
 
     def support(self) -> list[int]:
-        """Tokens y with q̃(y) > 0, in ranked order."""
+        """Tokens y with q̃(y) > 0, in ranked order (a list the caller must not change)."""
+        return self._support
+
+    @cached_property
+    def _support(self) -> list[int]:
         qt = self.qtilde_row()
         return [t for t in self.tail if qt[t] > 0]
 
     def fills_for(self, y: int) -> list[tuple[int, Fraction]]:
-        """Slots m+1..K-1 given the sampled token y."""
-        n = self.K - self.m - 1
-        fills = [t for t in self.tail if t != y][:n]
-        return [(t, self.q_rank[t]) for t in fills]
+        """Slots m+1..K-1 given the sampled token y (a list the caller must not change)."""
+        fills = self._fills.get(y)
+        if fills is None:
+            n = self.K - self.m - 1
+            fills = self._fills[y] = [(t, self.q_rank[t]) for t in [t for t in self.tail if t != y][:n]]
+        return fills
+
+    @cached_property
+    def _fills(self) -> dict[int, list[tuple[int, Fraction]]]:
+        return {}  # fills by sampled token, filled on demand (an expansion is a pure function of its rows)
+
+    @cached_property
+    def classes(self) -> list[tuple[Fraction, tuple[int, ...]]]:
+        """The sampled token's equivalence classes: ids that give the same fills and the same
+        factor, each with its q̃ mass, in ranked order of their first id."""
+        groups: dict[tuple, list[int]] = {}
+        for y in self.support():
+            groups.setdefault((tuple(self.fills_for(y)), self.factor_for(y)), []).append(y)
+        qt = self.qtilde_row() if groups else ()
+        return [(sum((qt[y] for y in ys), ZERO), tuple(ys)) for ys in groups.values()]
 
     def factor_for(self, y: int) -> Fraction:
         return proxy_factor(self.proxy, self.q_rank, self.order, self.m, self.z_r, y)
