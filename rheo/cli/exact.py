@@ -61,7 +61,7 @@ def register(sub) -> None:
         "--method",
         choices=("dp", "classes", "brute", "walk"),
         default="dp",
-        help="dp (default): kept trees built best-first and lazily, verified by a memoised recursion "
+        help="dp (default): kept trees built best-first and lazily, verified together level by level "
         "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
         "into classes; brute: every sampled identity (static: every joint draw); walk (family rheo): "
         "the law of the first N tokens from the kept nodes of depth <= N and counts of the deeper "

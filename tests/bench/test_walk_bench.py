@@ -8,6 +8,9 @@ side: walk, then dp stopped after a cap (a stopped run gives a lower bound of it
 Each row prints walk's time, its shallow trees and deep frontiers, the process's peak RSS after
 the walk runs (they run first), dp's time and kept trees, the ratio, and walk's TV to the target
 (0: lossless). Goal (the paper's budget): R = 60, n = 2 in <= 60 s and <= 4 GB.
+
+`test_whole_round_by_budget`: the first round's whole law (τ) by dp at the same budgets, its
+verification pushed down level by level (rheo_ref) beside the per-subtree verification it replaced.
 """
 
 from __future__ import annotations
@@ -15,11 +18,16 @@ from __future__ import annotations
 import random
 import resource
 import time
+from collections import defaultdict
+from fractions import Fraction
 
 import pytest
 
 from rheo_ref.exact import Exact, Law, target_law, tv
+from rheo_ref.families.rheo.bestfirst import KeptLaws, Plans, kept_trees, shape_of
 from rheo_ref.families.rheo.scheme import Scheme
+from rheo_ref.families.rheo.tree import Node
+from rheo_ref.families.rheo.verify import level_law, verification_order
 from rheo_ref.generate import random_pair
 from rheo_ref.models import Case
 from rheo_ref.strategies import random_table
@@ -28,6 +36,7 @@ pytestmark = pytest.mark.bench
 
 BUDGETS = (20, 30, 40, 60)
 DP_CAP = 15.0  # seconds per dp run
+WHOLE_CAP = 60.0  # seconds per whole-round run (the goal)
 GOAL_SECONDS, GOAL_BYTES = 60.0, 4 * 2**30
 
 
@@ -117,4 +126,81 @@ def test_proxies_at_the_papers_budget(proxy):
             assert d == 0
         if proxy == "true" and R == 20:
             assert d > 0
+    print("\n" + "\n".join(rows))
+
+
+class PerSubtreeLaws:
+    """dp's verification before it was pushed down (the baseline of `test_whole_round_by_budget`):
+    the law of every distinct kept subtree, memoised by (context as the models see it, subtree), and
+    the round's law as sum over merged kept trees of P(T) x law(T). Each distinct kept tree costs a
+    whole law (thousands of sequences at D = 8), and the memo holds one per subtree."""
+
+    def __init__(self, case: Case) -> None:
+        self.case, self.plans = case, Plans(case)
+        self._laws: dict[tuple, Law] = {}
+
+    def law(self, ctx: tuple[int, ...], shape: tuple) -> Law:
+        ctx = self.plans.memo(ctx)
+        if (ctx, shape) not in self._laws:
+            qt = self.plans(ctx).qtilde if shape else None
+            kids = [
+                Node(i, 0, 0, kind, slot, tokens, Fraction(0), qt if kind == "sampled" else None)
+                for i, (kind, slot, tokens, _) in enumerate(shape)
+            ]
+
+            def below(ch: Node, y: int, r) -> Law:
+                return self.law(ctx + (y,), shape[ch.id][3])
+
+            order = verification_order(kids, self.case.scheme_as(Scheme).verify)
+            self._laws[ctx, shape] = dict(level_law(self.case.target.row(ctx), order, below))
+        return self._laws[ctx, shape]
+
+
+def whole_round(case: Case, pushed: bool, cap: float) -> tuple[Law | None, float, int]:
+    """(the first round's whole law or None when stopped, seconds, kept trees): dp's best-first
+    enumeration, verified pushed down (rheo_ref) or per kept subtree (the baseline above)."""
+    t0, merged, n = time.perf_counter(), defaultdict(Fraction), 0
+    plans = Plans(case)
+    for prob, kept in kept_trees(case, (0,), plans):
+        merged[shape_of(kept)] += prob
+        n += 1
+        if time.perf_counter() - t0 > cap:
+            return None, time.perf_counter() - t0, n
+    if pushed:
+        law = KeptLaws(case, plans).mixture((0,), dict(merged))
+    else:
+        base, law = PerSubtreeLaws(case), defaultdict(Fraction)
+        for shape, prob in merged.items():
+            for s, pr in base.law((0,), shape).items():
+                law[s] += prob * pr
+                if time.perf_counter() - t0 > cap:
+                    return None, time.perf_counter() - t0, n
+    return dict(law), time.perf_counter() - t0, n
+
+
+def test_whole_round_by_budget():
+    """The first round's whole law (and τ) at D = 8 (zipf, V = 12, K = 4, W = 3, m = 1, rheo proxy)
+    at R = 20, 30, 40, 60: dp as rheo_ref computes it (verification pushed down) and the per-subtree
+    baseline, side by side in one process, each stopped after WHOLE_CAP seconds; equal laws where
+    both finish, and TV 0 to the target's law of the round's tokens wherever dp finishes."""
+    rows = []
+    for R in BUDGETS:
+        case = paper_case("zipf", R)
+        law, t, n = whole_round(case, True, WHOLE_CAP)
+        base, t_base, _ = whole_round(case, False, WHOLE_CAP)
+        if law is not None and base is not None:
+            assert law == base, f"pushed-down and per-subtree verification disagree at R = {R}"
+        tau = "" if law is None else f", τ {float(sum(len(s) * p for s, p in law.items())):.6f}"
+        rows.append(
+            f"zipf whole round R={R} D=8: dp {'> ' if law is None else ''}{t:.1f} s ({n:,} kept trees"
+            f"{', stopped' if law is None else ''}{tau}) | per-subtree baseline "
+            f"{'> ' if base is None else ''}{t_base:.1f} s | "
+            + ("both stopped" if law is None else f"ratio {'' if base is not None else '> '}{t_base / t:.1f}x")
+            + f" | peak RSS {peak_rss() / 2**30:.2f} GiB"
+        )
+        if law is not None:  # a lossless round's first token has the target's law, whatever follows it
+            first: Law = defaultdict(Fraction)
+            for seq, p in law.items():
+                first[seq[:1]] += p
+            assert tv(dict(first), target_law(case, 1)) == 0
     print("\n" + "\n".join(rows))

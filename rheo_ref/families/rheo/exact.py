@@ -2,7 +2,8 @@
 
 `brute` and `classes` enumerate every kept tree of a round (`rheo_ref.families.rheo.enumerate`)
 and verify each by `verify_law` under a set of verification `Rules` (the spec's, or a rheo mutant's);
-`dp` is the best-first, lazy, memoised recursion of `rheo_ref.families.rheo.bestfirst`.
+`dp` is the best-first, lazy enumeration of `rheo_ref.families.rheo.bestfirst`, its kept trees
+verified together, pushed down level by level.
 `rheo_ref.exact.Exact` composes these round laws into token laws, as it does for every family.
 """
 
