@@ -59,20 +59,23 @@ def register(sub) -> None:
     ex.add_argument("case", help="case file in the section-10 JSON format")
     ex.add_argument(
         "--method",
-        choices=("dp", "classes", "brute", "walk"),
+        choices=("dp", "classes", "brute", "walk", "chain"),
         default="dp",
         help="dp (default): kept trees built best-first and lazily, verified together level by level "
         "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
         "into classes; brute: every sampled identity (static: every joint draw); walk (family rheo): "
         "the law of the first N tokens from the kept nodes of depth <= N and counts of the deeper "
-        "ones, at the paper's budget (docs/EXACT_AT_SCALE.md)",
+        "ones, at the paper's budget; chain (family rheo): whole rounds by conditioning on the key "
+        "of the R-th kept node, a pass over the chain of frontiers per cut, at the paper's budget "
+        "(docs/EXACT_AT_SCALE.md)",
     )
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
     ex.add_argument(
         "--max-trees",
         type=int,
         default=2_000_000,
-        help="refuse when the estimated trees per round exceed this (dp: stop when one round passes it)",
+        help="refuse when the estimated trees per round exceed this (dp: stop when one round passes it; "
+        "chain: stop when a computation passes this many distinct frontiers)",
     )
     ex.add_argument(
         "--max-law-size",

@@ -16,6 +16,7 @@ from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.bestfirst import BestFirstRounds
+from rheo_ref.families.rheo.chain import ChainRounds
 from rheo_ref.families.rheo.enumerate import enumerate_trees
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.tree import check_build
@@ -86,10 +87,11 @@ def rounds(
     rules: Rules = SPEC_RULES,
     max_trees: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> RheoRounds | WalkRounds:
+) -> RheoRounds | WalkRounds | ChainRounds:
     """The family's `rounds` (rheo_ref.family.Family): its mutants come as `rules` (built by
     rheo_ref.families.rheo.mutants), never as `variant`. `walk` answers round laws up to a
-    horizon (rheo_ref.families.rheo.walk)."""
+    horizon (rheo_ref.families.rheo.walk); `chain` whole rounds by conditioning on the cut
+    (rheo_ref.families.rheo.chain)."""
     if variant is not SPEC:
         raise CaseError(
             f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
@@ -99,18 +101,22 @@ def rounds(
         if rules is not SPEC_RULES:
             raise CaseError("method 'walk' verifies by the spec's rules only; mutants run with method 'brute'")
         return WalkRounds(case, progress=progress)
+    if method == "chain":
+        if rules is not SPEC_RULES:
+            raise CaseError("method 'chain' verifies by the spec's rules only; mutants run with method 'brute'")
+        return ChainRounds(case, max_outcomes=max_trees, progress=progress)
     return RheoRounds(case, method, rules=rules, max_trees=max_trees, progress=progress)
 
 
 def estimate(case: Case, method: str, variant: Variant = SPEC) -> Size:
-    """An upper bound of the outcomes per round that a method visits (dp: 0, its limit is enforced
-    while it runs), never computed when large: brute (V-m)^E trees, with E the expansions of a
+    """An upper bound of the outcomes per round that a method visits (dp and chain: 0, their
+    limits, on kept trees and on distinct frontiers, are enforced while they run), never computed when large: brute (V-m)^E trees, with E the expansions of a
     round; classes (V-m)^(E-last) x min(V-m, K-m)^last (the sampled nodes created by the last
     level of expansions are never expanded, and distinct fills bound their classes; with the
     `true` proxy the factor tells them apart too: (V-m)^last); walk: over its rounds to horizons
     h = 1..n (n = the case's tokens), the classes bound of the tree cut at depth h (its shallow
     trees) and the deep frontiers each can visit (`walk_cost`)."""
-    if method == "dp":
+    if method in ("dp", "chain"):
         return Size.of(0)
     s = case.scheme_as(Scheme)
     if s.m >= s.K:
