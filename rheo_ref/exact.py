@@ -30,13 +30,8 @@ from rheo_ref.validate import check_context, index, within_limit
 from rheo_ref.variants import SPEC, Variant, variant_named
 
 ZERO = Fraction(0)
-METHODS = (
-    "dp",
-    "classes",
-    "brute",
-    "walk",
-    "chain",
-)  # what a family's `rounds` is asked for (a family may run one for another)
+# what a family's `rounds` is asked for (a family may run one for another)
+METHODS = ("dp", "classes", "brute", "walk", "chain")
 DEFAULT_MAX_TREES = 2_000_000
 DEFAULT_MAX_LAW_SIZE = 10_000_000  # tokens in all the sequences of an n-token law (b^n sequences x n)
 

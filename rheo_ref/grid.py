@@ -40,7 +40,7 @@ from .validate import check_fields, is_int, show, within_limit
 
 GENERATORS = ("random", *STYLES, "given")
 MAX_TABLE_ENTRIES = 10**6  # probabilities per generated table: V^(context_length + 1)
-METHODS = ("dp", "classes", "brute", "walk")  # walk: rows without τ (it computes rounds only up to n tokens)
+METHODS = ("dp", "classes", "brute", "walk", "chain")  # walk: rows without τ (rounds only up to n tokens)
 MIN_TEMPERATURE, MAX_TEMPERATURE = Fraction(1, 100), Fraction(100)  # rows^(1/T) stay a few hundred digits
 MAX_SEED = 2**63 - 1  # the table's int64 column
 MAX_CELLS = 100_000  # cells of one grid (tables x schemes x temperatures); --force lifts it

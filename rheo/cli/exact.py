@@ -18,10 +18,11 @@ token ids; zero entries are omitted):
   round_lengths  law of the number of tokens the first round emits (1..D+1; walk: 1..N and
                  ">N" for a round that emits more)
   acceptance     one-level acceptance rate: P(some child of the root is accepted)
-  method         the enumerator used (dp, classes, brute or walk; all are exact and must agree)
+  method         the enumerator used (dp, classes, brute, walk or chain; all are exact and must agree)
   enumerated     how many trees (outcomes) the enumerator visited over all rounds it needed
                  (dp: the kept trees its best-first construction branched into, before
-                 merging, docs/EXACT_AT_SCALE.md; family static: brute counts joint draws of
+                 merging, docs/EXACT_AT_SCALE.md; chain: the distinct frontiers of its
+                 chain; walk: shallow trees; family static: brute counts joint draws of
                  the tree, classes and dp the sibling draws its subtree recursion visited,
                  docs/SCHEMES.md)
   seconds        wall time of the computation
