@@ -203,6 +203,25 @@ def test_method_walk_in_a_grid_agrees_with_dp_and_has_no_tau():
     assert any(Fraction(r["tv"]) > 0 for r in rheo)  # the true proxy's bias is seen by walk too
 
 
+def test_method_chain_in_a_grid_agrees_with_dp_tau_included():
+    """`"method": "chain"`: the rheo cells' TV, τ and acceptance equal dp's exactly (chain computes
+    whole rounds); a family without chain gets an error row naming it."""
+    grid = {**GRID, "tables": GRID["tables"][:2], "temperatures": ["1", 0]}
+    dp = {r["case_hash"]: r for r in run_cells(grid_cells(grid))}
+    chain = list(run_cells(grid_cells({**grid, "method": "chain"})))
+    rheo = [r for r in chain if r["family"] == "rheo"]
+    assert len(rheo) == 3 * 2 * 2 and all(not r["error"] for r in rheo)
+    assert all("chain" in r["error"] for r in chain if r["family"] == "static")
+    for r in rheo:
+        want = dp[r["case_hash"]]
+        assert r["tau"] is not None and (r["tv"], r["tau"], r["acceptance"]) == (
+            want["tv"],
+            want["tau"],
+            want["acceptance"],
+        )
+    assert any(Fraction(r["tv"]) > 0 for r in rheo)  # the true proxy's bias is seen by chain too
+
+
 def test_cli_sweeps_method_walk_into_csv_parquet_and_plot(tmp_path):
     """`rheo sweep` with "method": "walk": the table round-trips with empty τ, and the plot is drawn
     (τ only where a row has it)."""
