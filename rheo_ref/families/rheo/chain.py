@@ -40,6 +40,7 @@ from rheo_ref.families.rheo.bestfirst import KeptLaws, Plans, check_factors_at_m
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.verify import Law
 from rheo_ref.models import Case, Context
+from rheo_ref.sizes import nodes
 
 ZERO, ONE = Fraction(0), Fraction(1)
 Member = tuple[Context, Fraction]  # a frontier member: (context as the models see it, score)
@@ -155,14 +156,6 @@ class ChainRounds:
             self._splits[key] = [(b, self.frontier_id(ms), ys) for b, ms, ys in branches]
         return self._splits[key]
 
-    def nodes_per_round(self) -> int:
-        """Non-root nodes of every tree of a round (each expansion makes K children)."""
-        s, width, n = self.scheme, 1, 0
-        for _ in range(s.D):
-            n += width * s.K
-            width = min(s.W, width * s.K)
-        return n
-
     # -- the cut -----------------------------------------------------------------------------------
 
     def keys(self, f0: int) -> list[Key]:
@@ -205,7 +198,8 @@ class ChainRounds:
 
     def cuts(self, f0: int) -> list[tuple[Key | None, Fraction]]:
         """(θ, P(the R-th key is θ)) for every θ with mass; [(None, 1)] when every node is kept."""
-        if self.nodes_per_round() < self.scheme.R:
+        s = self.scheme
+        if nodes(s.K, s.W, s.D) - 1 < s.R:  # fewer non-root nodes than the budget: all kept
             return [(None, ONE)]
         keys = self.keys(f0)
         G: dict[int, Fraction] = {-1: ZERO}
