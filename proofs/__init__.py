@@ -18,6 +18,7 @@ check; `python -m proofs` runs them all and prints claim · method · verdict ·
                 nearly attained float-level bound
 - `blockres`    claim 11: bug class 12 (block verification with the token-level residual) moves
                 the law by at most (5√5 − 11)/2 with γ <= 2
+- `gate`        claim 12: the gate's level and power hold at the N it plans (the promise, proved)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ MODULES = (
     "treespark",
     "bfloat16",
     "blockres",
+    "gate",
 )
 
 

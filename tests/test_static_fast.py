@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from rheo.cli import main
-from rheo.lossless.stats import assert_law, check_law, seed_for
+from rheo.lossless.stats import assert_law, check_law, samples_for, seed_for
 from rheo.selfgate.matrix import fast_verdict
 from rheo_fast.decode import decode
 from rheo_fast.families.static.round import Walk, draw_tree, emit, static_layout, verify_topdown, verify_traversal
@@ -182,7 +182,7 @@ def test_the_coupled_comparison_catches_a_wrong_step(scheme, wrong):
 
 # --- the replay's output law is the exact round law ----------------------------------------------
 
-REPLAY_N = 20_000
+REPLAY_N = 20_000  # rounds, where a test does not plan its own N
 ALPHA, DELTA = 1e-4, 0.05  # false alarm, and the TV each test detects with power 0.99 (asserted)
 STATIC = load_case(str(CASES / "static.json"))
 
@@ -204,11 +204,13 @@ def replay_law_samples(case: Case, seed: int, verify_round=None, n: int = REPLAY
     ids=["wor-traversal", "iid-rrsw", "wor-specinfer-lossy"],
 )
 def test_the_replay_samples_the_exact_round_law(case):
-    """20k replayed rounds with random coins against `Exact(case).round_law()`, one case per
-    verifier: χ² at α = 1e-4, N large enough to detect TV >= 0.05 with power 0.99."""
+    """Replayed rounds with random coins against `Exact(case).round_law()`, one case per verifier:
+    the gate's test at α = 1e-4, N planned to detect TV >= 0.05 of the round law with power 0.99."""
+    law = Exact(case).round_law()
+    n = samples_for(law, DELTA, ALPHA, 0.01)
     res = check_law(
-        replay_law_samples(case, seed_for(f"replay-law|{case.scheme}")),
-        Exact(case).round_law(),
+        replay_law_samples(case, seed_for(f"replay-law|{case.scheme}"), n=n),
+        law,
         alpha=ALPHA,
         tv=DELTA,
         label=str(case.scheme.to_json()),
@@ -218,7 +220,7 @@ def test_the_replay_samples_the_exact_round_law(case):
 
 def test_the_replay_law_test_rejects_a_wrong_ms_update():
     """Negative control: wor siblings verified with the iid update (Ms unchanged), exact TV 1/8
-    from the right round law here, is rejected by the same test (5,000 rounds detect TV >= 0.07
+    from the right round law here, is rejected by the same test (N planned to detect TV >= 0.1
     with power 0.99, asserted)."""
     case = two_over("branching", (3,), "wor", "traversal")
     law = Exact(case).round_law()
@@ -233,9 +235,12 @@ def test_the_replay_law_test_rejects_a_wrong_ms_update():
         return ref_traversal(ref_draw_tree(c, c.context, reader), c, c.context, reader, "iid")
 
     res = check_law(
-        replay_law_samples(case, seed_for("replay-law|wrong"), wrong_round, n=5000), law, alpha=ALPHA, tv=0.07
+        replay_law_samples(case, seed_for("replay-law|wrong"), wrong_round, n=samples_for(law, 0.1, ALPHA, 0.01)),
+        law,
+        alpha=ALPHA,
+        tv=0.1,
     )
-    assert res.detectable_tv <= 0.07 and res.rejected, res.summary()
+    assert res.detectable_tv <= 0.1 and res.rejected, res.summary()
 
 
 # --- rheo sample, the gate's sampler, bad input ---------------------------------------------------

@@ -186,6 +186,12 @@ def run_mutants(args: argparse.Namespace) -> int:
         print(strict_json.dumps(out))
     else:
         _print_table(out)
+    if not ok:
+        missed = [r["mutant"] for r in rows if r["verdict"] == "MISSED"]
+        why = [f"missed: {', '.join(missed)}"] if missed else []
+        if fa is not None and fa["at_alpha"]["binomial_p"] < 1e-3:
+            why.append(f"false alarms above α (binomial p = {fa['at_alpha']['binomial_p']:.2g})")
+        print(f"rheo mutants: FAILED ({'; '.join(why)})", file=sys.stderr)
     return 0 if ok else 1
 
 

@@ -145,8 +145,9 @@ class HorizonTest:
 
     @property
     def worst(self) -> LawTest:
-        """The test that rejects most clearly (impossible samples first, then the smallest p-value)."""
-        return min(self.tests, key=lambda t: (not t.rejected, -t.impossible, t.p_value, -t.chi2))
+        """The test that rejects most clearly: impossible samples first, then the statistic furthest past its
+        critical value (S / c; the p-value bounds share a floor where the evidence is overwhelming)."""
+        return min(self.tests, key=lambda t: (not t.rejected, -t.impossible, -t.margin, t.p_value))
 
     @property
     def top_cells(self) -> tuple[Cell, ...]:

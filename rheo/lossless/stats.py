@@ -40,11 +40,11 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from rheo.lossless import validate
+from rheo.lossless import promise, validate
 from rheo.lossless.cells import (
     MIN_EXPECTED as MIN_EXPECTED,  # (part of this module's interface: the gate's pooling threshold)
 )
-from rheo.lossless.cells import PoolShape, pool_cells, pooled_mass
+from rheo.lossless.cells import pool_cells
 from rheo.lossless.diagnosis import Cell, Conditional, top_cells, worst_conditional
 from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
@@ -53,7 +53,7 @@ from rheo_ref.validate import show
 Law = Mapping[tuple[int, ...], Fraction]
 Sampler = Callable[[Case, int, int], Iterable[Sequence[int]]]
 
-STATISTICS = ("pearson", "g")
+STATISTICS = ("pearson",)  # the floored unbiased Pearson statistic: the one with a finite-N proof
 DEFAULT_BETA = 0.01
 MARGIN = 2.0  # the noncentrality is solved for miss probability β / MARGIN (see the docstring)
 
@@ -132,15 +132,10 @@ def _full_detectable(detectable_cells: float, pooled: float) -> float:
 
 
 def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
-    """Smallest TV **of the full law** (every outcome of positive probability) that the gate's test
-    of `law` with `n` samples detects with power ≥ 1−β at level α.
-
-    That is the cells' detectable TV plus the exact mass p(A) of the pooled outcomes A: for any
-    law P, TV(P, p) ≤ TV(P′, p′) + p(A), where ′ merges A into one cell (docs/GATE.md, "What the
-    statistics promise"), so an alternative at full TV ≥ δ_cells + p(A) is at coarsened TV ≥ δ_cells.
-    """
-    groups = pool_cells(law, n)
-    return _full_detectable(_detectable(groups, n, alpha, beta), pooled_mass(law, groups))
+    """Smallest TV **of the full law** (every outcome, none pooled) that the gate's test of `law`
+    with `n` samples detects with power ≥ 1−β at level α, as proved at that n
+    (`rheo.lossless.promise`, docs/GATE.md "The promise, proved")."""
+    return promise.planner(law, alpha, beta).detectable(n)
 
 
 @dataclass(frozen=True)
@@ -150,11 +145,11 @@ class LawTest:
     label: str
     statistic: str
     n: int  # samples
-    cells: int  # tested cells after pooling
-    pooled_mass: float  # exact probability of the outcomes pooled into one cell
+    cells: int  # tested outcomes: every outcome of positive probability (none pooled)
+    pooled_mass: float  # always 0: the test pools nothing (kept for the record's readers)
     impossible: int  # samples on outcomes of exact probability 0
-    chi2: float
-    p_value: float
+    chi2: float  # the statistic: S (the floored unbiased χ²) or, for the set test, −ln p (`rheo.lossless.promise`)
+    p_value: float  # a valid p-value: an upper bound on P(statistic ≥ observed) under the exact law
     alpha: float
     beta: float
     tv: float  # δ the test states
@@ -162,26 +157,28 @@ class LawTest:
     rejected: bool
     top_cells: tuple[Cell, ...] = ()  # largest standardised residuals first (rheo.lossless.diagnosis)
     worst_conditional: Conditional | None = None  # the conditional law that deviates most
-    detectable_tv_cells: float = 0.0  # the same between the laws coarsened to the tested cells
-    null: str = "chi2"  # the p-value's null distribution: "chi2" (asymptotic) or "simulated"
-    null_draws: int = 0  # multinomial draws of the simulated null (0 with "chi2")
+    detectable_tv_cells: float = 0.0  # the same (no cells are merged)
+    null: str = "chernoff"  # the test: "sets" (exact binomials, small support), "chernoff" (weighted χ²); "none"
+    null_draws: int = 0  # the samples the statistic used: n for the set test, N' ~ Poisson(λ) ≤ n for the χ²
+    critical: float = math.inf  # c: the statistic rejects at ≥ c (level α; −ln α for the set test)
+
+    @property
+    def margin(self) -> float:
+        """S / c: how far past its critical value the statistic went (≥ 1 on a rejection by S)."""
+        return math.inf if self.impossible else (self.chi2 / self.critical if self.critical > 0 else 0.0)
 
     def guarantee(self) -> str:
-        """What a pass means, in words: the power statement about the full law."""
-        pooled = f" + pooled mass {self.pooled_mass:.4f}" if self.pooled_mass else ""
-        return (
-            f"detects TV≥{self.detectable_tv:.4f} of the full law (tested cells {self.detectable_tv_cells:.4f}"
-            f"{pooled}) with power {1 - self.beta:g}"
-        )
+        """What a pass means, in words: the power statement about the full law, proved at this N."""
+        return f"detects TV≥{self.detectable_tv:.4f} of the full law with power ≥ {1 - self.beta:g}, proved at this N"
 
     def summary(self, top: int = 3) -> str:
         """One line; a rejected test adds where it broke: the worst conditional law and the `top` cells."""
         verdict = "REJECT" if self.rejected else "pass"
         imp = f", {self.impossible} impossible" if self.impossible else ""
-        sim = f" simulated over {self.null_draws} draws" if self.null == "simulated" else ""
+        p = "0 (an impossible outcome)" if self.impossible else f"≤{self.p_value:.3g}"
         line = (
-            f"{self.label}: {verdict} (p={self.p_value:.3g}{sim}, α={self.alpha:g}, N={self.n}, "
-            f"{self.cells} cells, {self.statistic}{imp}; {self.guarantee()}, stated δ={self.tv:g})"
+            f"{self.label}: {verdict} (p{'=' if self.impossible else ''}{p}, α={self.alpha:g}, N={self.n}, "
+            f"{self.cells} outcomes{imp}; {self.guarantee()}, stated δ={self.tv:g})"
         )
         return line + ("\n" + self.diagnosis(top) if self.rejected else "")
 
@@ -214,13 +211,22 @@ def check_law(
     label: str = "law",
     names: Sequence[str] | None = None,
     condition: str = "",
+    seed: int | None = None,
 ) -> LawTest:
     """Goodness of fit of `samples` (sequences, or a Counter of tuples) to the exact `law`; no raise.
+
+    The test (`rheo.lossless.promise`, proved in docs/GATE.md) is one of two, chosen from the law
+    and n alone (whichever certifies the smaller TV): on a support of at most 18 outcomes, the set
+    test (one exact binomial test per set of outcomes, Bonferroni over the 2^K − 1 sets); otherwise
+    of the n samples a uniformly chosen N' ~ Poisson(λ(n)) are counted (drawn from `seed`, default
+    one derived from the running pytest test id), S = Σ w_i[(X_i − λp_i)² − X_i] over every outcome
+    of positive probability, rejected when the p-value bound P(S ≥ observed) ≤ α. A sample on an
+    outcome of probability 0 rejects. Level ≤ α; power ≥ 1 − β at TV ≥ `detectable_tv` of the full law.
 
     The record carries where the samples deviate most (`rheo.lossless.diagnosis`): `names` name the
     outcome's components (default "token 1", "token 2", ...), `condition` what the whole test
     conditions on (e.g. "first round of length 3")."""
-    from scipy.stats import chi2 as chi2_dist
+    import numpy as np
 
     alpha, beta = validate.rates(alpha, beta)
     tv = validate.rate("tv", tv, one=True)
@@ -232,32 +238,43 @@ def check_law(
         raise StatsError("no samples: the sampler returned an empty batch")
     if not any(p > 0 for p in law.values()):
         raise StatsError("the exact law has no outcome of positive probability")
+    seed = current_test_seed(label) if seed is None else validate.whole("seed", seed, min=0, max=2**64 - 1)
     impossible = sum(c for k, c in counts.items() if law.get(k, 0) == 0)
-    groups = pool_cells(law, n)
-    mass = pooled_mass(law, groups)
-    k = len(groups)
-    stat, pval, null, draws = 0.0, 1.0, "chi2", 0
-    if k >= 2:
-        probs = [float(sum(law[o] for o in g)) for g in groups]
-        observed = [sum(counts.get(x, 0) for x in g) for g in groups]
-        stat = _statistic(observed, probs, n, statistic)
-        pval = float(chi2_dist.sf(stat, k - 1))
-        if pval < alpha and not impossible:  # confirm a rejection where the χ² tail may be off
-            sim = simulated_p_value(observed, probs, stat, statistic, alpha)
-            if sim is not None:
-                pval, draws = sim
-                null = "simulated"
+    plan = promise.planner(law, alpha, beta)
+    support = sorted((k for k, p in law.items() if p > 0), key=lambda k: (-law[k], k))
+    stat, pval, used, critical = 0.0, 1.0, 0, math.inf
+    kind = plan.kind(n)
+    if kind == "sets":  # the exact set test (small support): every sample counts, no seed used
+        assert plan.sets is not None
+        x = np.asarray([counts.get(k, 0) for k in support], dtype=float)  # [K] in the planner's order
+        pval, used = plan.sets.p_value(x, n), n
+        stat, critical = -math.log(max(pval, 1e-300)), -math.log(alpha)
+    elif kind == "chi2":
+        null = plan.null(n)
+        critical = float(null.critical)
+        lam = float(null.lam)
+        rng = np.random.default_rng([seed, 0x5EED])
+        used = int(rng.poisson(lam))
+        if used <= n:  # else (probability ≤ SPILL_SHARE·β) the statistic does not reject
+            full = np.asarray([counts.get(k, 0) for k in support] + [impossible], dtype=np.int64)
+            x = rng.multivariate_hypergeometric(full, used)[:-1].astype(float)  # [K] a uniform N'-subset's counts
+            probs = np.asarray([float(law[k]) for k in support])
+            w = plan.wt.w  # [K] the weights, over the support in the same (descending) order
+            stat = float(np.sum(w * ((x - lam * probs) ** 2 - x)))
+            pval = null.p_value(stat)
     if impossible:
-        stat, pval, null, draws = math.inf, 0.0, "chi2", 0
-    det_cells = _detectable(groups, n, alpha, beta)
-    det = _full_detectable(det_cells, mass)
+        pval = 0.0
+    det = law_detectable_tv(law, n, alpha, beta)
+    if det > tv and plan.holds(n, tv):  # the bisection's last step: the stated δ itself is proved
+        det = tv
+    groups = pool_cells(law, n)  # the diagnosis groups rare outcomes for reading; the verdict does not
     law_f = {o: float(p) for o, p in law.items() if p > 0}
     return LawTest(
         label,
         statistic,
         n,
-        k,
-        mass,
+        len(support),
+        0.0,
         impossible,
         stat,
         pval,
@@ -265,73 +282,14 @@ def check_law(
         beta,
         tv,
         det,
-        bool(impossible or pval < alpha),
+        bool(impossible or pval <= alpha),
         top_cells(counts, law_f, groups, n),
         worst_conditional(counts, law_f, names=names, condition=condition),
-        det_cells,
-        null,
-        draws,
+        det,
+        {"sets": "sets", "chi2": "chernoff"}.get(kind, "none"),
+        used,
+        critical,
     )
-
-
-def _statistic(observed: Sequence[int], probs: Sequence[float], n: int, statistic: str) -> float:
-    """The test statistic of one sample's cell counts (clipped at 0 against float dust)."""
-    import numpy as np
-
-    e = n * np.asarray(probs, dtype=float)
-    return max(float(_statistics(np.asarray([observed]), e, statistic)[0]), 0.0)
-
-
-def _statistics(counts: Any, e: Any, statistic: str) -> Any:
-    """Pearson's X² or the G statistic of each row of cell counts against the expected counts `e`."""
-    import numpy as np
-
-    if statistic == "pearson":
-        return ((counts - e) ** 2 / e).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 2 * np.where(counts > 0, counts * np.log(counts / e), 0.0).sum(axis=1)
-
-
-SIMULATION_BUDGET = 20_000_000  # multinomial cells drawn at most to confirm one rejection
-
-
-def simulated_p_value(
-    observed: Sequence[int], probs: Sequence[float], stat: float, statistic: str, alpha: float
-) -> tuple[float, int] | None:
-    """Monte Carlo p-value of `stat` under the null multinomial(n, probs): (p, draws), or None when
-    M = ⌈20/α⌉ draws of the cells exceed `SIMULATION_BUDGET` (the χ² p-value then stands, and the
-    record says so: `null="chi2"`).
-
-    p̂ = (1 + #{T* ≥ T}) / (1 + M) over M null statistics T* drawn independently of the data is a
-    valid p-value (P(p̂ ≤ α) ≤ α under the null, exactly, whatever the accuracy of the χ² tail;
-    Davison & Hinkley 1997, §4.2). The null draws depend only on (n, probs, statistic, M), so they
-    are seeded by those, drawn once per process and shared by every test of the same law and N.
-    """
-    m_total = math.ceil(20 / alpha)
-    if m_total * len(probs) > SIMULATION_BUDGET:
-        return None
-    import numpy as np
-
-    null = _null_statistics(int(sum(observed)), tuple(float(p) for p in probs), statistic, m_total)
-    tol = 1e-9 * max(1.0, stat)  # ties of the statistic count as exceedances (conservative)
-    exceed = m_total - int(np.searchsorted(null, stat - tol, side="left"))
-    return (1 + exceed) / (1 + m_total), m_total
-
-
-@lru_cache(maxsize=64)
-def _null_statistics(n: int, probs: tuple[float, ...], statistic: str, m: int) -> Any:
-    """M statistics of multinomial(n, probs) samples, sorted (a seeded, cached null distribution)."""
-    import numpy as np
-
-    p = np.asarray(probs, dtype=float)
-    p = p / p.sum()
-    e = n * p
-    seed = int.from_bytes(hashlib.sha256(repr((n, probs, statistic, m)).encode()).digest()[:8], "big")
-    rng = np.random.default_rng(seed)
-    out = []
-    for start in range(0, m, 1 << 15):
-        out.append(_statistics(rng.multinomial(n, p, size=min(1 << 15, m - start)), e, statistic))
-    return np.sort(np.concatenate(out))
 
 
 def assert_law(
@@ -364,39 +322,13 @@ def assert_law(
 
 
 def samples_for(law: Law, tv: float, alpha: float, beta: float) -> int:
-    """The least N at which the gate's test of `law` detects TV ≥ `tv` **of the full law** with
-    power ≥ 1−β at level α: δ_cells(N) + p(pooled at N) ≤ `tv` (`law_detectable_tv`).
-
-    Between two breakpoints (the N at which an outcome's expected count reaches the pooling
-    threshold) the cells and the pooled mass m are fixed and δ_cells falls with N, so each
-    segment's least N is max(start, ⌈λ*/(4(δ−m)²)⌉); the segments are scanned in order. A law
-    whose light outcomes weigh more than δ at every affordable N costs the N at which they stop
-    being pooled: that is the price of a promise about the full law.
-    """
+    """The least N (to within 0.5%) at which the gate's test of `law` detects TV ≥ `tv` **of the
+    full law** with power ≥ 1−β at level α, as proved at that N (`rheo.lossless.promise`)."""
     tv = _check_rate("tv", tv) if tv != 1 else 1.0
     alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
-    shape = PoolShape(law)
-    if not shape.probs:
+    if not any(p > 0 for p in law.values()):
         raise StatsError("the exact law has no outcome of positive probability")
-    if len(shape.probs) == 1:
-        return max(1, math.ceil(math.log(beta) / math.log(1 - tv))) if tv < 1 else 1
-    starts = [1, *shape.breakpoints()]
-    ends: list[int | None] = [*starts[1:], None]
-    for start, end in zip(starts, ends):
-        cells, mass = shape.at(start)
-        if cells < 2 or mass >= tv:
-            continue
-        n = max(start, math.ceil(noncentrality(cells - 1, alpha, beta / MARGIN) / (4 * (tv - mass) ** 2)))
-        if end is not None and n >= end:
-            continue
-        while True:  # the absorption of big cells into a short pool can shift the shape inside a segment
-            cells, mass = shape.at(n)
-            if cells >= 2 and min_detectable_tv(n, alpha, beta, cells) + mass <= tv + 1e-12:
-                return n
-            if end is not None and n + 1 >= end:
-                break
-            n += 1
-    raise StatsError(f"no N detects TV {tv:g} of this law")  # unreachable: past the last breakpoint nothing pools
+    return promise.planner(law, alpha, beta).plan(tv)
 
 
 def samples_for_coarse(law: Law, tv: float, alpha: float, beta: float) -> int:
@@ -509,7 +441,14 @@ def check_first_tokens(
     n = validate.planned_samples(samples_for(law, tv, alpha, beta), alpha=alpha, tv=tv, beta=beta, force=bool(force))
     out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
     return check_law(
-        out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=f"first {n_tok} tokens vs target law"
+        out,
+        law,
+        alpha=alpha,
+        tv=tv,
+        beta=beta,
+        statistic=statistic,
+        label=f"first {n_tok} tokens vs target law",
+        seed=seed,
     )
 
 

@@ -1,0 +1,141 @@
+"""Claim 12: the gate's promise holds at the N it uses (docs/GATE.md, "The promise, proved").
+
+12.1 For every exact law p and every N the planner returns: the test `rheo.lossless.stats.check_law`
+     rejects a sampler of law p with probability ≤ α, and a sampler of any law P with
+     TV(P, p) ≥ δ with probability ≥ 1 − β. PROVED (general argument; the lemmas below are checked
+     here with sympy, the standard results it cites are named).
+
+Argument (lemmas marked * are checked here):
+- Poissonisation: N' ~ Poisson(λ) chosen independently of the samples; a uniformly chosen N'-subset
+  of iid samples is iid, and the counts of N' iid samples are independent Poisson(λP_i) (standard).
+- S = Σ w_i f_i(X_i), f_i(x) = (x − λp_i)² − x. For X ~ Poisson(μ): E f = (μ − a)² and
+  Var f = 2μ² + 4μ(μ − a)² (*), so E S = λ²Σ w_i d_i² = λ²D.
+- Level: S = S_b unless some X_i > b_i; Markov on e^{θS_b} for every θ > 0, and the union bound (*: the
+  Poisson moment generating function E e^{tX} = exp(μ(e^t − 1)) the truncated sums are exact
+  pieces of).
+- Power: S − E S = L + Q, L = Σ w_i(2λd_i − 1)Z_i, Q = Σ w_i(Z_i² − λP_i), Z_i = X_i − λP_i (*);
+  E Z⁴ = μ + 3μ² (*); log E e^{−sZ} = μ(e^{−s} − 1 + s) (*); e^x − 1 − x ≤ φ(y)x²/2 for x ≤ y with
+  Bennett's φ(y) = 2(e^y − 1 − y)/y² increasing (*); for Y ≥ 0, E e^{−θY} ≤ exp(−θE Y + θ²E Y²/2)
+  (Maurer's lemma: e^{−x} ≤ 1 − x + x²/2 for x ≥ 0 (*), and 1 + u ≤ e^u); Cauchy–Schwarz
+  (Σ|d_i|)² ≤ Σ w_i d_i² · Σ 1/w_i (* as Lagrange's identity, three terms); the splits
+  (a + b)² ≤ (1 + ε)a² + (1 + 1/ε)b² (*).
+- Mass η off the support: an impossible sample rejects; (1 − η)^N ≤ β/4 for η ≥ η₀ = ln(4/β)/N,
+  and below it TV(P|support, p) ≥ TV(P, p) − η (triangle inequality).
+- β is spent as: 1% on N' > N, 25% on the mass off the support, 74% on the support's alternatives.
+
+- The set test (small supports): some set C of the support has p(C) − P(C) ≥ TV (*); the binomial CDF
+  falls as its probability rises (* as dF/dq for n ≤ 8); the union bound over the 2^K − 1 sets.
+- The χ² certificate's reach of one outcome (* the quadratic and its root) and the budget of spikes
+  (* the two identities).
+
+The set test's level and power are checked by enumerating every outcome of 40 samples of a
+3-outcome law in tests/lossless/test_promise.py (it lives in rheo, which the proofs may not import).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ._claim import PROVED, Claim, Outcome, require
+
+
+def _poisson_moments(mu: sp.Symbol, upto: int) -> list:
+    """Raw moments E X^k of X ~ Poisson(μ), k = 0..upto, from the moment generating function."""
+    t = sp.symbols("t")
+    mgf = sp.exp(mu * (sp.exp(t) - 1))
+    return [sp.simplify(sp.diff(mgf, t, k).subs(t, 0)) for k in range(upto + 1)]
+
+
+def _lemmas() -> None:
+    mu, a, x, y, eps, s, theta = sp.symbols("mu a x y epsilon s theta", positive=True)
+    m = _poisson_moments(mu, 4)
+
+    def e(poly):  # E poly(X) for a polynomial in x
+        poly = sp.Poly(sp.expand(poly), x)
+        return sp.expand(sum(c * m[k[0]] for k, c in zip(poly.monoms(), poly.coeffs())))
+
+    f = (x - a) ** 2 - x
+    mean = e(f)
+    require(sp.simplify(mean - (mu - a) ** 2) == 0, f"E f = {mean}")
+    var = sp.simplify(e(f**2) - mean**2)
+    require(sp.simplify(var - (2 * mu**2 + 4 * mu * (mu - a) ** 2)) == 0, f"Var f = {var}")
+    # the decomposition S − E S = L + Q, cell by cell: X = μ + Z
+    z = sp.symbols("z")
+    lhs = f.subs(x, mu + z) - (mu - a) ** 2
+    rhs = (2 * (mu - a) - 1) * z + z**2 - mu
+    require(sp.expand(lhs - rhs) == 0, "f(μ + Z) − E f != (2(μ − a) − 1)Z + Z² − μ")
+    central4 = e((x - mu) ** 4)
+    require(sp.simplify(central4 - (mu + 3 * mu**2)) == 0, f"E Z⁴ = {central4}")
+    # log E e^{−sZ} for Z = X − μ: E e^{tX} = exp(μ(e^t − 1)) at t = −s, times e^{sμ}
+    cgf = sp.log(sp.exp(mu * (sp.exp(-s) - 1)) * sp.exp(s * mu))
+    require(sp.simplify(sp.expand_log(cgf, force=True) - mu * (sp.exp(-s) - 1 + s)) == 0, "centred Poisson cgf")
+    # Bennett: φ(y) = 2(e^y − 1 − y)/y² is increasing: φ' = 2g(y)/y³ with g = (y − 2)e^y + y + 2,
+    # g(0) = 0, g'(0) = 0 and g'' = y e^y has the sign of y, so g' ≥ 0 and g has the sign of y.
+    yy = sp.symbols("yy", real=True)
+    g = (yy - 2) * sp.exp(yy) + yy + 2
+    phi = 2 * (sp.exp(yy) - 1 - yy) / yy**2
+    require(sp.simplify(sp.diff(phi, yy) - 2 * g / yy**3) == 0, "φ' != 2g/y³")
+    require(g.subs(yy, 0) == 0 and sp.diff(g, yy).subs(yy, 0) == 0, "g(0), g'(0)")
+    require(sp.simplify(sp.diff(g, yy, 2) - yy * sp.exp(yy)) == 0, "g'' != y e^y")
+    # Maurer: h(x) = 1 − x + x²/2 − e^{−x} ≥ 0 for x ≥ 0: h(0) = h'(0) = 0, h'' = 1 − e^{−x} ≥ 0
+    xr = sp.symbols("xr", nonnegative=True)
+    h = 1 - xr + xr**2 / 2 - sp.exp(-xr)
+    require(h.subs(xr, 0) == 0 and sp.diff(h, xr).subs(xr, 0) == 0, "h(0), h'(0)")
+    require(sp.simplify(sp.diff(h, xr, 2) - (1 - sp.exp(-xr))) == 0, "h''")
+    # Cauchy–Schwarz as Lagrange's identity (three cells): Σw d²·Σ1/w − (Σ d)² is a sum of squares
+    w = sp.symbols("w1:4", positive=True)
+    d = sp.symbols("d1:4", real=True)
+    gap = sum(wi * di**2 for wi, di in zip(w, d)) * sum(1 / wi for wi in w) - sum(d) ** 2
+    squares = sum(
+        (d[i] * sp.sqrt(w[i] / w[j]) - d[j] * sp.sqrt(w[j] / w[i])) ** 2 for i in range(3) for j in range(i + 1, 3)
+    )
+    require(sp.simplify(sp.expand(gap - squares)) == 0, "Lagrange's identity")
+    # the splits: (1 + ε)a² + (1 + 1/ε)b² − (a + b)² = (√ε a − b/√ε)² ≥ 0
+    aa, bb = sp.symbols("aa bb", real=True)
+    split = (1 + eps) * aa**2 + (1 + 1 / eps) * bb**2 - (aa + bb) ** 2
+    require(sp.simplify(split - (sp.sqrt(eps) * aa - bb / sp.sqrt(eps)) ** 2) == 0, "the (1 + ε) split")
+    # the set test: some set of the support is lowered by the TV. With B the raised outcomes,
+    # C the rest of the support and η the mass off it: P(B) + P(C) + η = 1 = p(B) + p(C), so
+    # p(C) − P(C) = P(B) + η − p(B)
+    pb, pc, qb, qc, eta = sp.symbols("pB pC qB qC eta", nonnegative=True)
+    lowered = (pc - qc).subs(qc, 1 - qb - eta).subs(pc, 1 - pb)
+    require(sp.expand(lowered - (qb + eta - pb)) == 0, "p(C) − P(C) != P(B) + η − p(B)")
+    # the binomial CDF falls as its probability rises: dF(c; n, q)/dq = −n·C(n−1, c) q^c (1−q)^(n−1−c)
+    q = sp.symbols("q", positive=True)
+    for n in range(1, 9):
+        for c in range(n):
+            cdf = sum(sp.binomial(n, k) * q**k * (1 - q) ** (n - k) for k in range(c + 1))
+            slope = -n * sp.binomial(n - 1, c) * q**c * (1 - q) ** (n - 1 - c)
+            require(sp.expand(sp.diff(cdf, q) - slope) == 0, f"dF/dq at n={n}, c={c}")
+    # how far one outcome can move: w u² + (2δ − u)²/s ≤ D is the quadratic
+    # (w + 1/s)u² − (4δ/s)u − (D − 4δ²/s) ≤ 0, and r = (2δ/s + √((2δ/s)² + (w + 1/s)(D − 4δ²/s)))/(w + 1/s)
+    # is its larger root
+    uu, ww, ss, dd, big_d = sp.symbols("u w s delta D", positive=True)
+    quad = (ww + 1 / ss) * uu**2 - (4 * dd / ss) * uu - (big_d - 4 * dd**2 / ss)
+    require(sp.expand(ww * uu**2 + (2 * dd - uu) ** 2 / ss - big_d - quad) == 0, "the reach quadratic")
+    root = (2 * dd / ss + sp.sqrt((2 * dd / ss) ** 2 + (ww + 1 / ss) * (big_d - 4 * dd**2 / ss))) / (ww + 1 / ss)
+    require(sp.simplify(sp.expand(quad.subs(uu, root))) == 0, "r is a root")
+    # how much of D spikes carry: (2δ − x)² ≥ 4δ² − 4δx (the difference is x²), and with
+    # Σ_B|d| < Σ_B a/κ: Σ_B a + D₀ − (4δ/s)Σ_B a/κ ≤ D gives Σ_B a (1 − 4δ/(sκ)) ≤ D − D₀
+    xx, kap, sum_a = sp.symbols("x kappa A", positive=True)
+    require(sp.expand((2 * dd - xx) ** 2 - (4 * dd**2 - 4 * dd * xx) - xx**2) == 0, "(2δ − x)² − 4δ² + 4δx = x²")
+    d0 = 4 * dd**2 / ss
+    spike = sum_a + d0 - (4 * dd / ss) * sum_a / kap - big_d
+    require(sp.expand(spike - (sum_a * (1 - 4 * dd / (ss * kap)) - (big_d - d0))) == 0, "the spike budget")
+    del y, theta
+
+
+def check_12_1() -> Outcome:
+    _lemmas()
+    return Outcome(PROVED, "level ≤ α and power ≥ 1 − β at TV ≥ δ of the full law, at the planned N")
+
+
+CLAIMS = [
+    Claim(
+        "12.1",
+        "the gate: level ≤ α and power ≥ 1 − β for every law at TV ≥ δ, at the N it plans",
+        "general argument (docs/GATE.md), sympy-checked lemmas",
+        PROVED,
+        check_12_1,
+    ),
+]
