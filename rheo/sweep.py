@@ -182,6 +182,17 @@ def _agrees(row: dict, where: str, fix: str) -> None:
             )
 
 
+def _field_count(r: dict) -> str:
+    """What is wrong with a CSV row of the wrong length, as `csv.DictReader` read it: a short row has
+    None for its missing columns, a long one its extra fields under the key None."""
+    if None in r:
+        n = len(COLUMN_NAMES) + len(r[None])
+        return f"{n} fields ({n - len(COLUMN_NAMES)} more than the columns)"
+    n = sum(v is not None for v in r.values())
+    missing = [k for k, v in r.items() if v is None]
+    return f"{n} fields (the row stops before column {missing[0]!r})"
+
+
 def read_table(path: Path) -> list[dict]:
     """The rows of a sweep's CSV (none if it does not exist); a file that is not one this command
     wrote (other columns, a value of the wrong type, damaged bytes) is refused in one line."""
@@ -196,7 +207,7 @@ def read_table(path: Path) -> list[dict]:
         rows = []
         for i, r in enumerate(reader, start=2):
             if None in r or any(v is None for v in r.values()):
-                raise CaseError(f"{path} line {i}: {len(r)} fields, the table has {len(COLUMN_NAMES)}; {fix}")
+                raise CaseError(f"{path} line {i}: {_field_count(r)}, the table has {len(COLUMN_NAMES)}; {fix}")
             row = _typed(r)
             if not re.fullmatch(r"[0-9a-f]{16}", row["case_hash"] or "") or not row["method"]:
                 raise CaseError(f"{path} line {i}: case_hash {show(row['case_hash'])} is not a case hash; {fix}")

@@ -8,11 +8,12 @@ for the whole batch; the penalties' state is per row (`counts` [B, V], `seen` [B
 
 Exact ties in floats. The reference compares exact numbers, so a tie is a tie; here a processed row
 is the exact row rounded a few times, and an exact tie can come out as two floats one ulp apart.
-Every cut-off therefore treats numbers within `TIE` · (the row's largest weight) as equal: top-k
-keeps every weight ≥ the k-th largest − TIE·max, min-p every weight ≥ m·max − TIE·max, greedy takes
-the lowest id within TIE·max of the largest; top-p sorts ascending with weights within TIE·max of
-each other grouped as one value (ties broken by token id, the lower id first, as the reference) and
-drops while the cumulative probability ≤ 1 − p + TIE. The rounding of these few float64 operations
+Every cut-off therefore treats numbers within `TIE` · (the row's largest weight) as equal: weights
+within TIE·max of each other are one value (`groups`); top-k keeps the k largest and top-p the n
+largest, n counted by sorting ascending and dropping while the cumulative probability ≤ 1 − p + TIE,
+a cut between tied tokens resolved by the request's tie rule as the reference's `keep_largest` does
+("all": every weight ≥ the n-th largest − TIE·max; "low" / "high": by token id; none named: refused);
+min-p keeps every weight ≥ m·max − TIE·max, greedy takes the lowest id within TIE·max of the largest. The rounding of these few float64 operations
 on a row of V ≤ 10^5 weights is far below TIE = 1e-12, and two distinct rationals of small
 denominators (every table rheo builds) differ by far more, so on such rows the fast cut-offs are
 the reference's exactly (`tests/test_fast_processing.py` checks it on random tables with planted
@@ -28,8 +29,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rheo_ref.errors import CaseError
-from rheo_ref.processing import ORDERS, PENALTIES, Settings
+from rheo_ref.errors import CaseError, TieError
+from rheo_ref.processing import ORDERS, PENALTIES, TIES_HELP, Settings, Ties, check_ties, show_p, tie_rule
 
 TIE = 1e-12  # relative to the row's largest weight: closer numbers are one number (module docstring)
 
@@ -96,34 +97,67 @@ def temperature(w: Tensor, T: Any) -> Tensor:
     return w if inv == 1 else w ** int(inv)  # [B, V]
 
 
-def top_k(w: Tensor, k: int) -> Tensor:
-    """Keep every weight ≥ the k-th largest (ties with it kept); k = 0: off."""
-    if k == 0 or k >= w.shape[-1]:
-        return w
-    kth = w.topk(k, -1).values[:, k - 1 :]  # [B, 1]
-    return torch.where(w >= kth - TIE * _top(w), w, 0.0)  # [B, V]
+def groups(w: Tensor) -> Tensor:
+    """Each token's value group [B, V] (0 the smallest), weights within TIE·max of each other one value."""
+    vals, idx = w.sort(dim=-1, stable=True)  # [B, V] ascending
+    step = vals.diff(dim=-1) > TIE * _top(w)  # [B, V-1] a new value starts
+    group = torch.cat([torch.zeros_like(step[:, :1]), step], -1).long().cumsum(-1)  # [B, V]
+    return torch.empty_like(group).scatter_(-1, idx, group)  # [B, V]
 
 
 def ascending(w: Tensor) -> Tensor:
     """Token ids sorted by weight ascending, weights within TIE·max one value, ties by id [B, V]."""
+    V = w.shape[-1]
+    return (groups(w) * V + torch.arange(V)).argsort(-1)  # [B, V]
+
+
+def keep_largest(w: Tensor, n: Tensor, ties: str | None, cut: str) -> Tensor:
+    """The n [B, 1] largest weights of each row, the rest 0 (`rheo_ref.processing.keep_largest`): a
+    cut between tied tokens (> 0) keeps all of them ("all"), the lowest ids ("low") or the highest
+    ("high"); with no rule it is refused (`TieError`, naming the row, the tokens and `cut`)."""
     B, V = w.shape
-    vals, idx = w.sort(dim=-1, stable=True)  # [B, V] ascending, ties by id
-    step = vals.diff(dim=-1) > TIE * _top(w)  # [B, V-1] a new value starts
-    group = torch.cat([torch.zeros_like(step[:, :1]), step], -1).long().cumsum(-1)  # [B, V]
-    key = torch.empty_like(group).scatter_(-1, idx, group) * V + torch.arange(V)  # [B, V] (value, id)
-    return key.argsort(-1)  # [B, V]
+    g, ids = groups(w), torch.arange(V)  # [B, V], [V]
+    by_size = (-g * V + ids).argsort(-1)  # [B, V] descending, ties: lower id first
+    kth = g.gather(-1, by_size.gather(-1, (n - 1).clamp(0, V - 1)))  # [B, 1] the n-th largest's value group
+    tied_all = g >= kth  # [B, V] every token tied with the n-th largest, and those above
+    kth_w = w.gather(-1, by_size.gather(-1, (n - 1).clamp(0, V - 1)))  # [B, 1] the n-th largest weight
+    split = (tied_all.sum(-1, keepdim=True) > n) & (kth_w > TIE * _top(w))  # [B, 1] (a tie at weight 0 is none)
+    if ties is None and bool(split.any()):
+        b = int(split[:, 0].nonzero()[0, 0])
+        tied = (g[b] == kth[b]).nonzero()[:, 0].tolist()
+        prob = float(w[b, tied[0]] / w[b].sum())
+        room = int(n[b]) - int((g[b] > kth[b]).sum())
+        raise TieError(
+            f"row {b}: {cut} cuts between tied tokens {tied} (probability {prob:.6g} each, {room} of {len(tied)} "
+            f"kept); name the tie rule: {TIES_HELP}"
+        )
+    if ties == "all":
+        kept = tied_all  # [B, V]
+    else:
+        order = by_size if ties == "low" else (-g * V + (V - 1 - ids)).argsort(-1)  # [B, V] who goes first
+        kept = order.argsort(-1) < n  # [B, V] rank < n
+    return torch.where(kept | (n >= V), w, 0.0)  # [B, V]
 
 
-def top_p(w: Tensor, p: Any) -> Tensor:
-    """Sort ascending (ties: lower id first), drop while the cumulative probability ≤ 1 − p; the
-    largest is kept; p = 1: off."""
+def top_k(w: Tensor, k: int, ties: Ties = None) -> Tensor:
+    """The k largest weights (a cut between tied tokens: the rule `ties` names for top-k); k = 0: off."""
+    if k == 0 or k >= w.shape[-1]:
+        return w
+    n = torch.full((w.shape[0], 1), k)  # [B, 1]
+    return keep_largest(w, n, tie_rule(check_ties(ties), "top_k"), f"top_k={k}")
+
+
+def top_p(w: Tensor, p: Any, ties: Ties = None) -> Tensor:
+    """Sort ascending, drop while the cumulative probability ≤ 1 − p (the largest is kept): that
+    many largest weights kept (a cut between tied tokens: the rule `ties` names for top-p); p = 1: off."""
     if p == 1:
         return w
     order = ascending(w)  # [B, V]
     cum = (w.gather(-1, order) / w.sum(-1, keepdim=True)).cumsum(-1)  # [B, V]
     drop = cum <= 1 - float(p) + TIE  # [B, V] a prefix (cum is monotone)
     drop[:, -1] = False
-    return w.scatter(-1, order, torch.where(drop, 0.0, w.gather(-1, order)))  # [B, V]
+    n = w.shape[-1] - drop.sum(-1, keepdim=True)  # [B, 1] tokens kept
+    return keep_largest(w, n, tie_rule(check_ties(ties), "top_p"), f"top_p={show_p(p)}")
 
 
 def min_p(w: Tensor, m: Any) -> Tensor:
@@ -141,8 +175,8 @@ STEPS: dict[str, Step] = {
     "frequency": lambda w, s, counts, seen: frequency(w, counts, s.penalty),
     "presence": lambda w, s, counts, seen: presence(w, counts, s.presence),
     "temperature": lambda w, s, counts, seen: normalise(temperature(w, s.temperature)),
-    "top_k": lambda w, s, counts, seen: normalise(top_k(w, s.top_k)),
-    "top_p": lambda w, s, counts, seen: normalise(top_p(w, s.top_p)),
+    "top_k": lambda w, s, counts, seen: normalise(top_k(w, s.top_k, s.ties)),
+    "top_p": lambda w, s, counts, seen: normalise(top_p(w, s.top_p, s.ties)),
     "min_p": lambda w, s, counts, seen: normalise(min_p(w, s.min_p)),
 }
 
@@ -181,6 +215,8 @@ __all__ = [
     "argmax",
     "ascending",
     "frequency",
+    "groups",
+    "keep_largest",
     "logit_bias",
     "min_p",
     "normalise",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import CaseError
+from .numbers import TOKEN_KEY
 from .validate import is_int, show
 
 
@@ -41,26 +42,39 @@ class Constraint:
                     raise CaseError(
                         f"constraint state {s}: token {t} leads to unknown state {u}; states are 0..{S - 1}"
                     )
-        for s, path in self.reachable().items():
+        parents = self.reachable()
+        for s in parents:
             if not self.allowed[s]:
                 raise CaseError(
-                    f"constraint state {s} allows no token and is reached from state 0 by tokens {list(path)}; "
-                    "every reachable state must allow >= 1 token"
+                    f"constraint state {s} allows no token and is reached from state 0 by tokens "
+                    f"{list(self.path(parents, s))}; every reachable state must allow >= 1 token"
                 )
 
-    def reachable(self) -> dict[int, tuple[int, ...]]:
-        """Every state reachable from state 0, with the shortest (then smallest) token path to it."""
-        paths: dict[int, tuple[int, ...]] = {0: ()}
+    def reachable(self) -> dict[int, tuple[int, int] | None]:
+        """Every state reachable from state 0, with the (state, token) it is first reached from by a
+        breadth-first walk in token order (None for state 0): one pass over the transitions, so a
+        chain of S states is read in time S, not S^2 (`path` gives the token path)."""
+        parents: dict[int, tuple[int, int] | None] = {0: None}
         frontier = [0]
         while frontier:
             nxt_frontier = []
             for s in frontier:
                 for t, u in self.next[s]:
-                    if u not in paths:
-                        paths[u] = (*paths[s], t)
+                    if u not in parents:
+                        parents[u] = (s, t)
                         nxt_frontier.append(u)
             frontier = nxt_frontier
-        return paths
+        return parents
+
+    @staticmethod
+    def path(parents: dict[int, tuple[int, int] | None], state: int) -> tuple[int, ...]:
+        """The shortest (then smallest) token path from state 0 to a reachable `state`."""
+        out = []
+        link = parents[state]
+        while link is not None:
+            out.append(link[1])
+            link = parents[link[0]]
+        return tuple(reversed(out))
 
     def check_vocab(self, V: int) -> None:
         bad = sorted({t for ok in self.allowed for t in ok if not 0 <= t < V})
@@ -104,9 +118,10 @@ class Constraint:
         for s, m in enumerate(nxt):
             row = []
             for t, u in m.items():
-                if not (isinstance(t, str) and t.isascii() and t.isdigit() and len(t) <= 9) or not is_int(u):
+                if not (isinstance(t, str) and TOKEN_KEY.fullmatch(t)) or not is_int(u):
                     raise CaseError(
-                        f'constraint state {s}: `next` entry {show(t)}: {show(u)}; allowed: "token": state, integers >= 0'
+                        f'constraint state {s}: `next` entry {show(t)}: {show(u)}; allowed: "token": state, integers '
+                        '>= 0, the token written in ASCII digits without sign, spaces or leading zeros ("1", not "01")'
                     )
                 row.append((int(t), u))
             pairs.append(tuple(sorted(row)))

@@ -27,6 +27,12 @@ class TooLargeError(CaseError):
     estimate, the limit and the flag that overrides it)."""
 
 
+class TieError(CaseError):
+    """A top-k or top-p cut falls between tied tokens and the caller named no tie rule
+    (`rheo_ref.processing.keep_largest`: the message names the row, the tied tokens, their
+    probability and the rules)."""
+
+
 class OutputError(RheoError, ValueError):
     """An output path that cannot be written (a folder, read-only, missing parent)."""
 

@@ -33,6 +33,7 @@ _INT = re.compile(r"-?[0-9]+")
 _RATIONAL = re.compile(r"-?[0-9]+/[0-9]+")
 _DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE]([+-]?[0-9]+))?")
 _KEY = re.compile(r"(?:0|[1-9][0-9]*)(?:,(?:0|[1-9][0-9]*))*")
+TOKEN_KEY = re.compile(r"0|[1-9][0-9]{0,8}")  # one token id as a JSON object key (a constraint's `next`)
 GRAMMAR = 'ASCII digits as an integer ("3"), a fraction ("1/3") or a decimal ("0.25", "2e-3")'
 
 

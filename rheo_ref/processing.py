@@ -12,9 +12,9 @@ the named library does to logits, written on weights:
 | frequency ρ | logit − c·ln(1/ρ), c = count in the output | w·ρ^c | vLLM `frequency_penalty` |
 | presence π | logit − ln(1/π) if the token is in the output | w·π | vLLM `presence_penalty` |
 | temperature T | logit/T | w^(1/T) (1/T an integer); T = 0: the argmax, ties to the lower id | `TemperatureLogitsWarper`, vLLM |
-| top-k | keep logits ≥ the k-th largest | ties with the k-th value all kept | `TopKLogitsWarper`, vLLM `apply_top_k_top_p` |
-| top-p | sort ascending, drop while the cumulative probability ≤ 1 − p, keep the largest | ties in the ascending sort broken by token id (lower id first, so dropped first) | `TopPLogitsWarper`, vLLM |
-| min-p | drop probability < m·(largest probability) | ties with m·max kept | `MinPLogitsWarper`, vLLM `min_p` |
+| top-k | keep the k largest | a cut between tied tokens: the caller's `ties` rule | `TopKLogitsWarper`, vLLM `apply_top_k_top_p` |
+| top-p | sort ascending, drop while the cumulative probability ≤ 1 − p, keep the largest | the n tokens kept are the n largest; a cut between tied tokens: the caller's `ties` rule | `TopPLogitsWarper`, vLLM |
+| min-p | drop probability < m·(largest probability) | ties with m·max kept (a threshold never splits tied tokens) | `MinPLogitsWarper`, vLLM `min_p` |
 
 Orders (`ORDERS`): transformers (`GenerationMixin._get_logits_processor`): bias, repetition,
 (frequency, presence: not in transformers; where vLLM has them), temperature, top-k, top-p,
@@ -27,15 +27,28 @@ bias and penalties.
 
 Exact ties: every cut-off above compares exact numbers, so a tie is a tie (floats would decide
 it by rounding; `rheo.decoders.laws` refuses a case whose cut-off float rounding could decide).
+
+Ties at a cut are the caller's to name (`keep_largest`, the one rule for top-k and top-p). Top-k
+keeps k tokens and top-p keeps n (how many depends only on the sorted probabilities, never on the
+order of tied tokens); when the n-th and (n+1)-th largest are tied, which of the tied tokens a
+decoder keeps is its own rule, not the law's: transformers' top-k keeps every tied token (`logits <
+kth value` masked), a decoder built on `torch.topk` keeps exactly k, and a sort-based top-p keeps
+whatever its sort leaves last. `ties`: "all" (every tied token kept: transformers' top-k), "low" (the
+lowest ids among the tied first), "high" (the highest ids first), or a rule per cut ({"top_k": "all",
+"top_p": "high"}); None (the default) refuses such a cut with one line naming the row, the tied
+tokens, their probability and these options (`TieError`).
+A cut where the tied tokens are all kept or all dropped, or tied at probability 0, needs no rule.
+A decoder that models an engine declares the engine's rule and the caller names the rest
+(`merge_ties`; docs/PROCESSING.md, "Ties", cites each engine's code).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
-from .errors import CaseError
+from .errors import CaseError, TieError
 from .laws import normalise
 
 Num = Any  # a Fraction (exact law) or a float (samples)
@@ -45,12 +58,19 @@ ORDERS = {
     "vllm": ("bias", "repetition", "frequency", "presence", "temperature", "min_p", "top_k", "top_p"),
     "sglang": ("bias", "repetition", "frequency", "presence", "temperature", "top_p", "top_k", "min_p"),
 }
+TIES = ("all", "low", "high")  # who is kept of tokens tied across a top-k / top-p cut (module docstring)
+CUTS = ("top_k", "top_p")  # the cuts a tie rule applies to
+Ties = str | tuple[tuple[str, str], ...] | None  # one rule for every cut, (cut, rule) pairs, or None
+TIES_HELP = (
+    'ties="all" (keep every tied token, as transformers\' top-k), "low" (the lowest ids first) or '
+    '"high" (the highest ids first)'
+)
 
 
 class Settings(Protocol):
     """What a request sets (`rheo_ref.bugclasses.decoder.Request` is one): temperature (0: greedy;
     else 1/T an integer), top_k (0: off), top_p (1: off), min_p (0: off), penalty (frequency ρ,
-    1: off), presence (π, 1: off), repetition (θ, 1: off), bias ((token, factor) pairs), order."""
+    1: off), presence (π, 1: off), repetition (θ, 1: off), bias ((token, factor) pairs), order, ties (`TIES`; None: a cut between tied tokens is refused)."""
 
     @property
     def temperature(self) -> Fraction: ...
@@ -78,6 +98,9 @@ class Settings(Protocol):
 
     @property
     def order(self) -> str: ...
+
+    @property
+    def ties(self) -> Ties: ...
 
 
 def logit_bias(w: Weights, factors: Iterable[tuple[int, Num]]) -> Weights:
@@ -118,32 +141,109 @@ def temperature(w: Weights, T: Fraction) -> Weights:
     return w if power == 1 else tuple(x**power for x in w)
 
 
-def top_k(w: Weights, k: int) -> Weights:
-    """Keep every weight ≥ the k-th largest (ties with it kept); k = 0: off."""
+def check_ties(ties: Any) -> Ties:
+    """`ties` in its one hashable form: None (refuse a cut between tied tokens), one of `TIES` (every
+    cut), or a rule per cut (a mapping or (cut, rule) pairs, cuts from `CUTS`) as sorted pairs."""
+    allowed = (
+        f"allowed: {', '.join(TIES)}, a rule per cut such as {{'top_k': 'all', 'top_p': 'high'}}, or None "
+        "(a cut between tied tokens refused)"
+    )
+    if ties is None or (isinstance(ties, str) and ties in TIES):
+        return ties
+    if isinstance(ties, str):
+        raise CaseError(f"ties={ties!r}; {allowed}")
+    try:
+        pairs = sorted(dict(ties.items() if isinstance(ties, Mapping) else ties).items())
+    except (TypeError, ValueError):
+        raise CaseError(f"ties={ties!r}; {allowed}") from None
+    if not pairs or any(c not in CUTS or not isinstance(r, str) or r not in TIES for c, r in pairs):
+        raise CaseError(f"ties={ties!r}; {allowed}")
+    return tuple(pairs)
+
+
+def tie_rule(ties: Ties, cut: str) -> str | None:
+    """The rule `ties` names for `cut` ("top_k" or "top_p"); None: none named."""
+    if ties is None or isinstance(ties, str):
+        return ties
+    return dict(ties).get(cut)
+
+
+def merge_ties(default: Any, given: Any) -> Ties:
+    """The rule per cut of `given` (the caller's), `default`'s (an engine's own) where `given` names
+    none: a decoder that models an engine declares the engine's rule and the caller names the rest."""
+    d, g = check_ties(default), check_ties(given)
+    rules = {c: tie_rule(g, c) or tie_rule(d, c) for c in CUTS}
+    named = tuple((c, r) for c, r in rules.items() if r is not None)
+    if not named:
+        return None
+    return named[0][1] if len(named) == len(CUTS) and len({r for _, r in named}) == 1 else named
+
+
+def keep_largest(w: Weights, n: int, ties: str | None, *, cut: str, where: str = "row") -> Weights:
+    """The n largest weights of `w`, the rest set to 0 (n >= len(w): all kept). Where the n-th and
+    (n+1)-th largest are tied (and > 0) the cut falls between tied tokens: `ties` names who is kept
+    ("all", "low", "high"; module docstring), None refuses it (`TieError`, naming `where`, the tied
+    tokens, their probability and `cut`, the setting that made it)."""
+    check_ties(ties)  # (one rule here: `top_k` / `top_p` pick theirs with `tie_rule`)
+    if n >= len(w):
+        return w
+    by_size = sorted(range(len(w)), key=lambda i: -w[i])  # ties: lower id first (stable)
+    kth = w[by_size[n - 1]]
+    if not kth or w[by_size[n]] != kth:  # no positive tie across the cut
+        keep = set(by_size[:n])
+    else:
+        tied = [i for i in range(len(w)) if w[i] == kth]
+        above = [i for i in range(len(w)) if w[i] > kth]
+        room = n - len(above)  # tied tokens the cut has room for: 1 <= room < len(tied)
+        if ties is None:
+            raise TieError(
+                f"{where}: {cut} cuts between tied tokens {tied} (probability {kth / sum(w)} each, "
+                f"{room} of {len(tied)} kept); name the tie rule: {TIES_HELP}"
+            )
+        chosen = tied if ties == "all" else tied[:room] if ties == "low" else tied[len(tied) - room :]
+        keep = set(above) | set(chosen)
+    return tuple(x if i in keep else 0 * x for i, x in enumerate(w))
+
+
+def top_k(w: Weights, k: int, ties: Ties = None, *, where: str = "row") -> Weights:
+    """The k largest weights (a cut between tied tokens: `ties`, `keep_largest`); k = 0: off."""
     if k == 0 or k >= len(w):
         return w
-    kth = sorted(w, reverse=True)[k - 1]
-    return tuple(x if x >= kth else 0 * x for x in w)
+    return keep_largest(w, k, tie_rule(check_ties(ties), "top_k"), cut=f"top_k={k}", where=where)
 
 
-def top_p(w: Weights, p: Num) -> Weights:
-    """Sort ascending (ties: lower id first), drop while the cumulative probability ≤ 1 − p; the
-    largest is kept; p = 1: off."""
-    if p == 1:
-        return w
+def top_p_count(w: Weights, p: Num) -> int:
+    """How many tokens top-p keeps: sort ascending, drop while the cumulative probability ≤ 1 − p,
+    the largest always kept. The count depends on the sorted weights only, not on tied tokens' order."""
     z = sum(w)
-    order = sorted(range(len(w)), key=lambda i: (w[i], i))
-    out, cum = list(w), 0 * z
-    for i in order[:-1]:
-        cum += w[i] / z
+    cum, dropped = 0 * z, 0
+    for x in sorted(w)[:-1]:
+        cum += x / z
         if cum > 1 - p:
             break
-        out[i] = 0 * w[i]
-    return tuple(out)
+        dropped += 1
+    return len(w) - dropped
+
+
+def show_p(p: Num) -> str:
+    """A top-p (min-p) value as a message names it: a short rational as one (7/10), else its float (0.72)."""
+    if isinstance(p, Fraction) and p.denominator <= 10**6:
+        return str(p)
+    return f"{float(p):g}"
+
+
+def top_p(w: Weights, p: Num, ties: Ties = None, *, where: str = "row") -> Weights:
+    """The `top_p_count` largest weights (a cut between tied tokens: `ties`, `keep_largest`); p = 1: off."""
+    if p == 1:
+        return w
+    return keep_largest(
+        w, top_p_count(w, p), tie_rule(check_ties(ties), "top_p"), cut=f"top_p={show_p(p)}", where=where
+    )
 
 
 def min_p(w: Weights, m: Num) -> Weights:
-    """Drop every weight < m·max (ties with m·max kept); m = 0: off."""
+    """Drop every weight < m·max (ties with m·max kept: a threshold keeps or drops tied tokens
+    together, so min-p needs no tie rule); m = 0: off."""
     if m == 0:
         return w
     cut = m * max(w)
@@ -170,8 +270,8 @@ STEPS: dict[str, Callable[[Weights, Settings, Sequence[int], Iterable[int]], Wei
     "frequency": lambda w, s, counts, seen: frequency(w, counts, like(w, s.penalty)),
     "presence": lambda w, s, counts, seen: presence(w, counts, like(w, s.presence)),
     "temperature": lambda w, s, counts, seen: normalise(temperature(w, s.temperature)),
-    "top_k": lambda w, s, counts, seen: normalise(top_k(w, s.top_k)),
-    "top_p": lambda w, s, counts, seen: normalise(top_p(w, like(w, s.top_p))),
+    "top_k": lambda w, s, counts, seen: normalise(top_k(w, s.top_k, s.ties)),
+    "top_p": lambda w, s, counts, seen: normalise(top_p(w, like(w, s.top_p), s.ties)),
     "min_p": lambda w, s, counts, seen: normalise(min_p(w, like(w, s.min_p))),
 }
 PENALTIES = frozenset({"repetition", "frequency", "presence"})
@@ -184,16 +284,20 @@ def process(
     seen: Iterable[int] = (),
     *,
     replace: tuple[tuple[str, Callable], ...] = (),
+    where: str = "row",
 ) -> Weights:
     """The processed, normalised row: `s`'s processors (`STEPS`) in `ORDERS[s.order]` (module
     docstring). `counts`: each token's count in the output (frequency, presence); `seen`: the tokens
     of prompt and output (repetition). `replace`: (step, function) pairs standing in for steps (a
-    mutant's; empty for the correct row)."""
+    mutant's; empty for the correct row). `where`: the row's name in a refusal (`TieError`)."""
     steps = {**STEPS, **dict(replace)}
     seen = tuple(seen)
     w = tuple(row)
-    for name in ORDERS[s.order]:
-        w = steps[name](w, s, counts, seen)
+    try:
+        for name in ORDERS[s.order]:
+            w = steps[name](w, s, counts, seen)
+    except TieError as e:  # the steps name the row "row"; the caller knows which
+        raise TieError(f"{where}{str(e).removeprefix('row')}") from None
     return normalise(w)
 
 
@@ -203,21 +307,31 @@ def skipped(w: Weights, s: Settings, counts: Sequence[int], seen: Iterable[int])
 
 
 __all__ = [
+    "CUTS",
     "ORDERS",
     "PENALTIES",
     "STEPS",
+    "TIES",
+    "TIES_HELP",
     "Settings",
+    "Ties",
     "argmax",
+    "check_ties",
     "frequency",
+    "keep_largest",
     "logit_bias",
+    "merge_ties",
     "min_p",
     "normalise",
     "one_hot",
     "presence",
     "process",
     "repetition",
+    "show_p",
     "skipped",
     "temperature",
+    "tie_rule",
     "top_k",
     "top_p",
+    "top_p_count",
 ]

@@ -54,7 +54,7 @@ BLOCK_BOUND = (5 * 5**0.5 - 11) / 2  # class 12's largest exact TV with γ <= 2 
 def test_processors_match_transformers_rules():
     w = (F(1, 10), F(2, 10), F(3, 10), F(4, 10))
     assert top_k(w, 2) == (0, 0, F(3, 10), F(4, 10))
-    assert top_k((F(1), F(2), F(2), F(3)), 2) == (0, F(2), F(2), F(3))  # ties at the k-th value kept
+    assert top_k((F(1), F(2), F(2), F(3)), 2, "all") == (0, F(2), F(2), F(3))  # transformers: ties at the k-th kept
     # TopP: ascending cumulative 0.1, 0.3, 0.6: dropped while <= 1 - top_p
     assert top_p(w, F(8, 10)) == (0, F(2, 10), F(3, 10), F(4, 10))
     assert top_p(w, F(7, 10)) == (0, 0, F(3, 10), F(4, 10))

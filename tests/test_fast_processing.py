@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 from rheo.lossless.stats import seed_for  # noqa: E402
 from rheo_fast import processing as fast  # noqa: E402
 from rheo_ref import processing as ref  # noqa: E402
-from rheo_ref.bugclasses.decoder import Request  # noqa: E402
+from rheo_ref.bugclasses.decoder import HARNESS_TIES, Request  # noqa: E402
 from rheo_ref.errors import CaseError  # noqa: E402
 
 F = Fraction
@@ -48,6 +48,7 @@ def draw(rng: random.Random):
         repetition=rng.randint(1, 3),
         bias=tuple((t, rng.choice([F(0), F(1, 2), F(1)])) for t in rng.sample(range(V), rng.randint(0, 2))),
         order=rng.choice(list(ref.ORDERS)),
+        ties=rng.choice([HARNESS_TIES, "all", "low", "high", (("top_k", "low"), ("top_p", "all")), None]),
     )
     counts = [[rng.choice([0, 0, 1, 2]) for _ in range(V)] for _ in range(B)]
     seen = [[t for t in range(V) if rng.random() < 0.3] for _ in range(B)]
@@ -94,16 +95,16 @@ def _seen(seen, V):
 
 def test_each_fast_processor_and_its_ties():
     w = _tensor([(F(1, 10), F(2, 10), F(2, 10), F(5, 10))])
-    assert fast.top_k(w, 2).tolist() == [[0, 0.2, 0.2, 0.5]]  # ties with the k-th kept
+    assert fast.top_k(w, 2, "all").tolist() == [[0, 0.2, 0.2, 0.5]]  # ties with the k-th kept
     assert fast.min_p(w, F(2, 5)).tolist() == [[0, 0.2, 0.2, 0.5]]  # 0.2 = 0.4 · 0.5: kept
-    assert fast.top_p(w, F(7, 10)).tolist() == [[0, 0, 0.2, 0.5]]  # tie: the lower id dropped first
+    assert fast.top_p(w, F(7, 10), "high").tolist() == [[0, 0, 0.2, 0.5]]  # tie: the higher id kept
     assert fast.temperature(_tensor([(F(3), F(3), F(1))]), F(0)).tolist() == [[1, 0, 0]]  # argmax: lower id
     # a tie that float rounding breaks (0.3·(2/3) vs 0.4·(1/2)) is still a tie: the lower id is dropped
     r = fast.frequency(
         fast.logit_bias(_tensor([(F(3, 10), F(4, 10), F(3, 10))]), [(1, F(1, 2))]), torch.tensor([[1, 0, 0]]), F(2, 3)
     )
     assert float(r[0, 0]) != float(r[0, 1])
-    assert fast.top_p(r, F(7, 10))[0].tolist()[:2] == [0, float(r[0, 1])]
+    assert fast.top_p(r, F(7, 10), "high")[0].tolist()[:2] == [0, float(r[0, 1])]
     with pytest.raises(CaseError, match="a root"):
         fast.repetition(_tensor([(F(2), F(1))]), torch.tensor([[True, False]]), 2)
     with pytest.raises(CaseError, match="zero mass"):

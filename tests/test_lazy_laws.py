@@ -25,7 +25,7 @@ from rheo_ref.models import load_case
 
 CASE = load_case("tests/cases/eagle.json")  # V = 10, 4 tokens in every row's support
 CASE12 = load_case("tests/cases/eagle12.json")  # V = 12, first order, every token in every row's support
-SETTINGS = {"T1": {}, "T0.5": {"temperature": 0.5}, "top-p0.9": {"top_p": 0.9}, "top-k2": {"top_k": 2}}
+SETTINGS = {"T1": {}, "T0.5": {"temperature": 0.5}, "top-p0.9": {"top_p": 0.9}, "top-k2": {"top_k": 2, "ties": "all"}}
 SMALL_TREE = ((0,), (1,), (0, 0), (0, 1), (0, 0, 0))  # eagle's rule on a tree whose old law is quick at V = 4
 
 
@@ -189,7 +189,7 @@ def test_seqspec_hsd_prefix_walk_is_the_old_enumeration_with_long_drafts(seed):
     q, p = random_pair(random.Random(seed), 3, 1, style="uniform" if seed % 2 else "close")
     for method in ("naive_hsd", "capped_hsd"):
         for gamma in (4, 5):
-            for gen in ({}, {"top_k": 2}):
+            for gen in ({}, {"top_k": 2, "ties": "all"}):
                 proc = Processing.from_gen(gen)
                 new = SeqSpec(p, q, proc, method=method, gamma=gamma)
                 old = SeqSpecEnumeration(p, q, proc, method=method, gamma=gamma)

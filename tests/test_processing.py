@@ -42,11 +42,11 @@ def row(*w: int) -> tuple:
 
 def test_each_processor_and_its_ties():
     w = row(1, 2, 2, 5)
-    assert processing.top_k(w, 2) == (0, F(2, 10), F(2, 10), F(5, 10))  # ties with the k-th kept
+    assert processing.top_k(w, 2, "all") == (0, F(2, 10), F(2, 10), F(5, 10))  # ties with the k-th kept
     assert processing.min_p(w, F(2, 5)) == (0, F(2, 10), F(2, 10), F(5, 10))  # 0.2 = 0.4 * 0.5: kept
     assert processing.min_p(w, F(1, 2)) == (0, 0, 0, F(5, 10))
-    # top-p: ascending (ties by lower id), drop while cumulative <= 1 - p: token 1 dropped, token 2 kept
-    assert processing.top_p(w, F(7, 10)) == (0, 0, F(2, 10), F(5, 10))
+    # top-p: ascending, drop while cumulative <= 1 - p: two tokens kept, the higher id of the tie ("high")
+    assert processing.top_p(w, F(7, 10), "high") == (0, 0, F(2, 10), F(5, 10))
     assert processing.temperature(w, F(1, 2)) == tuple(x * x for x in w)
     assert processing.temperature(w, F(0)) == (0, 0, 0, 1)
     assert processing.temperature(row(3, 3, 1), F(0)) == (1, 0, 0)  # argmax ties: lower id

@@ -19,7 +19,7 @@ from rheo.decoders import DecoderRun, decoders
 from rheo.lossless.validate import MAX_TOKENS, gate_size
 from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
-from rheo_ref.numbers import json_float, json_int
+from rheo_ref.numbers import integer_text, json_float, json_int
 from rheo_ref.validate import integer, show
 
 OUTPUT = """\
@@ -112,7 +112,9 @@ def register(subparsers: Any) -> None:
     sp.add_argument(
         "--rows", default=None, metavar="ROWS", help="all | quick | SETTING,...: rows of the decoder's verdict table"
     )
-    sp.add_argument("--seeds", default="1,2", help="with --rows: comma-separated seeds (default 1,2)")
+    sp.add_argument(
+        "--seeds", default=None, help=f"with --rows: comma-separated seeds (default 1,2; at most {MAX_SEEDS})"
+    )
     flags.json_file(sp, what="the --rows records")
     sp.set_defaults(func=run_gate_hf)
 
@@ -137,6 +139,8 @@ def parse_gen(items: list[str]) -> dict[str, Any]:
 
 
 MAX_WORKERS = 64  # sampling processes
+MAX_SEEDS = 100  # --rows --seeds: every row of the table runs once a seed
+ROWS_ONLY = ("seeds", "json")  # flags that only --rows reads
 
 
 def _no_constant(name: str) -> None:
@@ -169,6 +173,13 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     integer("--workers", args.workers, min=1, max=MAX_WORKERS)
     if args.rows is not None:
         return run_rows(args)
+    given = [f"--{k}" for k in ROWS_ONLY if getattr(args, k) is not None]
+    if given:
+        raise CaseError(
+            f"{' and '.join(given)} without --rows: {'they apply' if len(given) > 1 else 'it applies'} to the decoder's "
+            "verdict table only; one gate takes "
+            "--seed S and prints its JSON record on stdout (or add --rows all|quick|SETTING,...)"
+        )
     if args.case is None:
         raise CaseError("rheo gate needs a CASE file (or --rows, which runs the decoder's table on its own cases)")
     args.alpha, args.tv, args.beta = (ALPHA if args.alpha is None else args.alpha, TV if args.tv is None else args.tv,
@@ -216,14 +227,20 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     return 0 if report["verdict"] == "pass" else 1
 
 
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """`1,2` -> (1, 2): integers in [0, 2^63)."""
+def parse_seeds(text: str | None) -> tuple[int, ...]:
+    """`1,2` -> (1, 2): at most MAX_SEEDS integers in [0, 2^63), in ASCII digits (None: the default 1,2)."""
+    if text is None:
+        return (1, 2)
+    allowed = f"allowed: at most {MAX_SEEDS} comma-separated integers in [0, 2^63) in ASCII digits, e.g. 1,2"
+    items = text.split(",")
+    if len(items) > MAX_SEEDS:
+        raise CaseError(f"--seeds has {len(items):,} seeds; {allowed}")
     try:
-        seeds = tuple(int(s) for s in text.split(","))
-    except ValueError:
+        seeds = tuple(integer_text(s, "--seeds") for s in items)
+    except CaseError:
         seeds = ()
     if not seeds or any(not 0 <= s < 2**63 for s in seeds):
-        raise CaseError(f"--seeds {show(text)}; allowed: comma-separated integers in [0, 2^63), e.g. 1,2")
+        raise CaseError(f"--seeds {show(text)}; {allowed}")
     return seeds
 
 

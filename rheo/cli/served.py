@@ -44,14 +44,14 @@ def run_gate_served(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     gate = argparse.Namespace(
         case=args.case, decoder=entry.name, alpha=args.alpha, tv=args.tv, beta=args.beta, workers=1, seed=seeds[0],
-        tokens=None, horizon=None, plot=None, json=None, seeds=args.seeds, gen=[], rows=None,
+        tokens=None, horizon=None, plot=None, json=None, seeds=None, gen=[], rows=None,
     )  # fmt: skip
     if args.table:
         if args.setting is not None or args.gen or args.tokens is not None:
             raise CaseError(
                 "--table runs every row with its own setting and tokens; allowed: no --setting/--gen/--tokens"
             )
-        gate.rows = "all"
+        gate.rows, gate.seeds = "all", args.seeds
     elif args.gen:
         if args.setting is not None:
             raise CaseError(f"--setting {args.setting!r} and --gen: give one")

@@ -70,7 +70,11 @@ class Decoder:
       (`run.target_case`); None keeps the processed p (and with it `--horizon`);
     - `env`: the served environment `.venv-<env>` the decoder runs in (None: this interpreter); when it
       is not built, `rheo gate` exits naming `make .venv-<env>/.installed`;
-    - `table`: the decoder's verdict table (`rheo.decoders.rows`; `rheo gate --rows`), None: no table.
+    - `table`: the decoder's verdict table (`rheo.decoders.rows`; `rheo gate --rows`), None: no table;
+    - `ties`: the rule the engine's own code follows at a top-k / top-p cut between tied tokens
+      (`rheo_ref.processing.check_ties`: "all", "low", "high" or a rule per cut; docs/PROCESSING.md,
+      "Ties", cites each engine's line); `--gen ties=...` names the cuts it leaves open (or overrides
+      it), and a cut between tied tokens that neither names is refused. None: the engine has none.
     """
 
     name: str
@@ -95,6 +99,7 @@ class Decoder:
     target_law: Callable[[Case, int, DecoderRun], Law | None] = lambda case, n, run: None
     env: str | None = None
     table: Table | None = None
+    ties: Any = None
 
     @property
     def spelling(self) -> str:
@@ -223,10 +228,13 @@ class DecoderRun:
         return out
 
     def processing(self) -> Any:
-        """The logits processing of the options (temperature 1/k, top-k, top-p: rheo.decoders.laws)."""
+        """The logits processing of the options (temperature 1/k, top-k, top-p: rheo.decoders.laws), the
+        tie rule at a cut the given `ties` where named, else the engine's own (`Decoder.ties`)."""
         from rheo.decoders.laws import Processing
+        from rheo_ref.processing import merge_ties
 
-        return Processing.from_gen(dict(self.gen))
+        gen = dict(self.gen)
+        return Processing.from_gen({**gen, "ties": merge_ties(self.entry.ties, gen.get("ties"))})
 
     def target_case(self, case: Case, n: int) -> Case:
         """The case whose target law sampling aims at: p (and q) processed, `n` tokens."""

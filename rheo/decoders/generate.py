@@ -15,14 +15,28 @@ from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
 
 ON_DRAFT = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
-PROCESSING = ("temperature", "top_k", "top_p")
+PROCESSING = ("temperature", "top_k", "top_p", "ties")
 PROCESSING_HELP = "temperature, top_k, top_p"
+TIES_HELP = "ties (all | low | high: who is kept of tokens tied at a top-k/top-p cut; such a cut is refused without it)"
+# transformers' own rule at a cut between tied tokens (docs/PROCESSING.md, "Ties"): TopKLogitsWarper masks
+# `scores < torch.topk(scores, top_k)[0][..., -1, None]` (generation/logits_process.py, transformers 5.25.0
+# line 622), so every token tied with the k-th value is kept; TopPLogitsWarper cuts a `torch.sort` (line 557),
+# whose order of tied logits is unspecified: no rule, such a cut is refused unless `ties` names one.
+TRANSFORMERS_TIES = (("top_k", "all"),)
+TRANSFORMERS_TIES_HELP = (
+    'ties (all | low | high, or {"top_p": ...}: who is kept of tokens tied at a cut; top-k: transformers\'\n'
+    "own rule, all, unless given; a top-p cut between tied tokens is refused without it)"
+)
+LAW_ONLY = ("ties",)  # read by the exact law only, never handed to the decoder
 # The settings of the processing rows of docs/THIRD_PARTY.md's tables (eagle-llm, seqspec): (name, --gen).
 PROCESSING_ROWS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("T=1", {}),
     ("T=1/2", {"temperature": 0.5}),
     ("top-p 0.9", {"top_p": 0.9}),
-    ("top-k 2", {"top_k": 2}),
+    (
+        "top-k 2",
+        {"top_k": 2, "ties": "all"},
+    ),  # transformers' rule (TRANSFORMERS_TIES), named for seqspec, which has none
     ("T=1/2 top-p 0.9", {"temperature": 0.5, "top_p": 0.9}),
 )
 HF_DEFAULTS = {
@@ -62,7 +76,7 @@ def generate(
     from rheo_fast.table_lm import table_lm
 
     target = table_lm(case.target)  # prompt-lookup brings its own draft: the case's may be absent
-    kwargs = {k: v for k, v in opts.items() if k not in ON_DRAFT}
+    kwargs = {k: v for k, v in opts.items() if k not in ON_DRAFT and k not in LAW_ONLY}
     if draft:
         assistant = table_lm(case.q_samp_model)
         for k in ON_DRAFT:  # where transformers reads them (finding 1)

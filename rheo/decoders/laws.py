@@ -8,7 +8,9 @@ Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits wh
   temperature, top-k, top-p), exactly, by `rheo_ref.processing` (the one implementation of logits
   processing). A
   temperature must be 1/k (rows to the power k); a boundary that float rounding decides (a top-k
-  near-tie, a top-p cumulative mass within 1e-6 of 1 − top_p, tied tokens across it) is refused.
+  near-tie, a top-p cumulative mass within 1e-6 of 1 − top_p) is refused, and so is a cut between
+  exactly tied tokens unless `ties` names who is kept (`rheo_ref.processing.keep_largest`: "all" as
+  transformers' top-k, "low" / "high" ids first, or a rule per cut; `--gen ties=...`).
 - `Chain.round_law`: one round of chain speculative sampling as transformers runs it
   (`_speculative_sampling`; prompt lookup's "sample y ~ p, keep x while y = x" is the same law
   with q the point mass on x): a *drafter* proposes tokens one at a time (a table draft, with
@@ -59,15 +61,20 @@ MAX_POWER = 100  # the smallest temperature is 1/MAX_POWER
 @dataclass(frozen=True)
 class Processing:
     """transformers' sampling warpers as exact rationals: rows to the power `power` (temperature
-    1/power), then top-k, then top-p (None: off)."""
+    1/power), then top-k, then top-p (None: off); `ties`: who is kept of tokens tied across a top-k
+    or top-p cut (`rheo_ref.processing.check_ties`; None: such a cut is refused)."""
 
     power: int = 1
     top_k: int | None = None
     top_p: Fraction | None = None
+    ties: processing.Ties = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ties", processing.check_ties(self.ties))
 
     @classmethod
     def from_gen(cls, gen: dict[str, Any]) -> Processing:
-        """From `generate` keyword arguments (temperature, top_k, top_p; others ignored)."""
+        """From `generate` keyword arguments (temperature, top_k, top_p, and rheo's `ties`; others ignored)."""
         power = 1
         T = gen.get("temperature")
         if T is not None:
@@ -86,7 +93,7 @@ class Processing:
         tp = gen.get("top_p")
         if tp is not None and (isinstance(tp, bool) or not isinstance(tp, (int, float)) or not 0 < tp <= 1):
             raise CaseError(f"top_p={tp!r} must be a number in (0, 1] (1: off)")
-        return cls(power, k or None, None if tp is None or tp == 1 else Fraction(tp))
+        return cls(power, k or None, None if tp is None or tp == 1 else Fraction(tp), gen.get("ties"))
 
     @property
     def identity(self) -> bool:
@@ -95,9 +102,9 @@ class Processing:
     def row(self, row: Sequence[Fraction], where: str = "row") -> Row:
         r = processing.normalise(processing.temperature(tuple(row), Fraction(1, self.power)))
         if self.top_k is not None and self.top_k < len(r):
-            r = _top_k(r, self.top_k, where)
+            r = _top_k(r, self.top_k, self.ties, where)
         if self.top_p is not None:
-            r = _top_p(r, self.top_p, where)
+            r = _top_p(r, self.top_p, self.ties, where)
         return r
 
     def table(self, table: TableModel) -> TableModel:
@@ -106,8 +113,15 @@ class Processing:
         rows = {k: self.row(v, f"{table.name} row {k!r}") for k, v in table.probs.items()}
         return TableModel(table.vocab_size, table.context_length, rows, table.name)
 
+    def for_draft(self) -> Processing:
+        """The processing `case` gives a draft table: the draft plays no part in the target law, so a
+        cut between tied draft tokens that `ties` leaves unnamed keeps them all instead of being refused
+        (a decoder's own law that processes its draft, as transformers does, calls `table` on it)."""
+        return replace(self, ties=processing.merge_ties("all", self.ties))
+
     def case(self, case: Case) -> Case:
-        """The case with p and q_samp processed (q_rank too, so one table stays one table)."""
+        """The case with p and q_samp processed (q_rank too, so one table stays one table); a tie at a
+        cut of a draft row needs no rule (`for_draft`), one of a target row does."""
         if self.identity:
             return case
         if case.constraint is not None and (self.top_k is not None or self.top_p is not None):
@@ -115,37 +129,36 @@ class Processing:
                 f"top_k={self.top_k}, top_p={self.top_p} on a case with a constraint: the grammar masks the row before "
                 "top-k/top-p cut it, which these table laws do not model; use the temperature alone"
             )
-        ds = None if case.draft_sample is None else self.table(case.draft_sample)
-        draft = self.table(case.draft) if present(case.draft) else case.draft  # absent: a decoder with its own
+        dp = self.for_draft()
+        ds = None if case.draft_sample is None else dp.table(case.draft_sample)
+        draft = dp.table(case.draft) if present(case.draft) else case.draft  # absent: a decoder with its own
         return replace(case, draft=draft, target=self.table(case.target), draft_sample=ds)
 
 
-def _top_k(r: Row, k: int, where: str) -> Row:
-    """`rheo_ref.processing.top_k` (ties with the k-th value kept, as transformers), refusing a
-    near-tie that float rounding would decide."""
+def _top_k(r: Row, k: int, ties: processing.Ties, where: str) -> Row:
+    """`rheo_ref.processing.top_k` (a cut between tied tokens: `ties`), refusing a near-tie that float
+    rounding would decide."""
     kth = sorted(r, reverse=True)[k - 1]
     for x in r:
         if x < kth and kth and float(kth - x) <= FLOAT_MARGIN * float(kth):
             raise CaseError(f"{where}: top_k={k} boundary: {x} is within float rounding of the k-th value {kth}")
-    return processing.normalise(processing.top_k(r, k))
+    return processing.normalise(processing.top_k(r, k, ties, where=where))
 
 
-def _top_p(r: Row, top_p: Fraction, where: str) -> Row:
+def _top_p(r: Row, top_p: Fraction, ties: processing.Ties, where: str) -> Row:
     """`rheo_ref.processing.top_p` (transformers' rule: sort ascending, drop tokens whose cumulative
-    probability is <= 1 − top_p, never the largest), refusing a cut-off that float rounding or the
-    order of tied tokens would decide."""
+    probability is <= 1 − top_p, never the largest; a cut between tied tokens: `ties`), refusing a
+    cut-off that float rounding would decide."""
     cut = 1 - top_p
     order = sorted(range(len(r)), key=lambda i: r[i])
     cum = ZERO
-    for j, i in enumerate(order[:-1]):
+    for i in order[:-1]:
         cum += r[i]
         if abs(float(cum - cut)) <= FLOAT_MARGIN:
             raise CaseError(
                 f"{where}: top_p={float(top_p):g}: a cumulative mass {cum} is within float rounding of 1 - top_p"
             )
-        if cum <= cut and r[order[j + 1]] == r[i] and r[i] and cum + r[i] > cut:
-            raise CaseError(f"{where}: top_p={float(top_p):g} cuts between tied tokens; their order decides")
-    return processing.normalise(processing.top_p(r, top_p))
+    return processing.normalise(processing.top_p(r, top_p, ties, where=where))
 
 
 # --- drafters ----------------------------------------------------------------------------------
@@ -271,10 +284,19 @@ def check_exact_float(value: Any, name: str) -> Fraction:
 
 
 def processed(
-    case: Case, *, temperature: float | None = None, top_k: int | None = None, top_p: float | None = None
+    case: Case,
+    *,
+    temperature: float | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    ties: processing.Ties | dict[str, str] = None,
 ) -> Case:
     """The case whose target p (and draft q) are processed as transformers' sampling does it:
     temperature (1/k only: rows to the power k), then top-k, then top-p, exactly in rationals. A
-    boundary that float rounding would decide is refused (`rheo.decoders.laws.Processing`)."""
+    boundary that float rounding would decide is refused (`rheo.decoders.laws.Processing`), and so
+    is a cut between tied tokens of a target row unless `ties` names who is kept: "all" (every tied
+    token, as transformers' top-k), "low" (the lowest ids first), "high" (the highest ids first), or a
+    rule per cut ({"top_k": "low", "top_p": "high"}); `rheo_ref.processing.keep_largest`. A draft row's
+    tie is never refused: the draft plays no part in the target law (`Processing.for_draft`)."""
     gen = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None}
-    return Processing.from_gen(gen).case(case)
+    return Processing.from_gen({**gen, "ties": ties}).case(case)

@@ -53,6 +53,7 @@ MIN_HORIZON = 8  # the default horizon is max(MIN_HORIZON, 1 + the scheme's dept
 
 def default_horizon(case: Case) -> int:
     """max(8, 1 + D): the deepest level of a round first matters at token 1 + D."""
+    validate.case(case)
     return max(MIN_HORIZON, 1 + int(getattr(case.scheme, "D", 0)))
 
 

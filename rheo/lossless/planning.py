@@ -32,13 +32,15 @@ def target_law(case: Case, n: int | None = None, context: Sequence[int] | None =
 
 def total_variation(a: Law, b: Law) -> Fraction:
     """Exact total-variation distance between two laws (dicts of token tuples to Fractions)."""
+    validate.exact_law(a)
+    validate.exact_law(b)
     return _tv(a, b)
 
 
 def tv(a: Law, b: Law) -> Fraction:
     """Deprecated spelling of `total_variation` (`tv=` is the detectable distance δ everywhere else)."""
     warnings.warn("rheo.tv is deprecated; use rheo.total_variation", DeprecationWarning, stacklevel=2)
-    return _tv(a, b)
+    return total_variation(a, b)
 
 
 def plan_samples(
@@ -58,25 +60,31 @@ def plan_samples(
     Fractions), the N at which `check_law` detects TV ≥ `tv` of that full law with power ≥ 1 − β
     at level α (docs/GATE.md, "What the statistics promise")."""
     alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
+    rounds, force = validate.boolean("rounds", rounds), validate.boolean("force", force)
     if isinstance(target, Case):
         check_case(target)
+        if rounds and horizon is None:
+            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
         if horizon is not None:
             if tokens is not None:
                 raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
             from rheo.lossless.horizon import plan
 
-            return plan(
-                target, validate.whole("horizon", horizon, min=2), alpha=alpha, tv=tv, beta=beta, rounds=rounds
-            ).n
+            validate.gate_size(
+                target, 1, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
+            )
+            p = plan(target, validate.whole("horizon", horizon, min=2), alpha=alpha, tv=tv, beta=beta, rounds=rounds)
+            return validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
         n_tok = target.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
         validate.gate_size(
-            target, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=bool(force)
+            target, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
         )
-        return samples_for(_target_law(target, n_tok), tv, alpha, beta)
+        n = samples_for(_target_law(target, n_tok), tv, alpha, beta)
+        return validate.planned_samples(n, alpha=alpha, tv=tv, beta=beta, force=force)
     if isinstance(target, Mapping):
         if tokens is not None or horizon is not None or rounds:
             raise StatsError("tokens=, horizon= and rounds= apply to a case; an exact law is planned as it is")
-        return samples_for(target, tv, alpha, beta)
+        return samples_for(validate.exact_law(target), tv, alpha, beta)
     raise StatsError(f"plan_samples needs a Case or an exact law (a dict of token tuples to Fractions), got {target!r}")
 
 
@@ -86,6 +94,7 @@ def detectable_tv(
     """The smallest TV of the full law that `check_law` with `n` samples detects with power ≥ 1 − β
     at level α (the tested cells' plus the pooled mass)."""
     alpha, beta = validate.rates(alpha, beta)
+    validate.exact_law(law)
     return law_detectable_tv(law, validate.whole("n", n, min=1), alpha, beta)
 
 

@@ -116,6 +116,24 @@ def whole(name: str, value: Any, *, min: int | None = None, max: int | None = No
     return index(name, value, min=min, max=max, error=error)
 
 
+def boolean(name: str, value: Any) -> bool:
+    """A switch (`force=`, `rounds=`): True or False only (not 0, 1 or a string such as "no")."""
+    if not isinstance(value, bool):
+        raise StatsError(f"{label(name, value)} must be True or False")
+    return value
+
+
+def case(value: Any) -> Any:
+    """A `rheo_ref.models.Case`, returned as given."""
+    from rheo_ref.models import Case
+
+    if not isinstance(value, Case):
+        raise StatsError(
+            f"case must be a rheo_ref.models.Case (use Case.from_json or load_case), got {type(value).__name__}"
+        )
+    return value
+
+
 def statistic(value: Any, allowed: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in allowed:
         raise StatsError(f"statistic={show(value)}; allowed: {', '.join(allowed)}")
@@ -337,6 +355,8 @@ def exact_law(law: Any) -> Mapping:
     LAW_SUM_TOLERANCE); returned as given."""
     if not isinstance(law, Mapping):
         raise StatsError(f"law {show(law)} ({type(law).__name__}) must be a mapping from token tuples to probabilities")
+    if not law:
+        raise StatsError("the law is empty; allowed: a mapping from token tuples to probabilities that sum to 1")
     total = []
     for key, p in law.items():
         if not isinstance(key, tuple):

@@ -54,7 +54,7 @@ class PenaltyNotExpanded(FastSteps):
 
 def top_p_ties_kept(w: Tensor, s: Any, counts: Tensor, seen: Tensor) -> Tensor:
     """Top-p that also keeps every token tied with the smallest kept one (over-accepts a tie)."""
-    kept = processing.top_p(w, s.top_p)  # [B, V]
+    kept = processing.top_p(w, s.top_p, s.ties)  # [B, V]
     smallest = torch.where(kept > 0, kept, torch.inf).amin(-1, keepdim=True)  # [B, 1]
     tied = (w - smallest).abs() <= TIE * w.amax(-1, keepdim=True)  # [B, V]
     return normalise(torch.where((kept > 0) | tied, w, kept))

@@ -56,6 +56,7 @@ from ..processing import normalise
 Num = Any  # a Fraction (exact law) or a float (samples)
 Weights = tuple  # one row of non-negative numbers over the vocabulary, not necessarily normalised
 VERIFY = ("token", "block", "tree")
+HARNESS_TIES = (("top_k", "all"), ("top_p", "high"))  # the served decoder's tie rules (`Request`)
 TREE_WIDTH = 2  # branches of the `tree` verification's draft tree
 
 
@@ -69,7 +70,11 @@ class Request:
     ones (1 = off); gamma: draft tokens per round (per branch under `tree`); verify: `token`,
     `block` or `tree`; min_p: 0 = off; presence π: the factor on a token already generated (1 = off); repetition θ: an integer, the
     power on a token of prompt or output (1 = off); bias: (token, factor) pairs, factor = e^bias
-    (0: banned); order: `transformers` or `vllm` (`rheo_ref.processing.ORDERS`)."""
+    (0: banned); order: `transformers` or `vllm` (`rheo_ref.processing.ORDERS`); ties: who is kept of
+    tokens tied across a top-k / top-p cut (`rheo_ref.processing.check_ties`: `all`, `low`, `high`, a
+    rule per cut, or None: such a cut refused). The default, `HARNESS_TIES`, is this harness's served
+    decoder: top-k keeps every tied token (transformers' `TopKLogitsWarper`, vLLM's mask) and top-p
+    drops the lower ids first (a stable ascending sort), so it keeps the higher ids."""
 
     temperature: Fraction = Fraction(1)
     top_k: int = 0
@@ -82,6 +87,7 @@ class Request:
     repetition: int = 1
     bias: tuple[tuple[int, Fraction], ...] = ()
     order: str = "transformers"
+    ties: processing.Ties = HARNESS_TIES
 
     def __post_init__(self) -> None:
         T = Fraction(self.temperature)
@@ -108,6 +114,7 @@ class Request:
             raise CaseError(f"bias={self.bias!r}; allowed: (token id >= 0, factor >= 0) pairs")
         if self.order not in processing.ORDERS:
             raise CaseError(f"order={self.order!r}; allowed: {', '.join(processing.ORDERS)}")
+        object.__setattr__(self, "ties", processing.check_ties(self.ties))
 
     def to_json(self) -> dict:
         out: dict = {
@@ -124,6 +131,10 @@ class Request:
             "repetition": (self.repetition, self.repetition != 1),
             "bias": ([[t, str(f)] for t, f in self.bias], bool(self.bias)),
             "order": (self.order, self.order != "transformers"),
+            "ties": (
+                self.ties if self.ties is None or isinstance(self.ties, str) else dict(self.ties),
+                self.ties != HARNESS_TIES,
+            ),
         }
         out.update({k: v for k, (v, on) in extra.items() if on})
         return out
@@ -142,6 +153,7 @@ class Request:
             int(obj.get("repetition", 1)),
             tuple((int(t), Fraction(f)) for t, f in obj.get("bias", [])),
             str(obj.get("order", "transformers")),
+            obj.get("ties", HARNESS_TIES),
         )
 
 

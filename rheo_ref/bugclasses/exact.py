@@ -26,6 +26,7 @@ from typing import Any
 from rheo_ref.laws import Law
 
 from ..constraint import Constraint
+from ..errors import TieError
 from ..models import TableModel
 from .decoder import CORRECT, Models, Request, Steps, Weights, decode, process
 
@@ -182,7 +183,10 @@ def target_row(
     raw = target.row(tuple(context) + seq)
     if constraint is not None:
         raw = constraint.mask(raw, constraint.state(seq))
-    return process(raw, [seq.count(t) for t in range(target.vocab_size)], req, (*context, *seq))
+    try:
+        return process(raw, [seq.count(t) for t in range(target.vocab_size)], req, (*context, *seq))
+    except TieError as e:  # name the row: the target after context + seq
+        raise TieError(f"target row after {[*context, *seq]}{str(e).removeprefix('row')}") from None
 
 
 def reported_ok(

@@ -168,7 +168,7 @@ class PenaltyNotExpanded(Steps):
 
 def top_p_ties_kept(w: Weights, s: Any, counts: Sequence[int], seen: Sequence[int]) -> Weights:
     """Top-p that also keeps every token tied with the smallest kept one (over-accepts a tie)."""
-    kept = top_p(w, like(w, s.top_p))
+    kept = top_p(w, like(w, s.top_p), s.ties)
     smallest = min(x for x in kept if x > 0)
     return normalise(tuple(w[i] if kept[i] > 0 or w[i] == smallest else kept[i] for i in range(len(w))))
 

@@ -14,13 +14,21 @@ from fractions import Fraction
 from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
-from rheo.decoders.generate import HF_DEFAULTS, ON_DRAFT, PROCESSING, check_options, generate
+from rheo.decoders.generate import (
+    HF_DEFAULTS,
+    ON_DRAFT,
+    PROCESSING,
+    TRANSFORMERS_TIES,
+    TRANSFORMERS_TIES_HELP,
+    check_options,
+    generate,
+)
 from rheo.decoders.laws import Chain, check_exact_float, table_drafter, table_row
 from rheo_ref.models import Case
 
 GEN_HELP = (
     "num_assistant_tokens, num_assistant_tokens_schedule, assistant_confidence_threshold (set on the draft's\n"
-    "generation_config, where transformers reads them), temperature, top_k, top_p"
+    "generation_config, where transformers reads them), temperature, top_k, top_p,\n" + TRANSFORMERS_TIES_HELP
 )
 
 
@@ -61,6 +69,7 @@ DECODER = Decoder(
     exact_law=exact_law,
     defaults=defaults,
     check=check_options,
+    ties=TRANSFORMERS_TIES,
     order=10,
     path="transformers/generation/utils.py (_speculative_sampling; AssistedCandidateGenerator)",
     table=Table(  # docs/THIRD_PARTY.md §2: the default profile (alpha = 1e-3, delta = 0.25, 2 tokens), then the slow one

@@ -8,7 +8,7 @@ from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.eagle.sampler import EAGLE_CHILDREN
-from rheo.decoders.generate import PROCESSING, PROCESSING_ROWS, check_options
+from rheo.decoders.generate import PROCESSING, PROCESSING_ROWS, TRANSFORMERS_TIES, TRANSFORMERS_TIES_HELP, check_options
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
 
@@ -53,10 +53,12 @@ DECODER = Decoder(
     "(rheo_fast.kit); needs vocab_size >= 10 and pip install --no-deps eagle-llm==1.2.1",
     decode=decode,
     gen_keys=PROCESSING,
-    gen_help="temperature (default 1), top_k or top_p (not both: eagle applies top-p first)",
+    gen_help="temperature (default 1), top_k or top_p (not both: eagle applies top-p first),\n"
+    + TRANSFORMERS_TIES_HELP,
     exact_law=exact_law,
     defaults=defaults,
     check=check,
+    ties=TRANSFORMERS_TIES,  # eagle/model/utils.py lines 52-54 (eagle-llm 1.2.1): transformers' TopP/TopKLogitsWarper
     check_case=check_case,
     package="eagle-llm",
     order=50,

@@ -9,7 +9,7 @@ from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
 from rheo.decoders.assisted import GEN_HELP, chain_law, defaults
-from rheo.decoders.generate import ON_DRAFT, PROCESSING, check_options, generate
+from rheo.decoders.generate import ON_DRAFT, PROCESSING, TRANSFORMERS_TIES, check_options, generate
 from rheo_ref.errors import CaseError
 from rheo_ref.families.static.scheme import parse_weight
 from rheo_ref.models import Case
@@ -44,6 +44,7 @@ DECODER = Decoder(
     parse_arg=weight,
     defaults=defaults,
     check=check_options,
+    ties=TRANSFORMERS_TIES,
     examples=("ensemble:1/2",),
     order=30,
     path="transformers/generation/candidate_generator.py (AssistedCandidateGenerator, assistant_ensemble_weight)",

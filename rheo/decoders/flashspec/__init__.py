@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from rheo_ref.models import Case
+from rheo_ref.processing import check_ties
 
 from ..rows import Row, Table
 from ..served import Served
@@ -33,7 +34,9 @@ def exact_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
 def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
     """p at T, cut to top_k's k largest entries and top_p's nucleus (rejection variant), as a user asks."""
     k = gen.get("top_k")
-    return claimed_target_law(case.target, setting(gen), case.context, n, top_k=None if k is None else int(k))
+    return claimed_target_law(
+        case.target, setting(gen), case.context, n, top_k=None if k is None else int(k), ties=gen.get("ties")
+    )
 
 
 TOP_P_CAUSE = (
@@ -48,6 +51,7 @@ def check(gen: Mapping[str, Any]) -> None:
     int(gen.get("batch", 1))
     if gen.get("top_k") is not None:
         int(gen["top_k"])
+    check_ties(gen.get("ties"))
 
 
 DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check).decoder(
@@ -56,9 +60,10 @@ DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check).dec
     package="flashspec",
     version=VERSION,
     path="flashspec/sampling/rejection.py",
-    gen_keys=("gamma", "temperature", "top_p", "top_k", "variant", "batch"),
+    gen_keys=("gamma", "temperature", "top_p", "top_k", "variant", "batch", "ties"),
     gen_help="gamma (drafts a round, default 3), temperature (1/k), top_p, top_k (SamplingConfig), variant\n"
-    "(rejection | typical: documented lossy), batch (1: rejection_step; more: the context loop)",
+    "(rejection | typical: documented lossy), batch (1: rejection_step; more: the context loop),\n"
+    "ties (all | low | high: who the claimed law keeps of entries tied at a top-k/top-p cut)",
     exact_law=exact_law,
     target_law=target_law,
     order=100,
@@ -72,13 +77,13 @@ DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check).dec
             Row("rejection T=1, batch 64", {"gamma": 3, "batch": 64}, "context loop: rejection_sample"),
             Row(
                 "rejection top_p=0.9, batch 64",
-                {"gamma": 3, "top_p": 0.9, "batch": 64},
+                {"gamma": 3, "top_p": 0.9, "batch": 64, "ties": "low"},  # the claim's nucleus: lower ids first
                 "SamplingConfig(top_p=0.9), documented as the nucleus threshold",
                 cause=TOP_P_CAUSE,
             ),
             Row(
                 "rejection top_k=2, batch 64",
-                {"gamma": 3, "top_k": 2, "batch": 64},
+                {"gamma": 3, "top_k": 2, "batch": 64, "ties": "all"},  # the claim keeps every tied entry
                 "SamplingConfig(top_k=2) is accepted without an error",
                 cause="utils/config.py line 64, class SamplingConfig: no top_k field, and pydantic's default extra='ignore' "
                 "drops the key silently; the engine samples the untruncated target",

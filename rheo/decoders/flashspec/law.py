@@ -36,16 +36,16 @@ RESIDUAL_FLOOR = Fraction(1, 10**6)  # _residual_probs: `mass > 1e-6` or the tar
 ENTROPY_GUARD = 1e-9  # typical.py _ENTROPY_CLAMP_MIN
 
 
-def top_p_row(row: Sequence[Fraction], top_p: Fraction) -> Row:
-    """Nucleus: keep the largest entries, in descending order, until they hold >= top_p; renormalise."""
-    order = sorted(range(len(row)), key=lambda v: -row[v])
-    keep, acc = set(), ZERO
-    for v in order:
-        keep.add(v)
-        acc += row[v]
+def top_p_row(row: Sequence[Fraction], top_p: Fraction, ties: processing.Ties = None) -> Row:
+    """Nucleus: the fewest largest entries that hold >= top_p, renormalised; a cut between tied
+    entries: `ties` (`rheo_ref.processing.keep_largest`; None refuses it)."""
+    n, acc = 0, ZERO
+    for x in sorted(row, reverse=True):
+        n, acc = n + 1, acc + x
         if acc >= top_p:
             break
-    return normalise([x if v in keep else ZERO for v, x in enumerate(row)])
+    rule = processing.tie_rule(processing.check_ties(ties), "top_p")
+    return normalise(processing.keep_largest(tuple(row), n, rule, cut=f"top_p={processing.show_p(top_p)}"))
 
 
 def typical_set(p: Row, top_p: Fraction) -> list[bool]:
@@ -132,21 +132,28 @@ class FlashSpecLaw:
         return token_law(self.round_law, context, n, label="flashspec", key=visible(self.p.context_length))
 
 
-def top_k_row(row: Sequence[Fraction], k: int) -> Row:
-    """The k largest entries (ties at the k-th kept; k clamped to 1..V), renormalised (`rheo_ref.processing`)."""
-    return normalise(processing.top_k(tuple(row), min(max(k, 1), len(row))))
+def top_k_row(row: Sequence[Fraction], k: int, ties: processing.Ties = None) -> Row:
+    """The k largest entries (k clamped to 1..V; a cut between tied entries: `ties`), renormalised
+    (`rheo_ref.processing.top_k`)."""
+    return normalise(processing.top_k(tuple(row), min(max(k, 1), len(row)), ties))
 
 
 def claimed_target_law(
-    target: TableModel, setting: Setting, context: Sequence[int], n: int, *, top_k: int | None = None
+    target: TableModel,
+    setting: Setting,
+    context: Sequence[int],
+    n: int,
+    *,
+    top_k: int | None = None,
+    ties: processing.Ties = None,
 ) -> Law:
     """The law a setting claims: p at T, cut to top_p's nucleus when top_p < 1 (for typical, top_p is
-    the typical mass and the target is p at T)."""
+    the typical mass and the target is p at T); `ties`: who is kept of entries tied at a cut."""
 
     def row(c: tuple[int, ...]) -> Row:
         r = temper(target.row(c), setting.temperature)
         if top_k is not None:
-            r = top_k_row(r, top_k)
-        return top_p_row(r, setting.top_p) if setting.top_p < 1 and setting.variant == "rejection" else r
+            r = top_k_row(r, top_k, ties)
+        return top_p_row(r, setting.top_p, ties) if setting.top_p < 1 and setting.variant == "rejection" else r
 
     return single_token_law(row, context, n)

@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
-from rheo.decoders.generate import HF_DEFAULTS, PROCESSING, check_options, generate
+from rheo.decoders.generate import (
+    HF_DEFAULTS,
+    PROCESSING,
+    TRANSFORMERS_TIES,
+    TRANSFORMERS_TIES_HELP,
+    check_options,
+    generate,
+)
 from rheo.decoders.laws import Chain, lookup_drafter, point_mass
 from rheo_ref.models import Case
 
@@ -39,10 +46,11 @@ DECODER = Decoder(
     summary=f"target.generate(ids, prompt_lookup_num_tokens=k, do_sample=True) (k = {LOOKUP_TOKENS} unless --gen)",
     decode=decode,
     gen_keys=LOOKUP + PROCESSING,
-    gen_help="prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p",
+    gen_help="prompt_lookup_num_tokens, max_matching_ngram_size, temperature, top_k, top_p,\n" + TRANSFORMERS_TIES_HELP,
     exact_law=exact_law,
     defaults=defaults,
     check=check_options,
+    ties=TRANSFORMERS_TIES,
     order=20,
     path="transformers/generation/candidate_generator.py (PromptLookupCandidateGenerator)",
     table=Table(  # docs/THIRD_PARTY.md §2: the default profile, then the slow one (alpha 1e-4, delta 0.05, 3 tokens)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rheo.decoders import Decoder, Law, Row, Table
-from rheo.decoders.generate import PROCESSING, PROCESSING_ROWS, check_options
+from rheo.decoders.generate import PROCESSING, PROCESSING_ROWS, TIES_HELP, check_options
 from rheo.decoders.seqspec.sampler import METHODS
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
@@ -56,7 +56,7 @@ DECODER = Decoder(
     decode=decode,
     gen_keys=PROCESSING + ("gamma",),
     gen_help="gamma (draft tokens a round, 1..8, default 5), temperature (default 1; the package's\n"
-    "own, on draft and target), top_k, top_p (the package has none: the tables are processed)",
+    "own, on draft and target), top_k, top_p (the package has none: the tables are processed),\n" + TIES_HELP,
     exact_law=exact_law,
     arg="METHOD",
     parse_arg=method,

@@ -86,6 +86,9 @@ DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check).decoder(
     ),
     exact_law=exact_law,
     target_law=target_law,
+    # renorm_triton's top-k and top-p keep every entry >= a pivot (law.top_k_keep, law.top_p_keep): a cut never
+    # splits tied entries, by the kernels' construction (its own laws apply it; `--gen ties` is no key here)
+    ties="all",
     table=Table(
         case="tests/cases/served.json",
         tokens=3,

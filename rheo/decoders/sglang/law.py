@@ -43,8 +43,9 @@ from ..rounds import RowMemo, single_token_law, temper, token_law, visible
 
 def top_k_keep(row: Sequence[Fraction], k: int) -> list[bool]:
     """renorm_triton.top_k_renorm_probs_triton: pivot = the k-th largest entry (k clamped to 1..V); keep
-    entries >= pivot (`rheo_ref.processing.top_k`'s rule)."""
-    kept = processing.top_k(tuple(row), min(max(k, 1), len(row)))
+    entries >= pivot: every entry tied with the pivot (`rheo_ref.processing.top_k` with ties="all",
+    the kernel's own rule: a comparison with the pivot, no sort order)."""
+    kept = processing.top_k(tuple(row), min(max(k, 1), len(row)), "all")
     return [x > 0 or r == 0 for x, r in zip(kept, row)]
 
 

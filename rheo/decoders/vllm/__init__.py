@@ -15,6 +15,7 @@ from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
+from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
 from ..served import Served, run_driver
@@ -22,11 +23,18 @@ from .law import BlockLaw, Law, Setting, VLLMLaw
 from .mixed import judge_mixed
 
 ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"
+# vLLM's own rule at a cut between tied tokens (docs/PROCESSING.md, "Ties"): in vllm/v1/sample/ops/
+# topk_topp_sampler.py, apply_top_k_top_p_pytorch (lines 524-565) masks `logits_sort < logits_sort.gather(1,
+# V - k)` (apply_top_k_only, line 568, `logits <` the k-th topk value): every token tied with the k-th is kept.
+# Its top-p cuts `logits.sort(dim=-1, descending=False)`, whose order of tied logits is unspecified: no rule.
+VLLM_TIES = (("top_k", "all"),)
 SECONDS_PER_SAMPLE = 0.5  # the driver's timeout: generous against ~0.05-0.1 s a sample in the interpreter
 GEN_KEYS = {
     "temperature": "1/k for an integer k, or 0 (greedy)",
     "top_k": "keep the tokens >= the k-th largest (vLLM's PyTorch path, HAS_TRITON=False)",
     "top_p": "drop tokens whose ascending cumulative mass is <= 1 - top_p (PyTorch path)",
+    "ties": 'all, low or high (or {"top_p": ...}): who is kept of tokens tied at a cut; top-k: vLLM\'s own rule,\n'
+    "all, unless given; a top-p cut between tied tokens is refused without it",
     "k": "drafts per round (num_speculative_tokens), 0..128; default 2",
     "draft_probs": "1: hand vLLM the q rows; 0: none (one-hot drafts, as n-gram drafting); default 1",
     "seed": "a per-request seed (vLLM draws this request's randomness from its own torch.Generator)",
@@ -58,6 +66,7 @@ def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
         if any(not 0 <= r <= 1 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
             raise CaseError(f"synthetic={syn!r}: rates must lie in [0, 1] and not increase")
     settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k")}
+    settings["ties"] = merge_ties(VLLM_TIES, gen.get("ties"))
     return Setting.from_gen(settings), bool(dp), rates
 
 
@@ -155,6 +164,7 @@ DECODER = SERVED.decoder(
     exact_law=law,
     target_law=claimed,
     order=70,
+    ties=VLLM_TIES,
     table=Table(
         case="tests/cases/hf.json",
         tokens=2,

@@ -33,17 +33,20 @@ from rheo.decoders.rounds import token_law
 from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
+from rheo_ref.processing import Ties
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One request's settings: temperature 1/power (0: greedy), top-k, top-p, drafts per round."""
+    """One request's settings: temperature 1/power (0: greedy), top-k, top-p, drafts per round, and
+    the tie rule at a top-k / top-p cut (`rheo.decoders.laws.Processing`)."""
 
     power: int = 1
     top_k: int | None = None
     top_p: Fraction | None = None
     k: int = 2
     greedy: bool = False
+    ties: Ties = None
 
     @classmethod
     def from_gen(cls, gen: dict) -> Setting:
@@ -53,11 +56,11 @@ class Setting:
         if gen.get("temperature") == 0:
             return cls(k=k, greedy=True)
         proc = Processing.from_gen(gen)
-        return cls(proc.power, proc.top_k, proc.top_p, k)
+        return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties)
 
     @property
     def processing(self) -> Processing:
-        return Processing(self.power, self.top_k, self.top_p)
+        return Processing(self.power, self.top_k, self.top_p, self.ties)
 
 
 def conditional_rates(rates: Sequence[Fraction]) -> list[Fraction]:

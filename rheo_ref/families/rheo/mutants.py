@@ -367,7 +367,9 @@ EXACT_MUTANTS: dict[str, ExactMutant] = {name: counterpart(v) for name, v in MUT
 class MutantExact(Exact):
     """`Exact` for a mutant: brute enumeration (every sampled identity separately), then the
     mutant's tree rewrite, the spec rerank and the mutant's verification rules (rheo family);
-    the static family's brute force under the variant's settings (static family)."""
+    the static family's brute force under the variant's settings (static family). As in
+    `VariantExact`, a round ending in the invalid token V stops decoding (`compose`'s `stop`: the
+    rest of the tokens are V, as `rheo.selfgate.matrix.canonical` reads the fast path's)."""
 
     def __init__(self, case: Case, mutant: str | ExactMutant, *, max_trees: int | None = DEFAULT_MAX_TREES) -> None:
         if isinstance(mutant, str):
@@ -376,8 +378,11 @@ class MutantExact(Exact):
         mutant.variant.check_family(case.scheme.family)
         if case.scheme.family != "rheo":
             super().__init__(case, "brute", max_trees=max_trees, variant=mutant.variant)
-            return
-        super().__init__(mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules)
+        else:
+            super().__init__(
+                mutant.case(case) if mutant.case else case, "brute", max_trees=max_trees, rules=mutant.rules
+            )
+        self.stop = self.case.vocab_size  # a round ending in the invalid token V stops decoding
 
     def _round_laws(self, family: Any, method: str, **kw: Any) -> RoundLaws:
         if family.name != "rheo":
@@ -392,11 +397,6 @@ class MutantExact(Exact):
             if mut.nodes is not None:
                 nodes = mut.nodes(case, context, nodes)
             yield prob, nodes, rerank(nodes, case.scheme_as(Scheme).R)
-
-    def _stop_token(self, emitted: tuple[int, ...]) -> int | None:
-        """A round ending in the invalid token V (a bonus from a massless row) stops decoding."""
-        V = self.case.vocab_size
-        return V if emitted[-1] == V else None
 
 
 def mutant_law(case: Case, mutant: str, n: int | None = None) -> Law:
