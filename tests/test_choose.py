@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import random
 import time
+from fractions import Fraction
 
 import pytest
 from helpers import CASES, load_json, run_rheo, write_case
 
-from rheo_ref.choose import TINY_SECONDS, Cost, choose, choose_method
+from rheo_ref.choose import NEVER_SECONDS, TINY_SECONDS, Cost, choose, choose_method
 from rheo_ref.exact import exact_report
 from rheo_ref.families.rheo.choose import PROBE_TREES
 from rheo_ref.families.rheo.scheme import Scheme
@@ -97,3 +98,27 @@ def test_a_peaked_deep_case_past_the_probe_runs_chain(style):
     """zipf V = 12 at R = 60, D = 8 (docs/EXACT_AT_SCALE.md §9): chain."""
     q, p = random_pair(random.Random(0), 12, 1, style=style)
     assert choose_method(Case(q, p, Scheme(4, 1, 3, 8, 60), (0,), 1)).method == "chain"
+
+
+def test_a_method_predicted_not_to_finish_is_never_chosen_over_one_that_may():
+    """With no limit (--force) brute and classes fit, but are predicted past NEVER_SECONDS: the
+    family's fallback (chain, not predicted up front) is chosen, and the reason says why; with
+    nothing else to run, the fastest predicted is taken and the reason says it may not finish."""
+    slow = [Cost("brute", NEVER_SECONDS * 10, True, "1e25 trees"), Cost("classes", NEVER_SECONDS * 2, True, "1e23")]
+    picked = choose([*slow, Cost("chain", None, True, "not predicted")], ("chain", "dp"))
+    assert picked.method == "chain" and "no other is predicted to finish" in picked.reason
+    alone = choose(slow, ("chain",))
+    assert alone.method == "classes" and "not predicted to finish" in alone.reason
+    assert choose([*slow, Cost("dp", NEVER_SECONDS / 2, True, "x")], ("chain",)).method == "dp"
+
+
+@pytest.mark.slow
+def test_the_held_out_v16_case_without_a_flag_is_exact():
+    """`rheo exact tests/cases/paper16.json` (V = 16, R = 60, D = 8, no flag): chain, chosen, with
+    two workers; the whole round's law sums to 1, TV 0 on the first token (about 20 s on 2 cores,
+    docs/EXACT_AT_SCALE.md §10)."""
+    res = run_rheo("exact", str(CASES / "paper16.json"), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["method"] == out["choice"]["method"] == "chain" and out["tv"] == "0"
+    assert sum(Fraction(v) for v in out["law"].values()) == 1

@@ -151,3 +151,16 @@ def test_the_band_holds_every_cut():
     assert chain.most(f0, band[-1], min) >= 12 > chain.most(f0, band[-2], min)
     every = ChainRounds(zipf_case(6, 40, K=3, W=2, D=5))  # 34 nodes < R: all kept, no cut
     assert every.band(every.frontier_id(((every.plans.memo((0,)), Fraction(1)),)), []) is None
+
+
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_the_band_in_chunks_gives_the_same_law(chunk):
+    """A band of 3 keys walked in chunks of 1 or 2 keys (independent passes, here or in two worker
+    processes): the law of one walk over the whole band, and dp's."""
+    case = zipf_case(6, 12, K=3, W=2, D=5)
+    whole = Exact(case, "chain").round_law()
+    assert ChainRounds(case, chunk=chunk).round_law((0,)) == whole == Exact(case, "dp").round_law()
+    with local_parallel(2) as parallel:
+        assert ChainRounds(case, chunk=chunk, parallel=parallel).round_law((0,)) == whole
+    with pytest.raises(CaseError, match="chunk=0"):
+        ChainRounds(case, chunk=0)

@@ -75,8 +75,11 @@ class Walk:
         self._pieces: dict[tuple[int, int, int, Span], list[Piece]] = {} if memos is None else memos._pieces
         self.stopped: dict[tuple[Context, tuple], Fraction] = defaultdict(Fraction)  # (emitted, kept children)
 
-    def start(self, f0: int) -> Layer:
-        return {(f0, 0, False, None if self.band is None else (0, len(self.band)), 0, ()): ONE}
+    def start(self, f0: int, span: Span = None) -> Layer:
+        """The walk from the root's frontier f0 over the θ of `span` (default: the whole band)."""
+        if self.band is not None and span is None:
+            span = (0, len(self.band))
+        return {(f0, 0, False, span, 0, ()): ONE}
 
     def pieces(self, fid: int, d: int, j: int, span: Span) -> list[Piece]:
         """Move j's children kept by the θ of `span`: the runs of θ that keep the same number n of
