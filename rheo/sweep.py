@@ -62,11 +62,11 @@ def load_grid(path: str, *, force: bool = False) -> list[GridCell]:
 def engine(scheduler: str | None = None, workers: int | None = None, *, fn: Callable | None = None) -> Iterator[Runner]:
     """A runner that yields each cell's row (`fn(cell)`, default `run_cell`) as it finishes, on
     local processes or on Dask."""
-    fn = fn or run_cell  # looked up at call time, so a patched module-level run_cell is the one used
-    if scheduler is not None:
-        with _dask(scheduler, fn) as run:
+    if scheduler is not None:  # a cell's own parts (method chain) go to the cluster too
+        with _dask(scheduler, fn or _cell_on_cluster) as run:
             yield run
         return
+    fn = fn or run_cell  # looked up at call time, so a patched module-level run_cell is the one used
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
     integer("--workers", workers, min=1, max=MAX_WORKERS)
@@ -133,6 +133,14 @@ def _check_address(address: str) -> None:
             f"--scheduler {show(address)} must be a Dask scheduler address tcp://HOST:PORT (port 1-65535; "
             f"tls:// and ws:// need a security configuration rheo does not take)"
         )
+
+
+def _cell_on_cluster(cell: GridCell) -> dict:
+    """One cell's row on a Dask worker; a method that cuts a round into parts (chain) maps them onto
+    the same cluster (rheo.engines.dask_parallel)."""
+    from rheo.engines import dask_parallel
+
+    return run_cell(cell, parallel=dask_parallel())
 
 
 @contextmanager

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from rheo_ref.choose import Choice, choose_method
 from rheo_ref.errors import CaseError
 from rheo_ref.family import RoundLaws, family_of
 from rheo_ref.laws import Law, compose, one_token_rounds, tv
 from rheo_ref.models import Case, Context, Row
+from rheo_ref.parallel import SERIAL, Parallel
 from rheo_ref.sizes import Size, law_outcomes
 from rheo_ref.validate import check_context, index, within_limit
 from rheo_ref.variants import SPEC, Variant, variant_named
@@ -52,7 +54,8 @@ class Exact:
     """Exact computations for one case, memoising round laws by the context the models can see
     (a round's law is a pure function of it: the per-context round-law cache). The round laws
     come from the case's family (`rheo_ref.family`): `rounds(case, method, ...)`, checked up
-    front against its `estimate`; everything here composes them."""
+    front against its `estimate`; everything here composes them. `parallel` (rheo_ref.parallel)
+    is handed to a family that can cut a round into parts (`Family.takes_parallel`)."""
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class Exact:
         progress: Callable[[int], None] | None = None,
         rules: Any = None,
         variant: Variant = SPEC,
+        parallel: Parallel = SERIAL,
     ) -> None:
         if method not in METHODS:
             raise CaseError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
@@ -83,7 +87,10 @@ class Exact:
             raise CaseError(
                 f"verification rules (a family's mutants as functions) do not apply to the {family.name} family"
             )
-        self._laws: RoundLaws = self._round_laws(family, method, rules=rules, max_trees=max_trees, progress=progress)
+        extra = {"parallel": parallel} if family.takes_parallel and parallel is not SERIAL else {}
+        self._laws: RoundLaws = self._round_laws(
+            family, method, rules=rules, max_trees=max_trees, progress=progress, **extra
+        )
         within_limit(
             family.estimate_what(case, self._laws.method),
             family.estimate(case, self._laws.method, variant),
@@ -254,6 +261,7 @@ class ExactReport:
     seconds: float
     extra: dict = field(default_factory=dict)
     horizon: int | None = None  # round_lengths' last key h + 1 stands for "more than h" when set
+    choice: Choice | None = None  # how the method was chosen, when the caller named none
 
     def to_json(self) -> dict:
         key = lambda s: ",".join(map(str, s))
@@ -268,7 +276,7 @@ class ExactReport:
             "method": self.method,
             "enumerated": self.enumerated,
             "seconds": round(self.seconds, 4),
-        }
+        } | ({} if self.choice is None else {"choice": self.choice.to_json()})
 
 
 def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens", override: str | None = None) -> Size:
@@ -290,17 +298,24 @@ def check_law_size(case: Case, n: int, limit: int | None, *, name: str = "tokens
 
 def exact_report(
     case: Case,
-    method: str = "classes",
+    method: str | None = "classes",
     tokens: int | None = None,
     *,
     max_trees: int | None = DEFAULT_MAX_TREES,
     max_law_size: int | None = DEFAULT_MAX_LAW_SIZE,
     progress: Callable[[int], None] | None = None,
+    parallel: Parallel = SERIAL,
 ) -> ExactReport:
+    """Everything `rheo exact` prints; `method` None: the method `rheo_ref.choose` predicts to be
+    the fastest (its choice and reason are in the report, and its time in `seconds`)."""
     t0 = time.perf_counter()
     n = case.tokens if tokens is None else tokens
+    choice = None
+    if method is None:
+        choice = choose_method(case, n, max_trees=max_trees)
+        method = choice.method
     sized = replace(case, tokens=n) if method == "walk" else case  # walk's size depends on n
-    ex = Exact(sized, method, max_trees=max_trees, progress=progress)
+    ex = Exact(sized, method, max_trees=max_trees, progress=progress, parallel=parallel)
     check_law_size(case, n, max_law_size, name="tokens" if tokens is None else "--tokens")
     law = ex.token_law(n)
     tgt = target_law(case, n)
@@ -317,4 +332,5 @@ def exact_report(
         ex.counter.enumerated,
         time.perf_counter() - t0,
         horizon=horizon,
+        choice=choice,
     )

@@ -70,6 +70,11 @@ class Family:
     - `rounds(case, method, *, variant, rules, max_trees, progress)`: its exact round laws;
       `takes_rules`: whether `rounds` reads `rules` (verification rules given as functions, the
       rheo family's way of running its mutants); a family that does not refuses them;
+      `takes_parallel`: whether `rounds` takes `parallel` (a `rheo_ref.parallel.Parallel`: a map
+      its independent parts may run through); a family that does not runs in this process;
+    - `costs(case, tokens, max_trees)`: what it predicts, cheaply, of each of its methods
+      (`rheo_ref.choose.Cost`s), from which `rheo exact` without --method chooses; None: brute and
+      dp from `estimate`; `fallback`: the methods to take, in order, when nothing is predicted;
     - `estimate(case, method, variant)`: the outcomes per round that `rounds` visits at most
       (a `rheo_ref.sizes.Size` or an int), and `estimate_what(case, method)` what is counted;
     - `replay(case, context, coins, variant)`: the tokens one round emits, driven by coins;
@@ -98,6 +103,9 @@ class Family:
     mutant_exact: Callable[..., Any] | None = None
     kept_depth: Callable[[Any], tuple[int, str]] | None = None
     takes_rules: bool = False
+    takes_parallel: bool = False
+    costs: Callable[[Any, int, int | None], list[Any]] | None = None
+    fallback: tuple[str, ...] = ("dp",)
 
     def parse(self, obj: Any) -> SchemeLike:
         """The scheme object of this family from its JSON."""

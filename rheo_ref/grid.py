@@ -35,6 +35,7 @@ from .errors import CaseError, RheoError
 from .exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
 from .generate import STYLES, random_pair, random_table, temper
 from .models import Case, TableModel, scheme_from_json
+from .parallel import SERIAL, Parallel
 from .sizes import Size
 from .validate import check_fields, is_int, show, within_limit
 
@@ -243,9 +244,10 @@ def scheme_label(case: Case) -> str:
     return json.dumps(case.scheme.to_json(), separators=(",", ":"), allow_nan=False)
 
 
-def run_cell(cell: GridCell) -> dict:
+def run_cell(cell: GridCell, parallel: Parallel = SERIAL) -> dict:
     """One row of the tidy table. A bad cell (a refused enumeration, a scaled proxy above 1, a
-    missing row) gives a row with `error` set and no numbers, so a sweep never stops on it."""
+    missing row) gives a row with `error` set and no numbers, so a sweep never stops on it.
+    `parallel`: where a method that cuts its rounds into parts (chain) runs them (rheo_ref.parallel)."""
     case = cell.case
     row: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
     row.update(cell.labels)
@@ -259,7 +261,7 @@ def run_cell(cell: GridCell) -> dict:
     )
     t0 = time.perf_counter()
     try:
-        ex = Exact(case, cell.method, max_trees=cell.max_trees)
+        ex = Exact(case, cell.method, max_trees=cell.max_trees, parallel=parallel)
         d = tv(ex.token_law(case.tokens), target_law(case, case.tokens))
         horizon = case.tokens if ex.cuts else None  # walk: rounds only up to n tokens, so no τ
         tau = None if ex.cuts else ex.tau()

@@ -1,8 +1,9 @@
-"""Method `chain` (rheo_ref.families.rheo.chain, docs/EXACT_AT_SCALE.md §9): whole round laws by
-conditioning on the key of the R-th kept node, a pass over the chain of frontiers per cut. Exact:
-it equals brute force, classes and dp wherever they run, Fraction for Fraction (every proxy, both
-verification orders, budgets that cut and budgets that keep every node), and it answers the whole
-first round at the paper's budget (R = 60, D = 8)."""
+"""Method `chain` (rheo_ref.families.rheo.chain, docs/EXACT_AT_SCALE.md §9-§10): whole round laws by
+conditioning on the key of the R-th kept node, one walk over the chain of frontiers for every cut of
+the band, in this process or cut into parts run by worker processes. Exact: it equals brute force,
+classes and dp wherever they run, Fraction for Fraction (every proxy, both verification orders,
+budgets that cut and budgets that keep every node, with and without workers), and it answers the
+whole first round at the paper's budget (R = 60, D = 8)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from helpers import run_rheo, write_case
 from hypothesis import HealthCheck, given, settings
 from test_ref_dp import DOC_CASE
 
+from rheo.engines import local_parallel
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import Exact, Law, target_law, tv
+from rheo_ref.families.rheo.chain import _LIVE, ChainRounds
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.strategies import cases
 from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.generate import random_pair
 from rheo_ref.models import Case, Proxy
+from rheo_ref.parallel import Parallel
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], deadline=None)
 
@@ -103,3 +107,60 @@ def test_cli_chain(tmp_path):
     out = runs["chain"]
     assert out["tv"] == "0" and out["method"] == "chain" and out["tau"] is not None
     assert out["tau"] == runs["dp"]["tau"] and out["law"] == runs["dp"]["law"]
+
+
+PARALLEL_CASES = [(5, "rheo"), (14, "rheo"), (14, "true"), (40, "const:1/4")]
+
+
+@pytest.mark.parametrize(("R", "proxy"), PARALLEL_CASES)
+def test_chain_in_worker_processes_equals_chain_here(R, proxy):
+    """The walks cut into parts and finished in two worker processes (forked: they start with the
+    chain built here) give the law computed here, Fraction for Fraction, and dp's; so do parts run
+    one after the other in this process (the builtin map), where a worker builds its own chain."""
+    case = zipf_case(6, R, K=3, W=2, D=5, proxy=proxy)
+    here = Exact(case, "chain").round_law()
+    with local_parallel(2) as parallel:
+        assert parallel.parts > 1
+        workers = Exact(case, "chain", parallel=parallel).round_law()
+    _LIVE.clear()  # the map below finds no chain of this case: each part builds one
+    mapped = Exact(case, "chain", parallel=Parallel(map, 3)).round_law()
+    assert workers == here == mapped == Exact(case, "dp").round_law()
+    with local_parallel(1) as serial:
+        assert Exact(case, "chain", parallel=serial).round_law() == here
+
+
+def test_a_lost_part_is_caught():
+    """Negative control: a map that drops a part loses mass, and the round refuses its law."""
+    case = zipf_case(6, 14, K=3, W=2, D=5)
+    lossy = Parallel(lambda fn, tasks: map(fn, list(tasks)[1:]), 4)
+    with pytest.raises(AssertionError, match="does not sum to 1"):
+        Exact(case, "chain", parallel=lossy).round_law()
+
+
+def test_the_band_holds_every_cut():
+    """The band (the keys the R-th kept node can have) starts where some round has R nodes of key <= θ
+    and ends where every round has: below it no round is cut, at its end every round is."""
+    case = zipf_case(6, 12, K=3, W=2, D=5)  # a band of 3 keys
+    chain = ChainRounds(case)
+    f0 = chain.frontier_id(((chain.plans.memo((0,)), Fraction(1)),))
+    keys = chain.keys(f0)
+    band = chain.band(f0, keys)
+    assert band is not None and len(band) > 1
+    first = keys.index(band[0])
+    assert chain.most(f0, band[0], max) >= 12 > chain.most(f0, keys[first - 1], max)
+    assert chain.most(f0, band[-1], min) >= 12 > chain.most(f0, band[-2], min)
+    every = ChainRounds(zipf_case(6, 40, K=3, W=2, D=5))  # 34 nodes < R: all kept, no cut
+    assert every.band(every.frontier_id(((every.plans.memo((0,)), Fraction(1)),)), []) is None
+
+
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_the_band_in_chunks_gives_the_same_law(chunk):
+    """A band of 3 keys walked in chunks of 1 or 2 keys (independent passes, here or in two worker
+    processes): the law of one walk over the whole band, and dp's."""
+    case = zipf_case(6, 12, K=3, W=2, D=5)
+    whole = Exact(case, "chain").round_law()
+    assert ChainRounds(case, chunk=chunk).round_law((0,)) == whole == Exact(case, "dp").round_law()
+    with local_parallel(2) as parallel:
+        assert ChainRounds(case, chunk=chunk, parallel=parallel).round_law((0,)) == whole
+    with pytest.raises(CaseError, match="chunk=0"):
+        ChainRounds(case, chunk=0)

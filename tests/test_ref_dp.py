@@ -81,7 +81,7 @@ def test_doc_case_by_every_method():
 
 
 def test_the_documented_output():
-    res = run_rheo_case(DOC_CASE)
+    res = run_rheo_case(DOC_CASE, "--method", "dp")
     assert {k: v for k, v in res.items() if k != "seconds"} == {k: v for k, v in DOC_OUTPUT.items() if k != "seconds"}
 
 
@@ -146,18 +146,18 @@ def run_rheo_case(case: dict, *args: str) -> dict:
     return json.loads(res.stdout)
 
 
-def test_cli_default_is_dp_and_agrees_with_brute(tmp_path):
+def test_cli_default_chooses_and_agrees_with_brute_and_dp(tmp_path):
+    """Without --method the chosen method (named in `choice`) gives brute's and dp's output."""
     path = write_case(tmp_path, DOC_CASE)
-    out = {m: json.loads(run_rheo("exact", path, *(["--method", m] if m else [])).stdout) for m in ("", "brute")}
-    assert out[""]["method"] == "dp" and out["brute"]["method"] == "brute"
-    assert {k: v for k, v in out[""].items() if k not in ("method", "enumerated", "seconds")} == {
-        k: v for k, v in out["brute"].items() if k not in ("method", "enumerated", "seconds")
-    }
+    out = {m: json.loads(run_rheo("exact", path, *(["--method", m] if m else [])).stdout) for m in ("", "brute", "dp")}
+    assert out[""]["method"] == out[""]["choice"]["method"] and out["brute"]["method"] == "brute"
+    same = lambda o: {k: v for k, v in o.items() if k not in ("method", "enumerated", "seconds", "choice")}
+    assert same(out[""]) == same(out["brute"]) == same(out["dp"])
 
 
 def test_cli_dp_limit_exits_2_with_one_line(tmp_path):
     case = load_json("small.json") | {"scheme": {"K": 3, "m": 0, "W": 3, "D": 3, "R": 9}}
-    res = run_rheo("exact", write_case(tmp_path, case), "--max-trees", "5")
+    res = run_rheo("exact", write_case(tmp_path, case), "--method", "dp", "--max-trees", "5")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "passed 5 kept trees" in res.stderr and "--force" in res.stderr
 

@@ -175,6 +175,45 @@ def test_a_local_dask_cluster_gives_the_same_table(tmp_path):
     assert all(same_rows(a, b) for a, b in zip(on_dask, here, strict=True))
 
 
+def test_chain_cells_send_their_parts_to_the_dask_cluster(tmp_path):
+    """A chain cell on a Dask worker maps its round's parts onto the same cluster
+    (rheo.engines.dask_parallel); its row is the row computed here, in one process."""
+    distributed = pytest.importorskip("distributed")
+    grid = {
+        "tables": [{"generator": "zipf", "vocab_size": 6, "seeds": [0, 1]}],
+        "schemes": [{"K": 3, "m": 1, "W": 2, "D": 5, "R": 9}],
+        "context": [0],
+        "method": "chain",
+    }
+    cells = load_grid(write_grid(tmp_path, grid))
+    here = list(run_cells(cells))
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+    ) as cluster:
+        res = run_rheo(
+            "sweep", write_grid(tmp_path, grid), "--out", str(tmp_path / "dask"), "--scheduler",
+            cluster.scheduler_address, "--no-progress", "--no-plot",
+        )  # fmt: skip
+        with distributed.Client(cluster) as client:
+            parts = [t for t in client.run_on_scheduler(_task_names) if t.startswith("continue_walks")]
+    assert res.returncode == 0, res.stderr
+    assert parts, "no part of a chain round ran on the cluster"
+    on_dask = read_table(tmp_path / "dask" / "sweep.csv")
+    assert not any(r["error"] for r in on_dask)
+    assert all(same_rows(a, b) for a, b in zip(on_dask, read_table_rows(here), strict=True))
+
+
+def _task_names(dask_scheduler) -> list[str]:
+    return [str(k) for k in dask_scheduler.task_prefixes]
+
+
+def read_table_rows(rows: list[dict]) -> list[dict]:
+    """Rows as the table reads them back (their types through CSV)."""
+    from rheo.sweep import _typed
+
+    return [_typed({k: "" if v is None else str(v) for k, v in r.items()}) for r in rows]
+
+
 def test_a_scheduler_that_does_not_answer_exits_2(tmp_path):
     res = run_rheo("sweep", write_grid(tmp_path), "--out", str(tmp_path / "out"), "--scheduler", "nonsense")
     assert res.returncode == 2 and "tcp://HOST:PORT" in res.stderr

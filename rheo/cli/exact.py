@@ -19,6 +19,10 @@ token ids; zero entries are omitted):
                  ">N" for a round that emits more)
   acceptance     one-level acceptance rate: P(some child of the root is accepted)
   method         the enumerator used (dp, classes, brute, walk or chain; all are exact and must agree)
+  choice         without --method: {"method", "reason", "estimates"}: the method predicted to be the
+                 fastest and why (brute where tiny; else the fastest predicted; chain where dp's
+                 kept trees are past a cheap probe), with every method's estimate
+                 (docs/EXACT_AT_SCALE.md §11)
   enumerated     how many trees (outcomes) the enumerator visited over all rounds it needed
                  (dp: the kept trees its best-first construction branched into, before
                  merging, docs/EXACT_AT_SCALE.md; chain: the distinct frontiers of its
@@ -32,19 +36,24 @@ exit status: 0 ok, 2 bad input or a size refused as too large, 130 interrupted (
 
 
 def run_exact(args: argparse.Namespace) -> int:
+    from rheo.engines import MAX_WORKERS, local_parallel
     from rheo_ref.exact import exact_report
     from rheo_ref.models import load_case
 
     integer("--max-trees", args.max_trees, min=1)
     integer("--max-law-size", args.max_law_size, min=1)
+    if args.workers is not None:
+        integer("--workers", args.workers, min=1, max=MAX_WORKERS)
     case = load_case(args.case)
-    report = exact_report(
-        case,
-        args.method,
-        args.tokens,
-        max_trees=None if args.force else args.max_trees,
-        max_law_size=None if args.force else args.max_law_size,
-    )
+    with local_parallel(args.workers) as parallel:
+        report = exact_report(
+            case,
+            args.method,
+            args.tokens,
+            max_trees=None if args.force else args.max_trees,
+            max_law_size=None if args.force else args.max_law_size,
+            parallel=parallel,
+        )
     print(strict_json.dumps(report.to_json()))
     return 0
 
@@ -61,14 +70,22 @@ def register(sub) -> None:
     ex.add_argument(
         "--method",
         choices=("dp", "classes", "brute", "walk", "chain"),
-        default="dp",
-        help="dp (default): kept trees built best-first and lazily, verified together level by level "
+        default=None,
+        help="default: the method predicted to be the fastest for the case (the output's `choice` says "
+        "which and why); dp: kept trees built best-first and lazily, verified together level by level "
         "(family static: the subtree recursion); classes: every tree, sampled identities grouped "
         "into classes; brute: every sampled identity (static: every joint draw); walk (family rheo): "
         "the law of the first N tokens from the kept nodes of depth <= N and counts of the deeper "
         "ones, at the paper's budget; chain (family rheo): whole rounds by conditioning on the key "
         "of the R-th kept node, a pass over the chain of frontiers per cut, at the paper's budget "
         "(docs/EXACT_AT_SCALE.md)",
+    )
+    ex.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local processes for the parts of a round that can run apart (method chain); default: the "
+        "number of CPUs; 1: everything in this process (the law is the same)",
     )
     ex.add_argument("--tokens", type=int, default=None, help="number of tokens N (default: the case's `tokens`)")
     ex.add_argument(

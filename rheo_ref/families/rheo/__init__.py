@@ -14,6 +14,7 @@ from typing import Any
 
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo import exact
+from rheo_ref.families.rheo.choose import FALLBACK, costs
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.rheo.settings import MUTANTS
 from rheo_ref.family import Family
@@ -54,4 +55,7 @@ FAMILY = Family(
     cases=_cases,
     mutant_exact=_mutant_exact,
     takes_rules=True,
+    takes_parallel=True,
+    costs=costs,
+    fallback=FALLBACK,
 )

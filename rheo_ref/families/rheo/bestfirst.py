@@ -82,9 +82,10 @@ class Plans:
     def __init__(self, case: Case) -> None:
         self.case, self.scheme = case, case.scheme_as(Scheme)
         self._plans: dict[Context, Expansion] = {}
+        self._sees = case.sees  # `Case.visible`, without recomputing `sees` at each of millions of calls
 
     def memo(self, ctx: Context) -> Context:
-        return self.case.visible(ctx)
+        return tuple(ctx)[-self._sees :] if self._sees else ()
 
     def __call__(self, ctx: Context) -> Expansion:
         key = self.memo(ctx)

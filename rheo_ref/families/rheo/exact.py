@@ -25,6 +25,7 @@ from rheo_ref.families.rheo.walk import WalkRounds
 from rheo_ref.families.rheo.walk_cost import walk_estimate
 from rheo_ref.laws import Law
 from rheo_ref.models import Case, Context
+from rheo_ref.parallel import SERIAL, Parallel
 from rheo_ref.sizes import Size, expansions
 from rheo_ref.validate import show
 from rheo_ref.variants import SPEC, Variant
@@ -87,11 +88,12 @@ def rounds(
     rules: Rules = SPEC_RULES,
     max_trees: int | None = None,
     progress: Callable[[int], None] | None = None,
+    parallel: Parallel = SERIAL,
 ) -> RheoRounds | WalkRounds | ChainRounds:
     """The family's `rounds` (rheo_ref.family.Family): its mutants come as `rules` (built by
     rheo_ref.families.rheo.mutants), never as `variant`. `walk` answers round laws up to a
     horizon (rheo_ref.families.rheo.walk); `chain` whole rounds by conditioning on the cut
-    (rheo_ref.families.rheo.chain)."""
+    (rheo_ref.families.rheo.chain), its parts run through `parallel` (the other methods run here)."""
     if variant is not SPEC:
         raise CaseError(
             f"variant {variant.name!r}: the rheo family's exact counterparts are built by "
@@ -104,7 +106,7 @@ def rounds(
     if method == "chain":
         if rules is not SPEC_RULES:
             raise CaseError("method 'chain' verifies by the spec's rules only; mutants run with method 'brute'")
-        return ChainRounds(case, max_outcomes=max_trees, progress=progress)
+        return ChainRounds(case, max_outcomes=max_trees, progress=progress, parallel=parallel)
     return RheoRounds(case, method, rules=rules, max_trees=max_trees, progress=progress)
 
 
