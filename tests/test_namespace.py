@@ -1,13 +1,11 @@
 """One public namespace: `rheo.__all__` and `rheo.testing.__all__` are exactly what docs/GATE.md's
-"What you import" lists, the deprecated spellings still work with a warning, and the non-raising
-check and the assertion agree."""
+"What you import" lists, and the non-raising check and the assertion agree (the deprecated spellings:
+tests/test_deprecated.py)."""
 
 from __future__ import annotations
 
 import random
 import re
-import warnings
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -36,17 +34,6 @@ def test_every_name_in_all_resolves():
     assert rheo.testing.table_lms is not None and rheo.testing.TableDraftLayer is not None
 
 
-@pytest.mark.parametrize("old,new", [("tv", "total_variation"), ("min_num_samples", "plan_samples")])
-def test_deprecated_spellings_warn_and_still_work(old, new):
-    with pytest.warns(DeprecationWarning, match=new):
-        getattr(rheo, old)
-    a = {(0,): Fraction(1, 2), (1,): Fraction(1, 2)}
-    b = {(0,): Fraction(1, 4), (1,): Fraction(3, 4)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        assert rheo.tv(a, b) == rheo.total_variation(a, b) == Fraction(1, 4)
-
-
 def test_lossless_error_is_a_verdict_with_top_cells():
     case = rheo.Case.from_json(
         {"target": {"vocab_size": 2, "context_length": 0, "probs": {"": ["1/2", "1/2"]}}, "tokens": 1}
@@ -60,8 +47,6 @@ def test_lossless_error_is_a_verdict_with_top_cells():
     with pytest.raises(rheo.LosslessError) as e:
         rheo.assert_lossless(always_zero, case, alpha=1e-3, tv=0.2, seed=0)
     assert e.value.exit_status == 1 and e.value.result == res and e.value.top_cells == res.top_cells
-    with pytest.warns(DeprecationWarning):
-        assert e.value.cells == res.top_cells
     assert isinstance(res.cells, int)
 
 
@@ -90,10 +75,3 @@ def test_rates_are_keywords_only():
         rheo.plan_samples(case, 1e-3, 0.2)  # type: ignore[misc]
     with pytest.raises(rheo.StatsError, match="Case or an exact law"):
         rheo.plan_samples("case.json", alpha=1e-3, tv=0.2)  # type: ignore[arg-type]
-
-
-def test_the_gate_alpha_constant_is_deprecated():
-    import rheo.selfgate.matrix
-
-    with pytest.warns(DeprecationWarning, match="alpha_per_test"):
-        assert rheo.selfgate.matrix.ALPHA == rheo.selfgate.matrix.alpha_per_test()
