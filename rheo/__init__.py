@@ -9,6 +9,7 @@ What a downstream decoder author imports (stable; docs/GATE.md "What you import"
 
     from rheo import Case, load_case, check_lossless, assert_lossless, LosslessError
     from rheo import processed, target_law, total_variation, plan_samples, detectable_tv
+    from rheo import RheoError, CaseError, StatsError, SamplerOutputError  # every error is a RheoError
 
 and, for stand-in models (torch and transformers needed), `rheo.testing`. Every rate is a
 keyword (`alpha=`, `tv=` the detectable distance δ, `beta=`); `alpha` is always what one call may
@@ -28,18 +29,31 @@ from rheo.lossless import stats as _stats
 from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
 from rheo.lossless.stats import LawTest, assert_law, check_law, seed_for
-from rheo_ref.errors import LosslessError, RheoError, SamplerOutputError, StatsError
+from rheo_ref.errors import (
+    CaseError,
+    LosslessError,
+    MissingDependencyError,
+    OutputError,
+    RheoError,
+    SamplerOutputError,
+    StatsError,
+    TooLargeError,
+)
 from rheo_ref.models import Case, load_case
 
 __all__ = [
     "Case",
+    "CaseError",
     "HorizonTest",
     "LawTest",
     "LosslessError",
+    "MissingDependencyError",
+    "OutputError",
     "RheoError",
     "Rounds",
     "SamplerOutputError",
     "StatsError",
+    "TooLargeError",
     "assert_law",
     "assert_lossless",
     "check_law",
@@ -53,6 +67,21 @@ __all__ = [
     "target_law",
     "total_variation",
 ]
+
+# The errors are defined in the reference (which cannot import rheo); they are public here, and print
+# as such: `rheo.CaseError: ...`, not `rheo_ref.errors.CaseError` (pickling finds them here too).
+for _error in (
+    CaseError,
+    LosslessError,
+    MissingDependencyError,
+    OutputError,
+    RheoError,
+    SamplerOutputError,
+    StatsError,
+    TooLargeError,
+):
+    _error.__module__ = __name__
+del _error
 
 
 def __getattr__(name: str) -> object:
