@@ -9,6 +9,7 @@ What a downstream decoder author imports (stable; docs/GATE.md "What you import"
 
     from rheo import Case, load_case, check_lossless, assert_lossless, LosslessError
     from rheo import processed, target_law, total_variation, plan_samples, detectable_tv
+    from rheo import RheoError, CaseError, StatsError, SamplerOutputError  # every error is a RheoError
 
 and, for stand-in models (torch and transformers needed), `rheo.testing`. Every rate is a
 keyword (`alpha=`, `tv=` the detectable distance δ, `beta=`); `alpha` is always what one call may
@@ -18,27 +19,41 @@ cost a correct decoder. `check_lossless` returns the record (`LawTest`, or `Hori
 
 The pytest plugin (`rheo.lossless.plugin`, loaded by the `pytest11` entry point) gives the
 `lossless` marker and the `rheo_seed` / `rheo_lossless` fixtures. Importing this package does
-not import torch or scipy. Deprecated spellings, kept for one release with a warning: `tv`
-(now `total_variation`), `min_num_samples` and `min_detectable_tv` (now `plan_samples` and
-`detectable_tv`, which need no pooled cell count).
+not import torch or scipy. Deprecated spellings (`tv`, `min_num_samples`, `min_detectable_tv`) still
+work with a warning until the release `rheo.deprecated` names for each.
 """
 
+from rheo import deprecated
 from rheo.decoders.laws import processed
+from rheo.lossless import stats as _stats
 from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
 from rheo.lossless.stats import LawTest, assert_law, check_law, seed_for
-from rheo_ref.errors import LosslessError, RheoError, SamplerOutputError, StatsError
+from rheo_ref.errors import (
+    CaseError,
+    LosslessError,
+    MissingDependencyError,
+    OutputError,
+    RheoError,
+    SamplerOutputError,
+    StatsError,
+    TooLargeError,
+)
 from rheo_ref.models import Case, load_case
 
 __all__ = [
     "Case",
+    "CaseError",
     "HorizonTest",
     "LawTest",
     "LosslessError",
+    "MissingDependencyError",
+    "OutputError",
     "RheoError",
     "Rounds",
     "SamplerOutputError",
     "StatsError",
+    "TooLargeError",
     "assert_law",
     "assert_lossless",
     "check_law",
@@ -53,20 +68,24 @@ __all__ = [
     "total_variation",
 ]
 
-_DEPRECATED = {"tv": "total_variation", "min_num_samples": "plan_samples", "min_detectable_tv": "detectable_tv"}
+# The errors are defined in the reference (which cannot import rheo); they are public here, and print
+# as such: `rheo.CaseError: ...`, not `rheo_ref.errors.CaseError` (pickling finds them here too).
+for _error in (
+    CaseError,
+    LosslessError,
+    MissingDependencyError,
+    OutputError,
+    RheoError,
+    SamplerOutputError,
+    StatsError,
+    TooLargeError,
+):
+    _error.__module__ = __name__
+del _error
 
 
 def __getattr__(name: str) -> object:
-    """The deprecated spellings (PEP 562): each still works for one release, with a warning."""
-    if name in _DEPRECATED:
-        import warnings
-
-        warnings.warn(f"rheo.{name} is deprecated; use rheo.{_DEPRECATED[name]}", DeprecationWarning, stacklevel=2)
-        if name == "tv":
-            from rheo.lossless.planning import total_variation as value
-        else:
-            from rheo.lossless import stats
-
-            value = getattr(stats, name)
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """The deprecated spellings (PEP 562; `rheo.deprecated` lists them with the release that removes each)."""
+    renamed = {"tv": lambda: total_variation, "min_num_samples": lambda: _stats.min_num_samples}
+    renamed["min_detectable_tv"] = lambda: _stats.min_detectable_tv
+    return deprecated.attribute(__name__, name, renamed)

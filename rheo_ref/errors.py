@@ -79,10 +79,16 @@ class LosslessError(RheoError, AssertionError):
 
     @property
     def cells(self) -> Any:
-        """Deprecated spelling of `top_cells` (a record's `cells` is its number of tested cells)."""
+        """Deprecated spelling of `top_cells` (a record's `cells` is its number of tested cells). Its row, with
+        the release that removes it, is in `rheo.deprecated`'s table; the text is that row's `message()`
+        (the reference cannot import rheo: the layers point down)."""
         import warnings
 
-        warnings.warn("LosslessError.cells is deprecated; use .top_cells", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "LosslessError.cells is deprecated and will be removed in rheo 0.2.0; use LosslessError.top_cells",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.top_cells
 
 

@@ -9,6 +9,11 @@ Hypothesis profiles, chosen by RHEO_HYPOTHESIS_PROFILE (docs/GATE.md):
 - `ci` (the default): derandomized, so every run, parallel or not, tries the same examples;
 - `dev`: random, modest example counts;
 - `nightly`: many more examples, random.
+A test that needs an extra that is not installed (torch, transformers, import-linter, ...) is skipped
+with the reason and the install line (`EXTRAS`; `needs`), unless RHEO_ALL_EXTRAS=1 (`make test`).
+Tests sit in folders that mirror the packages (tests/decoders/, tests/cli/, ...); each folder's modules
+import `helpers` from tests/ (on the path as this file's folder) and must have a basename of their own.
+
 Seeds of statistical tests come from the test id (rheo.lossless.plugin's `rheo_seed`), so they
 do not depend on which worker runs a test; RHEO_SEED_SALT varies them all (nightly). The plugin
 itself is loaded through its pytest11 entry point; tests/ only chooses the profile.
@@ -29,6 +34,76 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # read by torch, numpy and tokenizers
 from hypothesis import HealthCheck, settings
 
 PROFILE_ENV = "RHEO_HYPOTHESIS_PROFILE"
+ALL_EXTRAS_ENV = "RHEO_ALL_EXTRAS"  # set (`make test`, which installs every extra): a missing one fails
+
+# The optional packages a test may need and the extra that installs each (pyproject.toml). A test module
+# that imports one that is not installed, or a test (or fixture) that does while it runs, is skipped with
+# the reason, e.g. "needs torch: pip install 'rheo[fast]'"; any other missing module is an error as ever.
+EXTRAS = {
+    "torch": "fast",
+    "transformers": "hf",
+    "gguf": "model",
+    "accelerate": "model",
+    "safetensors": "model",
+    "dask": "sweep",
+    "distributed": "sweep",
+    "pyarrow": "sweep",
+    "matplotlib": "notebooks",
+    "jupytext": "notebooks",
+    "nbformat": "notebooks",
+    "sympy": "proofs",
+    "z3": "proofs",
+    "importlinter": "dev",
+}
+
+
+def needs(package: str) -> str:
+    """The skip reason of a test that needs `package` (an optional package, or a dev tool's name)."""
+    extra = EXTRAS.get(package, "dev")
+    return f"needs {package}: pip install -c constraints.txt -e '.[{extra}]'"
+
+
+def skip_missing_extra(exc: BaseException | None) -> None:
+    """Skip the running test (or module) when `exc` says an optional package is not installed."""
+    if os.environ.get(ALL_EXTRAS_ENV) or not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return
+    top = exc.name.partition(".")[0]
+    if top in EXTRAS:
+        pytest.skip(needs(top))
+
+
+class ExtrasModule(pytest.Module):
+    """A test module that is skipped, not an error, when importing it needs an optional package."""
+
+    def collect(self):
+        try:
+            return super().collect()
+        except self.CollectError as e:
+            skip_missing_extra(e.__cause__)
+            raise
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    return ExtrasModule.from_parent(parent, path=module_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    try:
+        return (yield)
+    except ModuleNotFoundError as e:
+        skip_missing_extra(e)
+        raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    except ModuleNotFoundError as e:
+        skip_missing_extra(e)
+        raise
+
 
 settings.register_profile(
     "ci",

@@ -26,6 +26,20 @@ def doc_example(marker: str) -> str:
     return found[0]
 
 
+def dev_tool(name: str) -> str:
+    """The dev extra's command `name` beside this Python (ruff, mypy, lint-imports); a test without it is
+    skipped with the install line, or fails under RHEO_ALL_EXTRAS=1 (`make test`, which installs it)."""
+    import pytest
+
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        reason = f"needs {name} ({path} is missing): pip install -c constraints.txt -e '.[dev]'"
+        if os.environ.get("RHEO_ALL_EXTRAS"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return str(path)
+
+
 def run_rheo(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the `rheo` CLI in a subprocess exactly as a user would (python -m rheo)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")

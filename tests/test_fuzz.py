@@ -638,7 +638,7 @@ def decoders_reach_the_sampling(case: str) -> list[str]:
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing); a served
-    decoder whose environment is not built is refused with the make command (tests/test_decoder_registry.py)."""
+    decoder whose environment is not built is refused with the make command (tests/decoders/test_decoder_registry.py)."""
     assert decoders_reach_the_sampling(case_path(files, "small")) == runnable_examples()
     assert {"assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"} <= {
         *decoder_examples()

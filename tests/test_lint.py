@@ -6,20 +6,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from helpers import dev_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 
 
 def tool(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        pytest.fail(f"{path} is missing: install the dev extra (pip install -c constraints.txt -e '.[dev]')")
-    return str(path)
+    return dev_tool(name)  # skipped with the install line where the dev extra is not installed
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

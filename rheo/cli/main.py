@@ -41,6 +41,10 @@ MAX_ARGV_CHARS = 1 << 20  # characters of all the arguments together
 
 # The optional packages (pyproject.toml's extras) and the extra that installs each: a subcommand
 # that needs one that is not installed says so (exit 1), instead of an internal error.
+# Any other package that is missing (the core's own, a model package's dependency) is named too, with
+# the pip line for it (`missing_package`): only a module of rheo's own is rheo's bug.
+CORE = ("scipy", "numpy", "tqdm")  # pyproject.toml's dependencies (numpy comes with scipy)
+OWN = ("rheo", "rheo_fast", "rheo_ref", "proofs")
 EXTRAS = {
     "torch": "fast",
     "transformers": "hf",
@@ -162,9 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get(DEBUG_ENV):
             raise
-        missing = e.name if isinstance(e, ModuleNotFoundError) else None
-        if missing in EXTRAS:
-            _say("error", f"this needs {missing}, which is not installed: pip install 'rheo[{EXTRAS[missing]}]'")
+        message = missing_package(e)
+        if message is not None:
+            _say("error", message)
             return 1
         _say(
             "internal error",
@@ -174,6 +178,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def missing_package(e: BaseException) -> str | None:
+    """The line naming the package an ImportError says is missing (or broken), with the install line that
+    adds it; None where the module is rheo's own (a bug) or the error is not an import's."""
+    if not isinstance(e, ImportError) or not e.name:
+        return None
+    top = e.name.partition(".")[0]
+    if top in OWN:
+        return None
+    if not isinstance(e, ModuleNotFoundError):  # installed, but it does not import (too old, broken)
+        return f"{top} is installed but cannot be imported ({e}): pip install --upgrade {top}"
+    if top in EXTRAS:
+        return f"this needs {top}, which is not installed: pip install 'rheo[{EXTRAS[top]}]'"
+    if top in CORE:
+        return (
+            f"this needs {top}, which is not installed (rheo depends on it; this environment lost it): "
+            f"pip install {top}, or pip install --force-reinstall rheo"
+        )
+    return f"this needs {top}, which is not installed: pip install {top}"
 
 
 def _tolerant_streams() -> None:

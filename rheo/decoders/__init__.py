@@ -58,9 +58,11 @@ class Decoder:
     - `defaults(run)`: the options in effect beside the given ones (the decoder's own defaults);
     - `check(run)`: refuse options the exact law does not cover (before any work);
     - `check_case(case, run)`: refuse a case the decoder cannot run (before the exact law's cost);
-    - `min_context`: the tokens of context it needs (transformers generates from at least one id);
+    - `min_context`: the tokens of context it needs (transformers generates from at least one id): the
+      gate's sampler refuses a shorter case (`check_context`), through the library as through the CLI;
     - `requires`: modules that must be importable, and `install`: the line that installs them;
-    - `package`: the distribution named in the verdict (`"eagle-llm"`), None for transformers' own;
+    - `package`: the distribution named in the verdict (`"eagle-llm"`); None: transformers' own where the
+      decoder requires transformers, else no package;
       `version`: its pinned version where it is not installed here (a served decoder's), else None
       (the installed one); `path`: the code under test (`"vllm/v1/sample/rejection_sampler.py"`);
     - `examples`: valid `--decoder` values the fuzz harness runs (default: `name`);
@@ -106,13 +108,26 @@ class Decoder:
         """As written on the command line: `ensemble:W`, `assisted`."""
         return self.name if self.arg is None else f"{self.name}:{self.arg}"
 
-    def distribution(self) -> tuple[str, str | None]:
-        """(the distribution under test, its version): `package` (transformers' own when None) at the
-        pinned `version`, else the version installed here (None: not installed)."""
+    def distribution(self) -> tuple[str | None, str | None]:
+        """(the distribution under test, its version): `package` (when None: transformers' own for a decoder
+        that requires transformers, else None, no package) at the pinned `version`, else the version
+        installed here (None: not installed, or no package)."""
         from rheo.decoders.gate import dist_version
 
-        name = self.package or "transformers"
+        name = self.package or ("transformers" if "transformers" in self.requires else None)
+        if name is None:
+            return None, self.version
         return name, self.version or dist_version(name)
+
+    def check_context(self, case: Case, spelling: str | None = None) -> None:
+        """Refuse a case whose context is shorter than `min_context` (the library's check, before any work;
+        `spelling`: the run's name with its `:ARG`, for the message)."""
+        need = self.min_context
+        if len(case.context) < need:
+            raise CaseError(
+                f"decoder {spelling or self.name} needs a case context of at least {need} "
+                f"token{'s' if need != 1 else ''}; the case's is {list(case.context)}"
+            )
 
     def installed_version(self) -> str | None:
         return self.distribution()[1]

@@ -42,6 +42,7 @@ def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
         reason = env_missing_reason(entry.env)
         if reason is not None:
             raise MissingDependencyError(f"rheo gate --decoder {entry.name}: {reason}")
+    entry.check_context(case, decoder.name)
     entry.check_case(case, decoder)
     obj = case.to_json()
 

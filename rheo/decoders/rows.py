@@ -196,7 +196,7 @@ def _not_run(run: Any, row: Row, case: Any, seed: int) -> dict[str, Any]:
 def markdown_row(r: dict[str, Any]) -> str:
     """| decoder | package | setting | exact TV | verdict | N | detectable TV | seconds | cause |"""
     etv = "—" if r["exact_tv_float"] is None else ("0" if r["exact_tv_float"] == 0 else f"{r['exact_tv_float']:.4g}")
-    package = f"{r['package']} {r['version'] or ''}".strip()
+    package = f"{r['package'] or '-'} {r['version'] or ''}".strip()  # (-: a decoder of no package)
     if "not_run" in r:
         verdict, n, dtv, secs = "not run on CPU", "-", "-", "-"
         cause = r["cause"] or r["not_run"]

@@ -214,70 +214,14 @@ def tree_greedy(model: Any, head: Any, prompt: Sequence[int], n: int) -> tuple[l
     return res.tokens[:n], res.rounds
 
 
-@dataclass
-class GreedyReport:
-    """The bound per block size and, per prompt and decoder, the tokens judged, the rounds and the
-    flips (`Classified`)."""
-
-    bound: dict[int, float]
-    runs: list[tuple[int, str, int, Classified]]  # (prompt index, decoder, rounds, classified)
-
-    @property
-    def threshold(self) -> float:
-        """The largest bound over the block sizes: a flip with margin ≤ 2·threshold is a near-tie."""
-        return max(self.bound.values())
-
-    def counts(self, decoder: str) -> dict[str, int]:
-        rows = [c for _, d, _, c in self.runs if d == decoder]
-        return {
-            "tokens": sum(c.tokens for c in rows),
-            "flips": sum(len(c.flips) for c in rows),
-            "near_tie": sum(c.near_ties for c in rows),
-            "bug": sum(c.bugs for c in rows),
-        }
-
-
-def greedy_report(
-    model: Any,
-    prompts: Sequence[Sequence[int]],
-    n: int,
-    *,
-    k: int = 3,
-    head: Any = None,
-    sizes: Sequence[int] = (4, 17),
-) -> GreedyReport:
-    """The bound of the verify shapes (`sizes`: k + 1 for the chain, 1 + R for rheo's tree), then
-    every flip of chain greedy decoding (`chain`), of its off-by-one verifier (`chain-off-by-one`,
-    the negative control) and, given a draft `head`, of rheo's LM path (`tree`) on each prompt."""
-    from tqdm import tqdm
-
-    bound = verify_shape_bound(model, prompts, n, sizes)
-    threshold = max(bound.values())
-    runs: list[tuple[int, str, int, Classified]] = []
-    for i, ids in enumerate(tqdm(prompts, desc="greedy identity", unit="prompt")):
-        ref = argmax_path(model, ids, n)
-        decoders = {
-            "chain": lambda ids=ids: chain_greedy(model, ids, n, k=k),
-            "chain-off-by-one": lambda ids=ids: chain_greedy(model, ids, n, k=k, verifier="off-by-one"),
-        }
-        if head is not None:
-            decoders["tree"] = lambda ids=ids: tree_greedy(model, head, ids, n)
-        for name, run in decoders.items():
-            out, rounds = run()
-            runs.append((i, name, rounds, classify(model, ids, out, threshold, ref)))
-    return GreedyReport(bound, runs)
-
-
 __all__ = [
     "VERIFIERS",
     "Classified",
     "Flip",
-    "GreedyReport",
     "argmax_path",
     "block_logits",
     "chain_greedy",
     "classify",
-    "greedy_report",
     "lookup_draft",
     "one_token_logits",
     "tree_greedy",

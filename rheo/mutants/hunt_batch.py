@@ -4,8 +4,9 @@ batches of three different requests for the batch classes (`rheo_ref.bugclasses.
 Batch i of seed s is drawn from `random.Random(f"hunt-batch|{s}|{i}")`: three requests, each with
 V ∈ {2, 3}, context length 0 or 1, weights 1–9, 2 tokens, γ = 1, token verification, T ∈ {1, 1/2}
 (a padding row's temperature can show only on a request at T ≠ 1), and a seed in 0..999 each
-(distinct). `batch-shared-stream` runs on the first two requests: its requests share one stream,
-so its exact law enumerates every path of the whole batch (three requests: minutes; two: a second).
+(distinct). A mutant whose requests share one stream (`batch-shared-stream`: `couples_streams`) runs on
+the first two requests: its exact law enumerates every path of the whole batch (three requests:
+minutes; two: a second).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+from rheo_ref.bugclasses.batch import BATCH_MUTANTS, BatchSteps
 from rheo_ref.bugclasses.cases import BugCase
 from rheo_ref.bugclasses.decoder import Request
 from rheo_ref.models import TableModel
@@ -41,9 +43,17 @@ def batch_case(seed: int, i: int) -> tuple[list[BugCase], list[int]]:
     return cases, rng.sample(range(1000), 3)
 
 
+def couples_streams(steps: BatchSteps) -> bool:
+    """Whether a batch's steps change how its requests' streams are drawn (`BatchSteps.stream`): then the
+    requests are not independent and `rheo_ref.bugclasses.batch.batch_law` enumerates every path of the
+    whole batch (the shared stream)."""
+    return type(steps).stream is not BatchSteps.stream
+
+
 def for_mutant(mutant: str, cases: list[BugCase], seeds: list[int]) -> tuple[list[BugCase], list[int]]:
-    """The requests a batch mutant runs on (`SHARED_STREAM_REQUESTS` for the shared stream)."""
-    if mutant == "batch-shared-stream":
+    """The requests a batch mutant runs on: the first `SHARED_STREAM_REQUESTS` where its steps couple the
+    requests' streams (its exact law is the whole batch's), else all of them."""
+    if couples_streams(BATCH_MUTANTS[mutant][1]):
         return cases[:SHARED_STREAM_REQUESTS], seeds[:SHARED_STREAM_REQUESTS]
     return cases, seeds
 
@@ -59,7 +69,6 @@ def batch_from_json(obj: dict) -> tuple[list[BugCase], list[int]]:
 def batch_cell(seed: int, i: int, alpha: float, beta: float) -> dict:
     """One drawn batch: every batch mutant's row on it (`rheo.selfgate.batches.batch_row`)."""
     from rheo.selfgate.batches import batch_row
-    from rheo_ref.bugclasses.batch import BATCH_MUTANTS
 
     cases, seeds = batch_case(seed, i)
     rows = {m: batch_row(*for_mutant(m, cases, seeds), m, alpha=alpha, beta=beta) for m in BATCH_MUTANTS}

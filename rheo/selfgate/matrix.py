@@ -148,17 +148,11 @@ def alpha_per_test() -> float:
     return FAMILY_ALPHA / gate_tests()
 
 
-def __getattr__(name: str) -> float:
-    if name == "ALPHA":  # deprecated: a constant that changed when a family registered (PEP 562)
-        import warnings
+def __getattr__(name: str) -> object:
+    """The deprecated `ALPHA` (PEP 562; a constant that changed when a family registered): `rheo.deprecated`."""
+    from rheo import deprecated
 
-        warnings.warn(
-            "rheo.selfgate.matrix.ALPHA is deprecated; call rheo.selfgate.matrix.alpha_per_test()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return alpha_per_test()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return deprecated.attribute(__name__, name, {"ALPHA": alpha_per_test})
 
 
 def family_alpha(alpha: float | None = None) -> float:

@@ -1,9 +1,9 @@
 """`rheo bench-model`: τ, tokens/s and speedup over autoregressive decoding of every scheme on
 the real models, at T in {0, 0.6, 1}, on a fixed sample of HumanEval and MT-bench prompts.
 
-Runs are interleaved (for each T and prompt, every method in turn) so that a slow spell of a
-shared machine hits all methods alike; speedups are against the autoregressive runs of the same
-invocation. Writes `reports/bench_model.md` (table) and `reports/bench_model.png` (τ and speedup
+Runs are interleaved (for each prompt, every temperature and method in turn: `timed_decodes`, the
+timing loop `rheo draft-ceiling` shares) so that a slow spell of a shared machine hits all methods
+alike; speedups are against the autoregressive runs of the same invocation. Writes `reports/bench_model.md` (table) and `reports/bench_model.png` (τ and speedup
 per scheme), and optionally JSON.
 """
 
@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import platform
 import time
-from dataclasses import asdict
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,79 @@ def target_cost(model: Any, prompt: list[int], nodes: tuple[int, ...] = COST_NOD
     return {n: sorted(v)[len(v) // 2] for n, v in ts.items()}
 
 
+@dataclass
+class Loaded:
+    """What a timing run decodes with: the prompts (sampled first: a bad count costs no model load), the
+    draft head and its metadata, the target."""
+
+    prompts: list[Any]
+    head: Any
+    meta: dict[str, Any]
+    target: Any
+
+    @classmethod
+    def load(cls, per_set: int, draft: str | None) -> Loaded:
+        prompts = sample_prompts(per_set)
+        head, meta = load_head(draft)
+        return cls(prompts, head, meta, load_target())
+
+    def header(self, size: TreeSize, S: int, max_new: int) -> dict[str, Any]:
+        """The fields every timing report starts with: the tree, the prompts, the machine, the head."""
+        return {
+            "size": asdict(size),
+            "S": S,
+            "prompts": [f"{p.set}/{p.id}" for p in self.prompts],
+            "max_new_tokens": max_new,
+            "threads": torch.get_num_threads(),
+            "machine": platform.processor() or platform.machine(),
+            "draft": self.meta,
+        }
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One decoding setting of a timing run: `method` ("ar" or a tree scheme) at temperature `T` with the
+    tree model `lm` (None for "ar"); `key` is what its coins depend on beside the seed and the prompt
+    (cells with the same key start from the same coin stream); `tag` shows on the bar."""
+
+    method: str
+    T: float
+    lm: Any = None
+    key: tuple[Any, ...] = ()
+    tag: str = ""
+
+
+def timed_decodes(
+    loaded: Loaded,
+    cells: list[Cell],
+    *,
+    size: TreeSize,
+    max_new: int,
+    seed: int,
+    desc: str,
+    progress: bool = True,
+) -> Iterator[tuple[Any, Cell, Any]]:
+    """The timing loop of `bench` and `rheo_fast.lm.ceiling`: every cell on every prompt, interleaved (for
+    each prompt, every cell in turn, so a slow spell of a shared machine hits every cell alike), under one
+    bar. Yields (prompt, cell, the decode's result: tokens, rounds, seconds, ...)."""
+    from tqdm import tqdm
+
+    tgt = loaded.target
+    with tqdm(total=len(loaded.prompts) * len(cells), desc=desc, unit="run", disable=None if progress else True) as bar:
+        for pr in loaded.prompts:
+            ids = render(pr, tgt.tokenizer)
+            for cell in cells:
+                g = torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, *cell.key))
+                if cell.method == "ar":
+                    r = generate_ar(tgt.model, ids, T=cell.T, max_new=max_new, generator=g, eos=tgt.eos_ids)
+                else:
+                    scheme = scheme_for(cell.method, size)
+                    r = generate_tree(cell.lm, ids, scheme, max_new=max_new, generator=g, eos=tgt.eos_ids)
+                yield pr, cell, r
+                bar.update(1)
+                bar.set_postfix_str(f"{cell.tag} method={cell.method} tau={r.tau:.2f}".strip())
+
+
 def bench(
     methods: list[str],
     temps: list[float],
@@ -76,75 +150,58 @@ def bench(
     draft: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    from tqdm import tqdm
-
-    prompts = sample_prompts(per_set)  # before the models: a bad count costs no model load
-    head, meta = load_head(draft)
-    tgt = load_target()
-    cost = target_cost(tgt.model, render(prompts[0], tgt.tokenizer))
+    loaded = Loaded.load(per_set, draft)
+    tgt = loaded.target
+    cost = target_cost(tgt.model, render(loaded.prompts[0], tgt.tokenizer))
+    lms = {T: LMTreeModel(tgt.model, loaded.head, T=T, S=S) for T in temps}
+    # every method decodes a prompt at T from the same seed: the coin stream starts alike (methods consume
+    # it at different rates)
+    cells = [Cell(meth, T, lms[T], (T,), f"T={T:g}") for T in temps for meth in methods]
     rows: dict[tuple[str, float], dict[str, float]] = {}
     runs = []
-    with tqdm(
-        total=len(temps) * len(prompts) * len(methods),
-        desc="bench-model",
-        unit="run",
-        disable=None if progress else True,
-    ) as bar:
-        for T in temps:
-            lm = LMTreeModel(tgt.model, head, T=T, S=S)
-            for pr in prompts:
-                ids = render(pr, tgt.tokenizer)
-                for meth in methods:
-                    g = torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, T))  # the same per prompt for
-                    # every method: the coin stream starts alike (methods consume it at different rates)
-                    if meth == "ar":
-                        r = generate_ar(tgt.model, ids, T=T, max_new=max_new, generator=g, eos=tgt.eos_ids)
-                    else:
-                        r = generate_tree(
-                            lm, ids, scheme_for(meth, size), max_new=max_new, generator=g, eos=tgt.eos_ids
-                        )
-                    acc = rows.setdefault(
-                        (meth, T),
-                        {
-                            "tokens": 0,
-                            "emitted": 0,
-                            "rounds": 0,
-                            "seconds": 0.0,
-                            "build": 0.0,
-                            "target": 0.0,
-                            "verify": 0.0,
-                            "draft_forwards": 0,
-                            "draft_calls": 0,
-                            "target_tokens": 0,
-                        },
-                    )
-                    for k in ("draft_forwards", "draft_calls", "target_tokens"):
-                        acc[k] += getattr(r, k)
-                    acc["tokens"] += len(r.tokens)
-                    acc["emitted"] += r.emitted
-                    acc["rounds"] += r.rounds
-                    acc["seconds"] += r.seconds
-                    for k, x in zip(("build", "target", "verify"), r.phase_seconds):
-                        acc[k] += x
-                    runs.append(
-                        {
-                            "method": meth,
-                            "T": T,
-                            "set": pr.set,
-                            "id": pr.id,
-                            "tokens": len(r.tokens),
-                            "ended_on_eos": bool(r.tokens) and r.tokens[-1] in tgt.eos_ids,
-                            "rounds": r.rounds,
-                            "tau": r.tau,
-                            "seconds": r.seconds,
-                            "phase_seconds": list(r.phase_seconds),
-                            "draft_forwards": r.draft_forwards,
-                            "draft_calls": r.draft_calls,
-                            "target_tokens": r.target_tokens,
-                        }
-                    )
-                    bar.update(1)
-                    bar.set_postfix(T=T, method=meth, tau=f"{r.tau:.2f}")
+    for pr, cell, r in timed_decodes(
+        loaded, cells, size=size, max_new=max_new, seed=seed, desc="bench-model", progress=progress
+    ):
+        acc = rows.setdefault(
+            (cell.method, cell.T),
+            {
+                "tokens": 0,
+                "emitted": 0,
+                "rounds": 0,
+                "seconds": 0.0,
+                "build": 0.0,
+                "target": 0.0,
+                "verify": 0.0,
+                "draft_forwards": 0,
+                "draft_calls": 0,
+                "target_tokens": 0,
+            },
+        )
+        for k in ("draft_forwards", "draft_calls", "target_tokens"):
+            acc[k] += getattr(r, k)
+        acc["tokens"] += len(r.tokens)
+        acc["emitted"] += r.emitted
+        acc["rounds"] += r.rounds
+        acc["seconds"] += r.seconds
+        for k, x in zip(("build", "target", "verify"), r.phase_seconds):
+            acc[k] += x
+        runs.append(
+            {
+                "method": cell.method,
+                "T": cell.T,
+                "set": pr.set,
+                "id": pr.id,
+                "tokens": len(r.tokens),
+                "ended_on_eos": bool(r.tokens) and r.tokens[-1] in tgt.eos_ids,
+                "rounds": r.rounds,
+                "tau": r.tau,
+                "seconds": r.seconds,
+                "phase_seconds": list(r.phase_seconds),
+                "draft_forwards": r.draft_forwards,
+                "draft_calls": r.draft_calls,
+                "target_tokens": r.target_tokens,
+            }
+        )
     table = []
     for T in temps:
         ar = rows.get(("ar", T))
@@ -176,18 +233,7 @@ def bench(
                     **per_round,
                 }
             )
-    return {
-        "size": asdict(size),
-        "S": S,
-        "prompts": [f"{p.set}/{p.id}" for p in prompts],
-        "max_new_tokens": max_new,
-        "threads": torch.get_num_threads(),
-        "machine": platform.processor() or platform.machine(),
-        "draft": meta,
-        "table": table,
-        "runs": runs,
-        "target_ms_by_nodes": cost,
-    }
+    return {**loaded.header(size, S, max_new), "table": table, "runs": runs, "target_ms_by_nodes": cost}
 
 
 def _cell(table: list[dict], meth: str, T: float, key: str) -> float:

@@ -20,9 +20,7 @@ Writes reports/draft_ceiling.md and .png (τ and projected speedup against overl
 
 from __future__ import annotations
 
-import platform
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,7 @@ from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError
 
 from . import kvcache as kv
-from .decode import LMState, LMTreeModel, TreeSize, generate_ar, generate_tree, scheme_for
+from .decode import LMState, LMTreeModel, TreeSize, scheme_for
 
 
 def check_alpha(alpha: Any) -> float:
@@ -119,55 +117,34 @@ def ceiling(
     draft: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    from tqdm import tqdm
+    from .bench import Cell, Loaded, timed_decodes
 
-    from .bench import _seed
-    from .draft_head import load_head
-    from .prompts import render, sample_prompts
-    from .target import load_target
-
-    prompts = sample_prompts(per_set)  # before the models: a bad count costs no model load
-    head, meta = load_head(draft)
-    tgt = load_target()
+    loaded = Loaded.load(per_set, draft)
+    lms = {a: OracleMixLM(loaded.target.model, loaded.head, alpha=a, S=S) for a in alphas}
+    # autoregressive first on each prompt; every α decodes a method from the same coins
+    cells = [Cell("ar", 1.0, key=("ar",))]
+    cells += [Cell(meth, 1.0, lms[a], (meth,), f"alpha={a:g}") for a in alphas for meth in methods]
     ar = {"tokens": 0, "seconds": 0.0}
     rows: dict[tuple[str, float], dict[str, Any]] = {}
-    with tqdm(
-        total=len(prompts) * (1 + len(alphas) * len(methods)),
-        desc="draft-ceiling",
-        unit="run",
-        disable=None if progress else True,
-    ) as bar:
-        for pr in prompts:  # interleaved: a slow spell of the machine hits every cell alike
-            ids = render(pr, tgt.tokenizer)
-            r = generate_ar(
-                tgt.model,
-                ids,
-                T=1.0,
-                max_new=max_new,
-                eos=tgt.eos_ids,
-                generator=torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, "ar")),
-            )
+    for _, cell, r in timed_decodes(
+        loaded, cells, size=size, max_new=max_new, seed=seed, desc="draft-ceiling", progress=progress
+    ):
+        if cell.lm is None:
             ar["tokens"] += len(r.tokens)
             ar["seconds"] += r.seconds
-            bar.update(1)
-            for a in alphas:
-                lm = OracleMixLM(tgt.model, head, alpha=a, S=S)
-                for meth in methods:
-                    lm.reset_stats()
-                    g = torch.Generator().manual_seed(_seed(seed, pr.set, pr.id, meth))  # the same coins for every α
-                    r = generate_tree(lm, ids, scheme_for(meth, size), max_new=max_new, generator=g, eos=tgt.eos_ids)
-                    acc = rows.setdefault(
-                        (meth, a), {"emitted": 0, "rounds": 0, "seconds": 0.0, "oracle": 0.0, "head": {}, "mix": {}}
-                    )
-                    acc["emitted"] += r.emitted
-                    acc["rounds"] += r.rounds
-                    acc["seconds"] += r.seconds
-                    acc["oracle"] += lm.oracle_seconds
-                    for key, src in (("head", lm.overlap_head), ("mix", lm.overlap_mix)):
-                        for d, xs in src.items():
-                            acc[key].setdefault(d, []).extend(xs)
-                    bar.update(1)
-                    bar.set_postfix(alpha=a, method=meth, tau=f"{r.tau:.2f}")
+            continue
+        lm = cell.lm
+        acc = rows.setdefault(
+            (cell.method, lm.alpha), {"emitted": 0, "rounds": 0, "seconds": 0.0, "oracle": 0.0, "head": {}, "mix": {}}
+        )
+        acc["emitted"] += r.emitted
+        acc["rounds"] += r.rounds
+        acc["seconds"] += r.seconds
+        acc["oracle"] += lm.oracle_seconds
+        for key, src in (("head", lm.overlap_head), ("mix", lm.overlap_mix)):
+            for d, xs in src.items():
+                acc[key].setdefault(d, []).extend(xs)
+        lm.reset_stats()  # the next decode's oracle seconds and overlaps
     ar_tps = ar["tokens"] / ar["seconds"]
     table = []
     for meth in methods:
@@ -190,18 +167,7 @@ def ceiling(
                     "projected_speedup": tau / (round_s * ar_tps),
                 }
             )
-    return {
-        "size": asdict(size),
-        "S": S,
-        "T": 1.0,
-        "prompts": [f"{p.set}/{p.id}" for p in prompts],
-        "max_new_tokens": max_new,
-        "threads": torch.get_num_threads(),
-        "machine": platform.processor() or platform.machine(),
-        "ar_tokens_per_s": ar_tps,
-        "draft": meta,
-        "table": table,
-    }
+    return {**loaded.header(size, S, max_new), "T": 1.0, "ar_tokens_per_s": ar_tps, "table": table}
 
 
 def needed_overlap(res: dict[str, Any], method: str, goal: float) -> float | None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -181,18 +182,34 @@ class SeqSpec:
             self._progress.detail = ""  # kept when stopped: where() names the prefix
         return dict(walk.out)
 
+    def _enter(self, walk: _Walk, pi: tuple[int, ...]) -> tuple[tuple[int, ...], Row, Row, int]:
+        """Both walks' step into the draft prefix π: (the context after it, p's and q's rows there, its
+        depth); a prefix of γ − 1 tokens, where the walk turns back, counts as walked."""
+        walk.enter(pi)
+        here = walk.ctx + pi
+        p, q = self.rows_after(here)
+        if len(pi) == self.gamma - 1:
+            walk.tick()
+        return here, p, q, len(pi)
+
+    def _children(
+        self, walk: _Walk, pi: tuple[int, ...], P: Fraction, Q: Fraction, p: Row, q: Row
+    ) -> Iterator[tuple[int, tuple[int, ...], Fraction, Fraction]]:
+        """π's children the draft can reach (q(y) > 0): (y, πy, p(πy), q(πy)); the others count as walked."""
+        for y in range(self.V):
+            if not q[y]:
+                walk.skip(len(pi) + 1)
+                continue
+            yield y, pi + (y,), P * p[y], Q * q[y]
+
     def _naive_node(self, walk: _Walk, pi: tuple[int, ...], P: Fraction, Q: Fraction) -> Fraction:
         """N(π): over the draft's completions after π (drawn from q), the probability that naive_hsd's
         backward scan reaches π's coin (every coin at a longer prefix rejected); adds the scan's stops below
         π to the walk. P, Q: p(π), q(π). N(π) = Σ_y q(y) N(πy) (1 − c(πy)) with c the coin of a prefix
         (min(1, P/Q) for the whole draft); below depth γ − 1 the sum is Σ_y (q(y) − r p(y))+, r = P/Q."""
         g, ctx = self.gamma, walk.ctx
-        walk.enter(pi)
-        here = ctx + pi
-        p, q = self.rows_after(here)
-        depth = len(pi)
+        here, p, q, depth = self._enter(walk, pi)
         if depth == g - 1:
-            walk.tick()
             if walk.n < g:  # the draft's last token never shows in the n tokens: closed form
                 h = self._hinge(here)
                 below = h.neg(P / Q)
@@ -200,11 +217,7 @@ class SeqSpec:
                     walk.out[pi[: walk.n]] += Q * (h.sq - below)
                 return below
         below = ZERO
-        for y in range(self.V):
-            if not q[y]:
-                walk.skip(depth + 1)
-                continue
-            child, P2, Q2 = pi + (y,), P * p[y], Q * q[y]
+        for y, child, P2, Q2 in self._children(walk, pi, P, Q, p, q):
             if depth + 1 == g:  # the whole draft: the first coin
                 c, reach = coin(P2, Q2), ONE
                 if c:
@@ -233,12 +246,8 @@ class SeqSpec:
         S(πy), and at depth γ − 1, Σ_y q(y) (1 − A). F = Π (1 − C) of the coins above π: everything
         rejected at a prefix of γ − 1 tokens has mass q(π) S(π) F."""
         g, ctx = self.gamma, walk.ctx
-        walk.enter(pi)
-        here = ctx + pi
-        p, q = self.rows_after(here)
-        depth = len(pi)
+        here, p, q, depth = self._enter(walk, pi)
         if depth == g - 1:
-            walk.tick()
             if g > 1:  # compute_capped_prefix_ratio(ratios, γ − 1) reads the first γ − 1 ratios only
                 a = min(ONE, _capped_prefix_ratio(list(ratios) + [ZERO], g - 1))
             if g > 1 and walk.n < g:  # the draft's last token is read by nothing that shows: summed out
@@ -264,11 +273,7 @@ class SeqSpec:
         c = coin(dpq, dqp)
         up = [y for y in range(self.V) if r_star[y] > 1]  # the residual's support, weighted by the next row
         below, F_below = ZERO, F * (1 - c)
-        for y in range(self.V):
-            if not q[y]:
-                walk.skip(depth + 1)
-                continue
-            child, P2, Q2 = pi + (y,), P * p[y], Q * q[y]
+        for y, child, P2, Q2 in self._children(walk, pi, P, Q, p, q):
             reach = self._capped_node(walk, child, P2, Q2, ratios + (P2 / Q2,), F_below)
             below += q[y] * reach
             stop = Q2 * reach * c

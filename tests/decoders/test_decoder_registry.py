@@ -18,6 +18,7 @@ import random
 import re
 import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,19 +115,36 @@ def toys():
     unregister("toy-broken")
 
 
-BUILT_IN = ["assisted", "prompt-lookup", "ensemble", "rheo-lm", "eagle", "seqspec"]
-SERVED = ["vllm", "sglang", "eagle-harness", "flashspec"]
+REPO_DECODERS = Path(rheo.decoders.__file__).parent
 
 
 def test_the_built_in_decoders_are_discovered():
-    """Every folder of rheo/decoders that defines DECODER, in `order`: transformers', rheo's, the PyPI
-    research packages, then the served ones; each declares its verdict table."""
-    assert list(decoders()) == [d.name for d in discover()] == BUILT_IN + SERVED
-    assert all(d.table is not None and d.table.rows for d in decoders().values())
-    assert [d.name for d in decoders().values() if d.env is not None] == SERVED
+    """Every folder of rheo/decoders whose __init__.py defines DECODER is registered, none else, in `(order,
+    name)`; each declares its verdict table; a served one (its own environment) requires nothing here and
+    installs with make. Properties, not a list: a new folder passes with no edit here."""
+    folders = {d.name for d in REPO_DECODERS.iterdir() if re.search(r"^DECODER = ", _init(d), re.M)}
+    known = decoders()
+    assert list(known) == [d.name for d in discover()]
+    assert {d.name.replace("-", "_").partition(":")[0] for d in known.values()} >= folders
+    assert len(known) == len(folders) >= 2
+    assert [(d.order, d.name) for d in known.values()] == sorted((d.order, d.name) for d in known.values())
+    assert all(d.table is not None and d.table.rows for d in known.values())
+    for d in known.values():
+        if d.env is not None:
+            assert d.requires == () and d.install == f"make .venv-{d.env}/.installed", d.name
+        package, _ = d.distribution()  # a third party's package, transformers' own, or rheo's
+        expected = d.package or ("transformers" if "transformers" in d.requires else None)
+        assert package == expected, d.name
+    built_in = next(iter(known))
     with pytest.raises(CaseError, match="built in"):
-        unregister("assisted")
-    assert DecoderRun.parse("eagle_harness").decoder == "eagle-harness"  # the folder's spelling is accepted
+        unregister(built_in)
+    for d in known.values():  # the folder's spelling (_ for -) is accepted
+        assert DecoderRun.head(d.name.replace("-", "_")) == d.name
+
+
+def _init(folder: Path) -> str:
+    init = folder / "__init__.py"
+    return init.read_text(encoding="utf-8") if folder.is_dir() and init.exists() else ""
 
 
 def test_an_absent_served_environment_names_the_make_command(tmp_path, monkeypatch, capsys):
@@ -142,11 +160,26 @@ def test_an_absent_served_environment_names_the_make_command(tmp_path, monkeypat
         assert code == 1 and "make .venv-vllm/.installed" in err and out == "", (argv, err)
 
 
-def test_toy_decoder_help_and_checks(toys, capsys):
+def _help(capsys) -> str:
     with pytest.raises(SystemExit):
         run_cli(capsys, "gate", "--help")
-    out = capsys.readouterr().out
-    assert "toy            a pure-Python toy" in out and "toy-broken:W" in out and "temperature (1/k)" in out
+    return capsys.readouterr().out
+
+
+def _summary_columns(out: str) -> dict[str, int]:
+    """Each decoder's line in `rheo gate --help` (`  NAME[:ARG]  summary`): where its summary starts."""
+    block = out[out.index("\ndecoders:\n") :]
+    block = block[: block.index("\n--gen KEY=VALUE")]
+    return {
+        m["name"]: m.start("summary") - m.start() for m in re.finditer(r"(?m)^  (?P<name>\S+) +(?P<summary>\S)", block)
+    }
+
+
+def test_toy_decoder_help_and_checks(toys, capsys):
+    out = _help(capsys)
+    cols = _summary_columns(out)
+    assert {"toy", "toy-broken:W"} <= set(cols) and len(set(cols.values())) == 1, cols  # one summary column
+    assert "a pure-Python toy" in out and "temperature (1/k)" in out
     assert DecoderRun.parse("toy-broken:1/4").arg == Fraction(1, 4)
     for name, gen, msg in [
         ("toy", {"top_k": 2}, "allowed: temperature"),
@@ -156,6 +189,44 @@ def test_toy_decoder_help_and_checks(toys, capsys):
     ]:
         with pytest.raises(CaseError, match=msg):
             DecoderRun.parse(name, gen)
+
+
+def test_a_long_name_keeps_the_help_in_columns(capsys):
+    """The summary column is as wide as the longest `NAME[:ARG]`, whatever it is."""
+    long = Decoder(name="a-decoder-name-of-forty-characters-long", summary="long\nsecond line", decode=toy_decode,
+                   arg="WEIGHT", parse_arg=weight, min_context=0, requires=())  # fmt: skip
+    register(long)
+    try:
+        out = _help(capsys)
+    finally:
+        unregister(long.name)
+    cols = _summary_columns(out)
+    assert cols[long.spelling] == 2 + len(long.spelling) + 1 and len(set(cols.values())) == 1, cols
+    assert "\n" + " " * cols[long.spelling] + "second line\n" in out  # later lines under the first
+
+
+def test_a_decoders_min_context_is_the_librarys_check(capsys):
+    """`min_context` is refused by the gate's sampler (the library), before any decoding: the same line
+    through `rheo gate` and through `gate_hf` / `DecoderRun.sampler`; a decoder of no package is reported
+    as none (`-`), not as transformers."""
+    from rheo.decoders.gate import gate_hf
+
+    needy = Decoder(name="toy-needy", summary="needs two tokens of context", decode=toy_decode, min_context=2,
+                    requires=())  # fmt: skip
+    register(needy)
+    try:
+        case = Case.from_json(json.loads((CASES / "small.json").read_text()))  # context [0]: one token
+        run = DecoderRun.parse("toy-needy")
+        msg = r"decoder toy-needy needs a case context of at least 2 tokens; the case's is \[0\]"
+        with pytest.raises(CaseError, match=msg):
+            run.sampler(case)
+        with pytest.raises(CaseError, match=msg):
+            gate_hf(case, run, alpha=1e-3, tv=0.2, seed=1, tokens=1)
+        code, out, err = run_cli(capsys, "gate", CASE, "--decoder", "toy-needy", "--tokens", "1")
+        assert code == 2 and re.search(msg, err) and out == "", err
+        assert needy.distribution() == (None, None)
+    finally:
+        unregister("toy-needy")
 
 
 def test_toy_decoder_is_gated_end_to_end(toys, capsys):
@@ -231,10 +302,9 @@ def test_a_decoder_folder_is_discovered_and_runs_end_to_end(toy_folder, capsys, 
 
     import rheo.decoders.gate
 
-    assert list(decoders())[0] == "folder-toy" and list(decoders())[1:] == BUILT_IN + SERVED
-    with pytest.raises(SystemExit):
-        run_cli(capsys, "gate", "--help")
-    out = capsys.readouterr().out
+    names = list(decoders())
+    assert names[0] == "folder-toy" and all(decoders()[n].order > 5 for n in names[1:])
+    out = _help(capsys)
     assert re.search(r"\n  folder-toy:W +a toy decoder in a folder of its own\n", out), out
     assert "temperature (1/k), in its folder" in out
     code, out, err = run_cli(capsys, "gate", CASE, "--decoder", "folder-toy:1/100", "--tokens", "2", "--tv", "0.15")
@@ -250,6 +320,7 @@ def test_a_decoder_folder_is_discovered_and_runs_end_to_end(toy_folder, capsys, 
     assert rows[1]["exact_tv"] == "1/6" and rows[1]["expected"] == "REJECT" and rows[0]["N"] > 0
     assert {"decoder", "package", "version", "path", "setting", "exact_tv", "verdicts", "N", "detectable_tv",
             "seconds"} <= set(rows[0])  # fmt: skip
-    assert "| folder-toy:1 | transformers" in out  # the markdown rows
+    assert "| folder-toy:1 | - | W=1 control |" in out  # the markdown rows (no package: not transformers')
+    assert rows[0]["package"] is None and rows[0]["version"] is None
     monkeypatch.setattr(rheo.decoders.gate, "gate_hf", test_fuzz._reached)
     assert "folder-toy:1/100" in examples() and "folder-toy:1/100" in test_fuzz.decoders_reach_the_sampling(CASE)
