@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from rheo.cli import flags
+from rheo.cli import flags, user_sampler
 from rheo.decoders import DecoderRun, decoders
 from rheo.lossless.validate import MAX_TOKENS, gate_size
 from rheo_ref import strict_json
@@ -86,10 +86,11 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     sp.add_argument(
         "--decoder",
-        required=True,
+        default=None,
         metavar="NAME",
-        help=" | ".join(d.spelling for d in decoders().values()),
+        help="a registered decoder (or --sampler for your own): " + " | ".join(d.spelling for d in decoders().values()),
     )
+    user_sampler.add_flag(sp)
     flags.alpha(sp, default=ALPHA, what="false-alarm probability")
     sp.add_argument("--tv", type=float, default=TV, help=f"TV detected with power 1-beta (default {TV})")
     flags.beta(sp, default=BETA, at="--tv")
@@ -155,6 +156,8 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
+    if args.sampler is not None or args.decoder is None:  # the user's own sampler (or neither: one line)
+        return user_sampler.gate(args, alpha=ALPHA, tv=TV, beta=BETA)
     entry = decoders().get(DecoderRun.head(args.decoder))
     if entry is not None:  # (an unknown name is refused with the allowed ones below)
         for module in entry.requires:

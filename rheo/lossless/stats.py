@@ -40,7 +40,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from rheo.lossless import promise, validate
+from rheo.lossless import validate
 from rheo.lossless.cells import (
     MIN_EXPECTED as MIN_EXPECTED,  # (part of this module's interface: the gate's pooling threshold)
 )
@@ -135,6 +135,8 @@ def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
     """Smallest TV **of the full law** (every outcome, none pooled) that the gate's test of `law`
     with `n` samples detects with power ≥ 1−β at level α, as proved at that n
     (`rheo.lossless.promise`, docs/GATE.md "The promise, proved")."""
+    from rheo.lossless import promise  # numpy and scipy: imported when a law is tested, not with the parser
+
     return promise.planner(law, alpha, beta).detectable(n)
 
 
@@ -240,6 +242,8 @@ def check_law(
         raise StatsError("the exact law has no outcome of positive probability")
     seed = current_test_seed(label) if seed is None else validate.whole("seed", seed, min=0, max=2**64 - 1)
     impossible = sum(c for k, c in counts.items() if law.get(k, 0) == 0)
+    from rheo.lossless import promise
+
     plan = promise.planner(law, alpha, beta)
     support = sorted((k for k, p in law.items() if p > 0), key=lambda k: (-law[k], k))
     stat, pval, used, critical = 0.0, 1.0, 0, math.inf
@@ -328,6 +332,8 @@ def samples_for(law: Law, tv: float, alpha: float, beta: float) -> int:
     alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
     if not any(p > 0 for p in law.values()):
         raise StatsError("the exact law has no outcome of positive probability")
+    from rheo.lossless import promise
+
     return promise.planner(law, alpha, beta).plan(tv)
 
 

@@ -154,3 +154,17 @@ def test_the_library_checks_the_rates(here):
 def test_the_module_docstring_names_the_flags_it_allows():
     doc = textwrap.dedent(user_sampler.__doc__ or "")
     assert "--sampler" in doc and all(f"--{k}" in doc for k in user_sampler.NOT_WITH_SAMPLER)
+
+
+def test_rheo_gate_on_the_command_line_takes_a_sampler(here, capsys):
+    """`rheo gate CASE --sampler mysamplers:exact` through the real parser: 0 and a pass; the broken
+    twin 1 and a REJECT; neither --decoder nor --sampler exits 2 naming both."""
+    from rheo.cli import main
+
+    case = str(CASES / "small.json")
+    assert main(["gate", case, "--sampler", "mysamplers:exact", "--tokens", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "pass"
+    assert main(["gate", case, "--sampler", "mysamplers:uniform", "--tokens", "2"]) == 1
+    assert json.loads(capsys.readouterr().out)["verdict"] == "REJECT"
+    assert main(["gate", case]) == 2
+    assert "--decoder NAME" in capsys.readouterr().err
