@@ -156,7 +156,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
-    if args.sampler is not None or args.decoder is None:  # the user's own sampler (or neither: one line)
+    if getattr(args, "sampler", None) is not None or args.decoder is None:  # the user's own sampler (or neither)
         return user_sampler.gate(args, alpha=ALPHA, tv=TV, beta=BETA)
     entry = decoders().get(DecoderRun.head(args.decoder))
     if entry is not None:  # (an unknown name is refused with the allowed ones below)
