@@ -70,18 +70,11 @@ __all__ = [
 
 # The errors are defined in the reference (which cannot import rheo); they are public here, and print
 # as such: `rheo.CaseError: ...`, not `rheo_ref.errors.CaseError` (pickling finds them here too).
-for _error in (
-    CaseError,
-    LosslessError,
-    MissingDependencyError,
-    OutputError,
-    RheoError,
-    SamplerOutputError,
-    StatsError,
-    TooLargeError,
-):
-    _error.__module__ = __name__
-del _error
+for _name in __all__:
+    _error = globals()[_name]
+    if isinstance(_error, type) and issubclass(_error, RheoError):
+        _error.__module__ = __name__
+del _name, _error
 
 
 def __getattr__(name: str) -> object:

@@ -33,6 +33,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # read by torch, numpy and tokenizers
 
 from hypothesis import HealthCheck, settings
 
+from rheo.cli.main import EXTRAS as CLI_EXTRAS
+
 PROFILE_ENV = "RHEO_HYPOTHESIS_PROFILE"
 ALL_EXTRAS_ENV = "RHEO_ALL_EXTRAS"  # set (`make test`, which installs every extra): a missing one fails
 
@@ -40,15 +42,7 @@ ALL_EXTRAS_ENV = "RHEO_ALL_EXTRAS"  # set (`make test`, which installs every ext
 # that imports one that is not installed, or a test (or fixture) that does while it runs, is skipped with
 # the reason, e.g. "needs torch: pip install 'rheo[fast]'"; any other missing module is an error as ever.
 EXTRAS = {
-    "torch": "fast",
-    "transformers": "hf",
-    "gguf": "model",
-    "accelerate": "model",
-    "safetensors": "model",
-    "dask": "sweep",
-    "distributed": "sweep",
-    "pyarrow": "sweep",
-    "matplotlib": "notebooks",
+    **CLI_EXTRAS,  # those a subcommand needs (rheo.cli.main), and those only the tests need:
     "jupytext": "notebooks",
     "nbformat": "notebooks",
     "sympy": "proofs",

@@ -131,7 +131,7 @@ NOT_WITH_SAMPLER = ("gen", "rows")  # a registered decoder's options
 def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> int:
     """`rheo gate CASE --sampler MODULE:FUNCTION`: the verdict as one JSON object; 0 pass, 1 REJECT.
     `alpha`, `tv`, `beta`: the defaults of the flags left out."""
-    from rheo.decoders.gate import horizon_fields
+    from rheo.decoders.gate import horizon_fields, verdict_fields
     from rheo.lossless.horizon import check_lossless
     from rheo_ref import strict_json
     from rheo_ref.models import load_case
@@ -164,15 +164,7 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
     seconds = time.perf_counter() - t0
     report: dict[str, Any] = {
         "sampler": args.sampler,
-        "verdict": "REJECT" if res.rejected else "pass",
-        "N": res.n,
-        "alpha": res.alpha,
-        "beta": res.beta,
-        "tv": res.tv,
-        "detectable_tv": res.detectable_tv,
-        "p_value": res.p_value,
-        "cells": res.cells,
-        "pooled_mass": res.pooled_mass,
+        **verdict_fields(res),
         "seed": args.seed,
         "seconds": round(seconds, 3),
         **horizon_fields(res),

@@ -166,15 +166,7 @@ def gate_hf(
         **({"transformers": dist_version("transformers")} if "transformers" in decoder.entry.requires else {}),
         "gen": decoder.options(),
         "tokens": n,
-        "verdict": "REJECT" if res.rejected else "pass",
-        "N": res.n,
-        "alpha": res.alpha,
-        "beta": res.beta,
-        "tv": res.tv,
-        "detectable_tv": res.detectable_tv,
-        "p_value": res.p_value,
-        "cells": res.cells,
-        "pooled_mass": res.pooled_mass,
+        **verdict_fields(res),
         "exact_tv": None if exact_tv is None else str(exact_tv),
         "exact_tv_float": None if exact_tv is None else float(exact_tv),
         "seed": seed,
@@ -201,6 +193,21 @@ def exact_tv_of(decoder: DecoderRun, case: Case, n: int) -> Fraction | None:
         return None
     claimed = decoder.entry.target_law(case, n, decoder)
     return total_variation(exact, target_law(decoder.target_case(case, n), n) if claimed is None else claimed)
+
+
+def verdict_fields(res: LawTest | HorizonTest) -> dict[str, Any]:
+    """The verdict and the numbers it stands on (N, α, β, δ, detectable TV, p), for the JSON verdict."""
+    return {
+        "verdict": "REJECT" if res.rejected else "pass",
+        "N": res.n,
+        "alpha": res.alpha,
+        "beta": res.beta,
+        "tv": res.tv,
+        "detectable_tv": res.detectable_tv,
+        "p_value": res.p_value,
+        "cells": res.cells,
+        "pooled_mass": res.pooled_mass,
+    }
 
 
 def horizon_fields(res: LawTest | HorizonTest) -> dict[str, Any]:
