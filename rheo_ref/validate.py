@@ -135,6 +135,6 @@ def within_limit(what: str, estimate: Any, limit: int | float | None, *, overrid
     or any object comparable with one whose str() reads as the estimate; `override` says how to
     run anyway (the flag)."""
     if limit is not None and estimate > limit:
-        shown = count(estimate) if is_int(estimate) else str(estimate)
+        shown = count(estimate) if type(estimate) is int else str(estimate)  # an int subclass reads as itself
         lim = count(limit) if isinstance(limit, int) and not isinstance(limit, bool) else f"{limit:g}"
         raise TooLargeError(f"{what}: estimated {shown}, over the limit of {lim}; {override}")

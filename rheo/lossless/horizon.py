@@ -79,8 +79,11 @@ class HorizonPlan:
     n: int
 
 
-def plan(case: Case, horizon: int, *, alpha: float, tv: float, beta: float, rounds: bool) -> HorizonPlan:
-    """Exact laws, the number of tests m, the per-test α = alpha / m and N."""
+def plan(
+    case: Case, horizon: int, *, alpha: float, tv: float, beta: float, rounds: bool, limit: int | None = None
+) -> HorizonPlan:
+    """Exact laws, the number of tests m, the per-test α = alpha / m and N (the largest law's;
+    `MoreThan(limit + 1)` past a `limit`, `samples_for`)."""
     horizon = check_horizon(horizon)
     if case.constraint is not None:  # the windows compose rounds by the visible context; a grammar's state is not in it
         raise CaseError(
@@ -98,7 +101,15 @@ def plan(case: Case, horizon: int, *, alpha: float, tv: float, beta: float, roun
     m = (horizon - 1) * (1 + len(given)) + (lengths is not None)
     each = alpha / m
     laws: list[Law] = list(windows.values()) + ([{(k,): p for k, p in lengths.items()}] if lengths else [])
-    n = max(samples_for(law, tv, each, beta) for law in laws)
+    from rheo.lossless import promise
+
+    n = 0
+    for law in laws:  # N is the largest law's: a law certified at the N so far needs no search
+        if n and promise.planner(law, each, beta).holds(n, tv):
+            continue
+        n = max(n, samples_for(law, tv, each, beta, limit=limit))
+        if limit is not None and n > limit:
+            break
     return HorizonPlan(horizon, windows, lengths, given, m, alpha, each, n)
 
 
@@ -271,7 +282,7 @@ def horizon_test(
 ) -> HorizonTest:
     """The horizon test of a decoder (`rheo.check_lossless(..., horizon=H)`); no raise."""
     __tracebackhide__ = hide_lossless
-    p = plan(case, horizon, alpha=alpha, tv=tv, beta=beta, rounds=rounds)
+    p = plan(case, horizon, alpha=alpha, tv=tv, beta=beta, rounds=rounds, limit=validate.sample_limit(force))
     validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
     rows, lengths = read_rounds(sampler(with_tokens(case, p.horizon), seed, p.n), p.horizon, p.n, rounds)
     return check_horizon_samples(rows, lengths, p, tv=tv, beta=beta, statistic=statistic, label="horizon vs target law")

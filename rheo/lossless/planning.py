@@ -73,13 +73,21 @@ def plan_samples(
             validate.gate_size(
                 target, 1, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
             )
-            p = plan(target, validate.whole("horizon", horizon, min=2), alpha=alpha, tv=tv, beta=beta, rounds=rounds)
+            p = plan(
+                target,
+                validate.whole("horizon", horizon, min=2),
+                alpha=alpha,
+                tv=tv,
+                beta=beta,
+                rounds=rounds,
+                limit=validate.sample_limit(force),
+            )
             return validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
         n_tok = target.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
         validate.gate_size(
             target, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
         )
-        n = samples_for(_target_law(target, n_tok), tv, alpha, beta)
+        n = samples_for(_target_law(target, n_tok), tv, alpha, beta, limit=validate.sample_limit(force))
         return validate.planned_samples(n, alpha=alpha, tv=tv, beta=beta, force=force)
     if isinstance(target, Mapping):
         if tokens is not None or horizon is not None or rounds:

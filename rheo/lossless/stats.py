@@ -325,16 +325,27 @@ def assert_law(
     return res
 
 
-def samples_for(law: Law, tv: float, alpha: float, beta: float) -> int:
+class MoreThan(int):
+    """A planned N known only to exceed a limit (`samples_for(..., limit=)`): an int equal to
+    limit + 1 that reads as "more than <limit>" in a refusal."""
+
+    def __str__(self) -> str:
+        return f"more than {self - 1:,}"
+
+
+def samples_for(law: Law, tv: float, alpha: float, beta: float, *, limit: int | None = None) -> int:
     """The least N (to within 0.5%) at which the gate's test of `law` detects TV ≥ `tv` **of the
-    full law** with power ≥ 1−β at level α, as proved at that N (`rheo.lossless.promise`)."""
+    full law** with power ≥ 1−β at level α, as proved at that N (`rheo.lossless.promise`).
+    With a `limit`, an N over it is not searched for: `MoreThan(limit + 1)` is returned at the
+    price of one certificate at the limit (the refusal's cost does not grow with N)."""
     tv = _check_rate("tv", tv) if tv != 1 else 1.0
     alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
     if not any(p > 0 for p in law.values()):
         raise StatsError("the exact law has no outcome of positive probability")
     from rheo.lossless import promise
 
-    return promise.planner(law, alpha, beta).plan(tv)
+    n = promise.planner(law, alpha, beta).plan(tv, limit=limit)
+    return MoreThan(limit + 1) if n is None and limit is not None else int(n or 0)
 
 
 def samples_for_coarse(law: Law, tv: float, alpha: float, beta: float) -> int:
@@ -444,7 +455,13 @@ def check_first_tokens(
     )
     alpha, beta, tv, seed, n_tok = call.alpha, call.beta, call.tv, call.seed, call.tokens
     law = target_law(case, n_tok)
-    n = validate.planned_samples(samples_for(law, tv, alpha, beta), alpha=alpha, tv=tv, beta=beta, force=bool(force))
+    n = validate.planned_samples(
+        samples_for(law, tv, alpha, beta, limit=validate.sample_limit(force)),
+        alpha=alpha,
+        tv=tv,
+        beta=beta,
+        force=bool(force),
+    )
     out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
     return check_law(
         out,

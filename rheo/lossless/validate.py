@@ -210,6 +210,12 @@ def samples_lower_bound(
     )
 
 
+def sample_limit(force: Any) -> int | None:
+    """The N past which the planner need not search (`samples_for(..., limit=)`): MAX_SAMPLES, or
+    None under force=True."""
+    return None if force else MAX_SAMPLES
+
+
 def planned_samples(n: int, *, alpha: float, tv: float, beta: float, force: bool = False) -> int:
     """Refuse a planned N over MAX_SAMPLES (the law's cells can ask for more than the lower bound)."""
     if not force:

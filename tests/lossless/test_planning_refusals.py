@@ -66,21 +66,42 @@ def test_default_horizon_refuses_a_non_case():
 
 
 def test_plan_samples_with_a_horizon_has_check_lossless_cap():
-    """N = 1,393,572 at tv = 0.005 over H = 8 windows of V = 12 (the two-cell bound, ~3e5, passes):
-    `check_lossless` refuses it before sampling, and so does the planner; force=True lifts both."""
+    """Over H = 8 windows of V = 12 at tv = 0.005, N is past the 10^6 limit (the two-cell bound,
+    ~3e5, passes): `check_lossless` refuses it before sampling, and so does the planner, with the
+    same message, found by one certificate at the limit rather than a search for N."""
     kw = dict(alpha=1e-3, tv=0.005, horizon=8)
-    with pytest.raises(TooLargeError, match=r"estimated 1,393,572, over the limit of 1,000,000") as gate:
+    with pytest.raises(TooLargeError, match=r"estimated more than 1,000,000, over the limit of 1,000,000") as gate:
         rheo.check_lossless(lambda case, seed, n: [], EAGLE12, **kw)
     with pytest.raises(TooLargeError) as plan:
         rheo.plan_samples(EAGLE12, **kw)
     assert str(plan.value) == str(gate.value)
-    assert rheo.plan_samples(EAGLE12, **kw, force=True) == 1_393_572
+
+
+@pytest.mark.slow
+def test_force_lifts_the_horizon_cap_and_plans_the_largest_window():
+    """force=True searches for N: past the limit, certified for every window at the per-test α,
+    and not certified 1% below for at least one (N is the largest window's, to the search's 0.5%)."""
+    from rheo.lossless import promise
+    from rheo.lossless.horizon import plan
+    from rheo.lossless.stats import DEFAULT_BETA
+
+    n = rheo.plan_samples(EAGLE12, alpha=1e-3, tv=0.005, horizon=8, force=True)
+    p = plan(EAGLE12, 8, alpha=1e-3, tv=0.005, beta=DEFAULT_BETA, rounds=False)
+    assert n == p.n > 10**6
+    planners = [promise.planner(law, p.alpha_each, DEFAULT_BETA) for law in p.windows.values()]
+    assert all(pl.holds(n, 0.005) for pl in planners)
+    assert not all(pl.holds(int(n / 1.01), 0.005) for pl in planners)
 
 
 def test_plan_samples_first_tokens_has_the_same_cap():
     big = Case.from_json({**EAGLE12.to_json(), "tokens": 2})
     with pytest.raises(TooLargeError, match="over the limit of 1,000,000"):
         rheo.plan_samples(big, alpha=1e-3, tv=0.005)
+
+
+@pytest.mark.slow
+def test_force_lifts_the_first_tokens_cap():
+    big = Case.from_json({**EAGLE12.to_json(), "tokens": 2})
     assert rheo.plan_samples(big, alpha=1e-3, tv=0.005, force=True) > 10**6
 
 

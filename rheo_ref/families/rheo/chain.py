@@ -99,7 +99,7 @@ class ChainRounds:
         if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
             raise CaseError(f"chunk={chunk!r}: the band's keys per walk must be an integer >= 1 (or None)")
         self.chunk = chunk  # None: CHUNK_KEYS with worker processes, else the whole band in one walk
-        self.key = json.dumps(case.to_json(), sort_keys=True)  # names the case to worker processes
+        self.key = json.dumps(case.to_json(), sort_keys=True, allow_nan=False)  # names the case to worker processes
         self.plans = Plans(case)
         self.laws = KeptLaws(case, self.plans)
         self.max_outcomes, self.progress = max_outcomes, progress
