@@ -108,6 +108,12 @@ def register(subparsers: Any) -> None:
         "then the family-wise total, split by Bonferroni (docs/GATE.md)",
     )
     sp.add_argument(
+        "--sequential",
+        action="store_true",
+        help="draw the samples in looks (N/16, N/8, ..., N) and stop at the first look that rejects; --alpha "
+        "is spent over the looks, N planned at the last look's level (docs/GATE.md, Early rejection)",
+    )
+    sp.add_argument(
         "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"
     )
     sp.add_argument(
@@ -175,6 +181,9 @@ def run_gate_hf(args: argparse.Namespace) -> int:
             raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
     integer("--workers", args.workers, min=1, max=MAX_WORKERS)
     if args.rows is not None:
+        if getattr(args, "sequential", False):
+            raise CaseError("--sequential with --rows: the verdict table's rows run the fixed-N gate; allowed: "
+                            "--sequential with one gate (CASE, no --rows)")  # fmt: skip
         return run_rows(args)
     given = [f"--{k}" for k in ROWS_ONLY if getattr(args, k) is not None]
     if given:
@@ -221,6 +230,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         tokens=args.tokens,
         workers=args.workers,
         horizon=args.horizon,
+        sequential=bool(getattr(args, "sequential", False)),
     )
     if args.plot:
         from rheo.lossless.diagnosis import plot_worst

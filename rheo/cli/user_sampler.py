@@ -145,7 +145,7 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
         given.append(f"--workers {args.workers}")
     if given:
         raise CaseError(f"--sampler with {', '.join(given)}: those are a registered decoder's; allowed with --sampler: "
-                        "CASE, --alpha, --tv, --beta, --seed, --tokens, --horizon, --plot")  # fmt: skip
+                        "CASE, --alpha, --tv, --beta, --seed, --tokens, --horizon, --sequential, --plot")  # fmt: skip
     if args.case is None:
         raise CaseError("rheo gate --sampler needs a CASE file (the tables your sampler's law is tested against)")
     case = load_case(args.case)
@@ -160,6 +160,7 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
         seed=args.seed,
         tokens=args.tokens,
         horizon=args.horizon,
+        sequential=bool(getattr(args, "sequential", False)),
     )
     seconds = time.perf_counter() - t0
     report: dict[str, Any] = {

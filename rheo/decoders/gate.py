@@ -115,6 +115,7 @@ def gate_hf(
     tokens: int | None = None,
     workers: int = 1,
     horizon: int | None = None,
+    sequential: bool = False,
 ) -> dict[str, Any]:
     """Run `decoder` on the case's table models and test its first n tokens against the exact
     (processed) target law, or with `horizon` every window (x_{k−1}, x_k), k ≤ H (`alpha` the
@@ -128,6 +129,11 @@ def gate_hf(
         raise CaseError(
             f"decoder {decoder.name} with {dict(decoder.gen)} claims its own target law: --horizon needs the "
             "processed p; allowed: the first tokens (--tokens)"
+        )
+    if sequential and (horizon is not None or claimed is not None):
+        raise CaseError(
+            f"sequential=True with {'--horizon' if horizon is not None else f'decoder {decoder.name} (its own law)'}: "
+            "the sequential gate tests the first tokens against the processed p; allowed: --tokens"
         )
     tcase = decoder.target_case(case, n) if claimed is None else case
     exact = decoder.exact_law(replace(case, constraint=None), n)  # the decoder's own law (no decoder here masks)
@@ -146,7 +152,7 @@ def gate_hf(
     if horizon is not None:
         res = check_lossless(sample, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
     elif claimed is None:
-        res = check_lossless(keep, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed)
+        res = check_lossless(keep, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, sequential=sequential)
     else:
         res = check_claimed(keep, case, claimed, alpha=alpha, tv=tv, beta=beta, seed=seed)
     seconds = time.perf_counter() - t0
@@ -207,6 +213,11 @@ def verdict_fields(res: LawTest | HorizonTest) -> dict[str, Any]:
         "p_value": res.p_value,
         "cells": res.cells,
         "pooled_mass": res.pooled_mass,
+        **(
+            {"looks": list(res.looks), "decided_at_look": res.look, "family_alpha": res.family_alpha}
+            if isinstance(res, LawTest) and res.looks
+            else {}
+        ),
     }
 
 

@@ -302,6 +302,7 @@ def check_lossless(
     horizon: None = ...,
     rounds: bool = ...,
     force: bool = ...,
+    sequential: bool = ...,
 ) -> LawTest: ...
 
 
@@ -319,6 +320,7 @@ def check_lossless(
     horizon: int,
     rounds: bool = ...,
     force: bool = ...,
+    sequential: bool = ...,
 ) -> HorizonTest: ...
 
 
@@ -335,6 +337,7 @@ def check_lossless(
     horizon: int | None = None,
     rounds: bool = False,
     force: bool = False,
+    sequential: bool = False,
 ) -> LawTest | HorizonTest:
     """`rheo.check_lossless`: test a decoder against the exact target law and return the record
     (no raise; `assert_lossless` is this plus the raise).
@@ -348,17 +351,32 @@ def check_lossless(
     which TV ≥ `tv` of the full law (of each window) is detected with power 1−`beta`; the seed
     defaults to one derived from the running pytest test id. Every argument and the sizes
     `rheo gate-hf` caps are checked before the sampler runs (`rheo.lossless.validate`);
-    `force=True` lifts the size limits.
+    `force=True` lifts the size limits. `sequential=True` (first tokens only): the samples are drawn in
+    looks and the first look that rejects stops the test (`rheo.lossless.sequential`).
     """
     __tracebackhide__ = hide_lossless
-    if not isinstance(rounds, bool) or not isinstance(force, bool):
-        bad = "rounds" if not isinstance(rounds, bool) else "force"
-        raise StatsError(f"{bad}={show(rounds if bad == 'rounds' else force)} must be True or False")
+    for name, flag in (("rounds", rounds), ("force", force), ("sequential", sequential)):
+        if not isinstance(flag, bool):
+            raise StatsError(f"{name}={show(flag)} must be True or False")
     if horizon is None:
         if rounds:
             raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
         return check_first_tokens(
-            sampler, case, alpha=alpha, tv=tv, beta=beta, tokens=tokens, seed=seed, statistic=statistic, force=force
+            sampler,
+            case,
+            alpha=alpha,
+            tv=tv,
+            beta=beta,
+            tokens=tokens,
+            seed=seed,
+            statistic=statistic,
+            force=force,
+            sequential=sequential,
+        )
+    if sequential is not False:
+        raise StatsError(
+            f"sequential={show(sequential)} with horizon={show(horizon)}: the sequential gate tests the first tokens; "
+            "give one (sequential=False for the horizon test)"
         )
     checked: list[int] = []
 
@@ -409,6 +427,7 @@ def assert_lossless(
     horizon: None = ...,
     rounds: bool = ...,
     force: bool = ...,
+    sequential: bool = ...,
 ) -> LawTest: ...
 
 
@@ -426,6 +445,7 @@ def assert_lossless(
     horizon: int,
     rounds: bool = ...,
     force: bool = ...,
+    sequential: bool = ...,
 ) -> HorizonTest: ...
 
 
@@ -442,6 +462,7 @@ def assert_lossless(
     horizon: int | None = None,
     rounds: bool = False,
     force: bool = False,
+    sequential: bool = False,
 ) -> LawTest | HorizonTest:
     """`rheo.assert_lossless`: `check_lossless`, raising `LosslessError` (with where the law broke)
     when the test rejects. Returns the record (`LawTest`, or `HorizonTest` with `horizon=H`)."""
@@ -458,9 +479,10 @@ def assert_lossless(
         horizon=horizon,
         rounds=rounds,
         force=force,
+        sequential=sequential,
     )
-    if res.detectable_tv > res.tv + 1e-12:  # the plan keeps this; a guard on the promise, not a path
-        raise LosslessError(f"{res.summary()}: too few samples to detect TV {res.tv:g} of the full law", res)
     if res.rejected:
         raise LosslessError(res.summary(), res)
+    if res.detectable_tv > res.tv + 1e-12:  # the plan keeps this; a guard on the promise, not a path
+        raise LosslessError(f"{res.summary()}: too few samples to detect TV {res.tv:g} of the full law", res)
     return res

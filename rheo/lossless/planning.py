@@ -53,14 +53,23 @@ def plan_samples(
     horizon: int | None = None,
     rounds: bool = False,
     force: bool = False,
+    sequential: bool = False,
 ) -> int:
     """N that `check_lossless` / `assert_lossless` draws: for a case, with the same arguments (the
     first `tokens` tokens, default `case.tokens`, or the horizon test's windows), checked as they
     check them (`force=True` lifts the size limits); for an exact law (a dict of token tuples to
     Fractions), the N at which `check_law` detects TV ≥ `tv` of that full law with power ≥ 1 − β
-    at level α (docs/GATE.md, "What the statistics promise")."""
+    at level α (docs/GATE.md, "What the statistics promise"). `sequential=True`: the N of the
+    sequential gate's last look (planned at its level, `rheo.lossless.sequential.final_alpha`), the
+    most `check_lossless(..., sequential=True)` draws."""
     alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
     rounds, force = validate.boolean("rounds", rounds), validate.boolean("force", force)
+    if validate.boolean("sequential", sequential):
+        if horizon is not None:
+            raise StatsError(f"sequential=True with horizon={horizon!r}: the sequential gate tests the first tokens")
+        from rheo.lossless.sequential import final_alpha
+
+        alpha = final_alpha(alpha)
     if isinstance(target, Case):
         check_case(target)
         if rounds and horizon is None:

@@ -401,6 +401,7 @@ class Planner:
         self._nulls: dict[int, Null] = {}
         self._detectable: dict[tuple[str, int], float] = {}
         self._kinds: dict[int, str] = {}
+        self._held: dict[tuple[str, int, float], bool] = {}  # (kind, n, δ) -> certified
 
     def null(self, n: int) -> Null:
         if n not in self._nulls:
@@ -423,6 +424,14 @@ class Planner:
         return self._holds(self.kind(n), n, delta)
 
     def _holds(self, kind: str, n: int, delta: float) -> bool:
+        key = (kind, n, delta)
+        if key not in self._held:
+            if len(self._held) > 4096:
+                self._held.clear()
+            self._held[key] = self._certify(kind, n, delta)
+        return self._held[key]
+
+    def _certify(self, kind: str, n: int, delta: float) -> bool:
         if kind == "one":
             return delta > 0 and 1 - (1 - min(delta, 1.0)) ** n >= 1 - self.beta
         if kind == "sets":

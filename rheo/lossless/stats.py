@@ -163,6 +163,9 @@ class LawTest:
     null: str = "chernoff"  # the test: "sets" (exact binomials, small support), "chernoff" (weighted χ²); "none"
     null_draws: int = 0  # the samples the statistic used: n for the set test, N' ~ Poisson(λ) ≤ n for the χ²
     critical: float = math.inf  # c: the statistic rejects at ≥ c (level α; −ln α for the set test)
+    looks: tuple[int, ...] = ()  # a sequential test's planned samples per look (`rheo.lossless.sequential`)
+    look: int = 0  # the look that decided (1-based; 0: not sequential)
+    family_alpha: float = 0.0  # a sequential test's α over every look (`alpha` is the deciding look's)
 
     @property
     def margin(self) -> float:
@@ -182,6 +185,11 @@ class LawTest:
             f"{self.label}: {verdict} (p{'=' if self.impossible else ''}{p}, α={self.alpha:g}, N={self.n}, "
             f"{self.cells} outcomes{imp}; {self.guarantee()}, stated δ={self.tv:g})"
         )
+        if self.looks:
+            line += (
+                f"; sequential: decided at look {self.look} of {len(self.looks)} with {self.n:,} of "
+                f"{self.looks[-1]:,} samples, α={self.family_alpha:g} over the looks"
+            )
         return line + ("\n" + self.diagnosis(top) if self.rejected else "")
 
     def diagnosis(self, top: int = 3) -> str:
@@ -427,6 +435,7 @@ def check_first_tokens(
     seed: int | None = None,
     statistic: str = "pearson",
     force: bool = False,
+    sequential: bool = False,
 ) -> LawTest:
     """The test of a decoder's first n tokens (n = `tokens` or `case.tokens`) against the exact
     target law; no raise (`rheo.check_lossless` / `rheo.assert_lossless` without a horizon).
@@ -437,10 +446,14 @@ def check_first_tokens(
     N is the least at which TV ≥ `tv` of the full law is detected with power 1−`beta` at level
     `alpha` (`samples_for`). The seed defaults to one derived from the running pytest test id.
     Every argument, and the sizes `rheo gate-hf` caps (tokens, context, the law, N), are checked
-    before the sampler runs; `force=True` lifts the size limits.
+    before the sampler runs; `force=True` lifts the size limits. `sequential=True`: the samples are
+    drawn in looks and a rejection at a look stops the test (`rheo.lossless.sequential`; N is then
+    planned at the last look's level).
     """
     __tracebackhide__ = hide_lossless
     from rheo_ref.exact import target_law
+
+    sequential = validate.boolean("sequential", sequential)
 
     call = gate_call(
         sampler,
@@ -455,13 +468,30 @@ def check_first_tokens(
     )
     alpha, beta, tv, seed, n_tok = call.alpha, call.beta, call.tv, call.seed, call.tokens
     law = target_law(case, n_tok)
+    from rheo.lossless import sequential as seq
+
+    plan_alpha = seq.final_alpha(alpha) if sequential else alpha
     n = validate.planned_samples(
-        samples_for(law, tv, alpha, beta, limit=validate.sample_limit(force)),
-        alpha=alpha,
+        samples_for(law, tv, plan_alpha, beta, limit=validate.sample_limit(force)),
+        alpha=plan_alpha,
         tv=tv,
         beta=beta,
         force=bool(force),
     )
+    label = f"first {n_tok} tokens vs target law"
+    if sequential:
+        shown = with_tokens(case, n_tok)
+        return seq.check_sequential(
+            lambda look, s, m: read_batch(sampler(shown, s, m), n_tok, m),
+            law,
+            n=n,
+            alpha=alpha,
+            tv=tv,
+            beta=beta,
+            seed=seed,
+            statistic=statistic,
+            label=label,
+        )
     out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
     return check_law(
         out,
@@ -470,7 +500,7 @@ def check_first_tokens(
         tv=tv,
         beta=beta,
         statistic=statistic,
-        label=f"first {n_tok} tokens vs target law",
+        label=label,
         seed=seed,
     )
 

@@ -78,6 +78,7 @@ def parse(*argv: str) -> argparse.Namespace:
         ap.add_argument(flag, type=int, default=None)
     ap.add_argument("--plot", default=None)
     ap.add_argument("--rows", default=None)
+    ap.add_argument("--sequential", action="store_true")
     return ap.parse_args(list(argv))
 
 
@@ -168,3 +169,21 @@ def test_rheo_gate_on_the_command_line_takes_a_sampler(here, capsys):
     assert json.loads(capsys.readouterr().out)["verdict"] == "REJECT"
     assert main(["gate", case]) == 2
     assert "--decoder NAME" in capsys.readouterr().err
+
+
+def test_sequential_stops_the_broken_twin_at_the_first_look(here, capsys):
+    """--sequential: the broken twin is rejected at look 1 with a sixteenth of the samples; the
+    correct sampler passes at the last look with N planned at its level (0.9α)."""
+    import rheo
+    from rheo_ref.models import load_case
+
+    case = str(CASES / "small.json")
+    args = ("--tokens", "2", "--sequential")
+    assert gate(parse(case, "--sampler", "mysamplers:uniform", *args), alpha=1e-3, tv=0.1, beta=0.01) == 1
+    bad = json.loads(capsys.readouterr().out)
+    assert bad["verdict"] == "REJECT" and bad["decided_at_look"] == 1 and bad["N"] == bad["looks"][0]
+    assert gate(parse(case, "--sampler", "mysamplers:exact", *args), alpha=1e-3, tv=0.1, beta=0.01) == 0
+    good = json.loads(capsys.readouterr().out)
+    n = rheo.plan_samples(load_case(case), alpha=1e-3, tv=0.1, tokens=2, sequential=True)
+    assert good["N"] == good["looks"][-1] == n and good["decided_at_look"] == len(good["looks"])
+    assert good["family_alpha"] == 1e-3 and good["alpha"] == pytest.approx(0.9e-3)
