@@ -119,11 +119,12 @@ def check_batch(
     laws = [target_law(request_case(case, r)) for r in requests]
     firsts = [_first(law) for law in laws]
     pairs = [(i, j) for i in range(len(requests)) for j in range(i + 1, len(requests))]
-    pair_laws = {
+    pair_laws: dict[tuple[int, int], dict[tuple[int, ...], Fraction]] = {
         (i, j): {(a, b): pa * pb for (a,), pa in firsts[i].items() for (b,), pb in firsts[j].items()} for i, j in pairs
     }
     a_each = alpha / (2 * len(requests) + len(pairs))
-    n = max(samples_for(law, tv, a_each, beta) for law in [*laws, *pair_laws.values()])
+    every: list[Mapping[tuple[int, ...], Fraction]] = [*laws, *pair_laws.values()]
+    n = max(samples_for(law, tv, a_each, beta) for law in every)
     tests = []
     for i, (req, law) in enumerate(zip(requests, laws)):
         alone = [b[0] for b in _run(sampler, case, [req], seed + 1 + i, n)]
@@ -146,8 +147,8 @@ def check_batch(
     return BatchTest(tuple(tests), alpha)
 
 
-def _first(law: Mapping[tuple[int, ...], Fraction]) -> dict[tuple[int], Fraction]:
-    out: dict[tuple[int], Fraction] = {}
+def _first(law: Mapping[tuple[int, ...], Fraction]) -> dict[tuple[int, ...], Fraction]:
+    out: dict[tuple[int, ...], Fraction] = {}
     for seq, p in law.items():
         out[seq[:1]] = out.get(seq[:1], Fraction(0)) + p
     return out
