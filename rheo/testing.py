@@ -28,11 +28,11 @@ _WHERE = {
     "draft_fc": "rheo_fast.kit",
     "TableDraftLayer": "rheo_fast.kit",
 }
-# a batched decoder's checks (pure Python and numpy; rheo.lossless.downstream) and its worked example
+# a batched decoder's checks (pure Python and numpy; rheo.decoders.batch_checks) and its worked example
 _WHERE |= dict.fromkeys(
     ("BatchError", "BatchTest", "GreedyError", "LogprobError", "assert_batch", "check_batch", "check_greedy")
     + ("check_logprobs", "request_case"),
-    "rheo.lossless.downstream",
+    "rheo.decoders.batch_checks",
 )
 
 __all__ = sorted(_WHERE)
