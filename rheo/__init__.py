@@ -24,7 +24,7 @@ work with a warning until the release `rheo.deprecated` names for each.
 """
 
 from rheo import deprecated
-from rheo.decoders.laws import processed
+from rheo.decoders.settings import processed
 from rheo.lossless import stats as _stats
 from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation

@@ -1,6 +1,9 @@
 """Stand-ins a downstream decoder's tests run on (docs/GATE.md "What you import"): table
 language models with exactly known laws, and the kit for decoders that split body, lm_head and
-draft head. They need torch (and transformers for `TableLM`): `pip install rheo[fast,hf]`.
+draft head. They need torch (and transformers for `TableLM`): `pip install rheo[fast,hf]`. A batched
+decoder's checks need numpy only (docs/GATE.md, "A batched decoder's suite"):
+
+    from rheo.testing import check_batch, assert_batch, check_logprobs, check_greedy
 
     from rheo.testing import table_lms, TableLM, table_lm
     from rheo.testing import table_embedding, TableBodyLayer, table_lm_head, draft_fc, TableDraftLayer
@@ -25,6 +28,12 @@ _WHERE = {
     "draft_fc": "rheo_fast.kit",
     "TableDraftLayer": "rheo_fast.kit",
 }
+# a batched decoder's checks (pure Python and numpy; rheo.decoders.batch_checks) and its worked example
+_WHERE |= dict.fromkeys(
+    ("BatchError", "BatchTest", "GreedyError", "LogprobError", "assert_batch", "check_batch", "check_greedy")
+    + ("check_logprobs", "request_case"),
+    "rheo.decoders.batch_checks",
+)
 
 __all__ = sorted(_WHERE)
 

@@ -31,8 +31,8 @@ output (one JSON object):
   N, alpha, beta, tv     samples, false-alarm probability, miss probability at TV = tv
   detectable_tv          smallest TV of the decoder's full law over the first `tokens` tokens detected
                          with power 1-beta at this N (<= tv): the tested cells' plus the pooled mass
-  p_value, cells         of the chi-square test (cells after pooling; a rejection's p-value is simulated
-                         where the draws are affordable)
+  p_value, cells         of the test (the exact set test or the Chernoff-bounded weighted chi-square):
+                         a proved upper bound on the p-value, never a simulation's floor
   pooled_mass            exact target mass of the light outcomes pooled into one cell
   exact_tv               exact TV of the decoder's own law to the target (a rational), or null where rheo
                          does not know the decoder's law (the heuristic schedule); a served decoder's

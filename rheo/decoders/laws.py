@@ -3,7 +3,7 @@
 Pure `Fraction`s, no torch: what `target.generate(..., do_sample=True)` emits when its models are
 `TableLM`s of a case, as far as rheo knows the decoder exactly.
 
-- `Processing` (`.table`, `.case`; `processed` for a whole case): the processed law that sampling
+- `Processing` (`.table`, `.case`; `rheo.processed`, in `rheo.decoders.settings`, for every setting): the processed law that sampling
   targets when `generate` gets temperature / top-k / top-p (transformers' warpers, in its order:
   temperature, top-k, top-p), exactly, by `rheo_ref.processing` (the one implementation of logits
   processing). A
@@ -281,22 +281,3 @@ def check_exact_float(value: Any, name: str) -> Fraction:
     if not math.isclose(float(f), float(value), rel_tol=0, abs_tol=1e-12):
         raise CaseError(f"{name}={value!r} is not a short rational; give e.g. 0.4 or 0.25")
     return f
-
-
-def processed(
-    case: Case,
-    *,
-    temperature: float | None = None,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    ties: processing.Ties | dict[str, str] = None,
-) -> Case:
-    """The case whose target p (and draft q) are processed as transformers' sampling does it:
-    temperature (1/k only: rows to the power k), then top-k, then top-p, exactly in rationals. A
-    boundary that float rounding would decide is refused (`rheo.decoders.laws.Processing`), and so
-    is a cut between tied tokens of a target row unless `ties` names who is kept: "all" (every tied
-    token, as transformers' top-k), "low" (the lowest ids first), "high" (the highest ids first), or a
-    rule per cut ({"top_k": "low", "top_p": "high"}); `rheo_ref.processing.keep_largest`. A draft row's
-    tie is never refused: the draft plays no part in the target law (`Processing.for_draft`)."""
-    gen = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None}
-    return Processing.from_gen({**gen, "ties": ties}).case(case)

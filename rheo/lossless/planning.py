@@ -1,6 +1,6 @@
 """What a downstream decoder author needs beside the gate (docs/GATE.md "What you import"): the
 exact target law, the exact TV and the sample planner, all pure Python (the processed target,
-`rheo.processed`, is `rheo.decoders.laws.processed`)."""
+`rheo.processed`, is `rheo.decoders.settings.processed`)."""
 
 from __future__ import annotations
 

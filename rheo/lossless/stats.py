@@ -19,8 +19,9 @@ A sampler's outcomes are compared with an exact law (a dict from token tuples to
   law all the same: TV(P, p) ≤ TV(P′, p′) + p(pooled), so `detectable_tv` is the cells' plus the
   pooled mass (`law_detectable_tv`), and `samples_for` plans the least N at which that is ≤ δ.
   A sample on an outcome of exact probability 0 rejects outright (impossible under the null).
-- α: a χ² rejection is re-decided by a simulated null (`simulated_p_value`, M = ⌈20/α⌉
-  multinomial draws) wherever the draws are affordable; the record says which null decided.
+- α: no null is simulated: the p-value is a proved upper bound (the exact set test, or the
+  Chernoff bound of the weighted χ², `rheo.lossless.promise`), printed as `p≤…`, so a small value
+  is never a simulation's floor 1/(M+1); the record says which test decided (`LawTest.null`).
 - `check_first_tokens` applies this to the first n tokens of a decoder against the target law
   (`rheo.check_lossless` / `rheo.assert_lossless`); `rheo.selfgate.matrix.fast_verdict` does it for the fast
   path (the `rheo audit` column).

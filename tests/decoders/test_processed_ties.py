@@ -107,13 +107,14 @@ def test_a_keep_exactly_k_decoder_passes_under_low_and_is_rejected_under_all():
 
 
 def test_a_tie_in_a_draft_row_is_not_refused():
-    """The draft plays no part in the target law: `processed` cuts a draft tie keeping every tied token
-    unless the rule is named, and a target row without a tie at the cut needs no rule."""
+    """The draft plays no part in the target law: `processed` leaves it alone unless asked, then cuts a
+    draft tie keeping every tied token unless the rule is named; a target row without a tie needs no rule."""
     rows = {"target": {(): [4, 3, 2, 1]}, "draft": {(): [3, 3, 2, 2]}}
     case = Case.from_json({k: TableModel.from_weights(v, context_length=0, name=k).to_json() for k, v in rows.items()})
-    got = rheo.processed(case, top_k=1)
+    assert rheo.processed(case, top_k=1).draft == case.draft  # the target only, unless asked
+    got = rheo.processed(case, top_k=1, draft=True)
     assert got.target.row(()) == (1, 0, 0, 0) and got.draft.row(()) == (F(1, 2), F(1, 2), 0, 0)
-    assert rheo.processed(case, top_k=1, ties="high").draft.row(()) == (0, 1, 0, 0)
+    assert rheo.processed(case, top_k=1, ties="high", draft=True).draft.row(()) == (0, 1, 0, 0)
     with pytest.raises(TieError, match=r"^draft row '': top_k=1 cuts between tied tokens \[0, 1\]"):
         Processing(top_k=1).table(case.draft)  # a draft processed explicitly (a decoder's own law) is a row like any
 
