@@ -32,7 +32,7 @@ from rheo_ref.models import Case
 from rheo_ref.sizes import Size, law_outcomes
 
 PROBE_TREES = 2_000  # dp's probe: about 0.1-0.5 s of best-first construction
-# seconds per outcome (tests/bench/test_choose_bench.py measures them)
+# seconds per outcome, measured on this project's 2-core machine (docs/EXACT_AT_SCALE.md §11)
 BRUTE_PER_NODE = 1e-4  # a brute-force tree, per node of the round
 CLASSES_PER_NODE = 1e-4
 DP_PER_TREE = 2.5e-4  # a kept tree, built and verified
