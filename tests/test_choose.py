@@ -15,16 +15,18 @@ from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo_ref.choose import NEVER_SECONDS, TINY_SECONDS, Cost, choose, choose_method
 from rheo_ref.exact import exact_report
+from rheo_ref.families.rheo.chain import ChainProbe, ChainRounds
 from rheo_ref.families.rheo.choose import PROBE_TREES
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.generate import random_pair
-from rheo_ref.models import Case, load_case
+from rheo_ref.models import Case, Proxy, load_case
 from rheo_ref.strategies import random_table
 
 
-def flat_case(V: int, D: int, R: int, *, K: int = 4, W: int = 3) -> Case:
+def flat_case(V: int, D: int, R: int, *, K: int = 4, W: int = 3, proxy: str = "rheo") -> Case:
     rng = random.Random(0)
-    return Case(random_table(rng, V, "draft"), random_table(rng, V, "target"), Scheme(K, 1, W, D, R), (0,), 1)
+    scheme = Scheme(K, 1, W, D, R, Proxy.parse(proxy))
+    return Case(random_table(rng, V, "draft"), random_table(rng, V, "target"), scheme, (0,), 1)
 
 
 def test_tiny_cases_run_brute_force():
@@ -45,15 +47,62 @@ def test_a_few_kept_trees_run_dp():
 
 def test_the_papers_budget_runs_chain_and_the_estimate_is_cheap():
     """R = 60, D = 8, V = 16 (tests/cases/paper16.json): dp's probe passes PROBE_TREES, brute and
-    classes are far over the limit: chain, decided in well under a second."""
+    classes are far over the limit, chain's probe predicts it to finish: chain, decided in a few
+    seconds at most (about 1.2 s on this project's 2-core machine; the run takes about 18 s)."""
     case = load_case(str(CASES / "paper16.json"))
     t0 = time.perf_counter()
     choice = choose_method(case, max_trees=2_000_000)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 5.0
     assert choice.method == "chain"
-    assert choice.reason.startswith("chain: ") and f"more than {PROBE_TREES:,} kept trees" in choice.reason
+    assert choice.reason.startswith("chain: ") and "frontier splits" in choice.reason
     estimates = choice.to_json()["estimates"]
+    assert f"more than {PROBE_TREES:,} kept trees" in estimates["dp"]
     assert "over the limit" in estimates["brute"] and "over the limit" in estimates["classes"]
+    chain = next(c for c in choice.costs if c.method == "chain")
+    assert chain.fits and chain.seconds is not None and chain.seconds < 600
+
+
+def test_a_chain_that_blows_up_is_predicted_not_to_finish_and_not_chosen():
+    """The flat V = 16 table with the `const:1/4` proxy at R = 60, D = 8: the sampled child enters
+    every frontier, split into its 15 identities, so the chain grows like 15^W per depth (over
+    5.7 GiB before depth 3 was built, docs/EXACT_AT_SCALE.md §12). chain's probe stops at depth 2,
+    predicts it far past a day and past the limit, and it is not chosen; the reason says so."""
+    case = flat_case(16, 8, 60, proxy="const:1/4")
+    t0 = time.perf_counter()
+    choice = choose_method(case, max_trees=2_000_000)
+    assert time.perf_counter() - t0 < 5.0
+    chain = next(c for c in choice.costs if c.method == "chain")
+    assert chain.seconds is not None and chain.seconds > NEVER_SECONDS and not chain.fits
+    assert choice.method != "chain"
+    assert "chain: " in choice.reason and "over the limit" in choice.reason and "probe stopped" in choice.reason
+    # with no limit (--force) it fits, and is still not chosen over a method not predicted not to finish
+    assert choose_method(case, max_trees=None).method != "chain"
+
+
+def test_chains_probe_counts_the_chain_it_builds():
+    """Where the probe builds the whole chain, its counts are the chain's own: its frontiers are the
+    frontiers a round's chain enumerates, and its branches are the entries of the splits built."""
+    case = flat_case(16, 4, 12, proxy="scaled:1/2")
+    probed = ChainRounds(case)
+    probe = probed.probe(case.context, 10**6)
+    assert probe.complete and probe.splits == 3 and len(probe.frontiers) == 4
+    assert sum(probe.branches) == sum(len(v) for v in probed._splits.values())
+    run = ChainRounds(case)
+    run.round_law(case.context)
+    assert sum(probe.frontiers) == run.enumerated
+    assert probe.predicted() == (sum(probe.branches), sum(probe.frontiers))
+    stopped = ChainRounds(case).probe(case.context, 1)
+    assert not stopped.complete and stopped.predicted()[0] >= sum(stopped.branches)
+
+
+def test_chains_extrapolation_follows_the_last_growth_seen():
+    """Stopped at depth 2: each depth still to split multiplies the branches by the last growth
+    (here 1: 100 per depth), and a depth's frontiers are its parent depth's branches times the
+    distinct share last seen (20 of 100)."""
+    probe = ChainProbe((1, 10, 20), (10, 100, 100), splits=4, complete=False)
+    assert probe.predicted() == (10 + 100 + 100 + 100, 1 + 10 + 20 + 0.2 * 100 + 0.2 * 100)
+    growing = ChainProbe((1, 10, 20), (10, 100, 1000), splits=4, complete=False)
+    assert growing.predicted()[0] == 10 + 100 + 1000 + 10_000
 
 
 def test_a_method_over_the_limit_is_never_chosen():
@@ -69,7 +118,8 @@ def test_a_method_over_the_limit_is_never_chosen():
     nothing = choose([Cost("dp", None, True, "past the probe"), Cost("chain", None, True, "chain")], ("chain", "dp"))
     assert nothing.method == "chain"
     # the case's own limit: with --max-trees below brute's 8 trees, brute is not chosen
-    assert choose_method(load_case(str(CASES / "small.json")), max_trees=5).method == "dp"
+    limited = choose_method(load_case(str(CASES / "small.json")), max_trees=5)
+    assert limited.method in ("dp", "chain") and next(c for c in limited.costs if c.method == limited.method).fits
 
 
 def test_the_chosen_method_gives_the_forced_methods_law(tmp_path):

@@ -27,6 +27,7 @@ from rheo_ref.families.rheo.verify import Rules
 from rheo_ref.generate import random_pair
 from rheo_ref.models import Case, Proxy
 from rheo_ref.parallel import Parallel
+from rheo_ref.strategies import random_table
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], deadline=None)
 
@@ -68,6 +69,23 @@ def test_chain_equals_dp_budget_by_budget(R, proxy):
     assert laws[R] == Exact(case, "dp").round_law()
     if R == 2:
         assert laws[R] != Exact(zipf_case(6, 9, K=3, W=2, D=5, proxy=proxy), "chain").round_law()
+
+
+@pytest.mark.parametrize("R", [3, 6, 20])
+def test_chain_equals_dp_and_brute_where_sampled_children_enter_every_frontier(R):
+    """The regime of docs/EXACT_AT_SCALE.md §12's missing cell, small enough for brute force: a
+    constant factor (1/2) above every draft probability of a flat V = 4 table (at most 17/37), so
+    the sampled child enters every frontier, split into its V − m = 3 identities: 3 frontiers at
+    depth 1, 3^W = 9 at depth 2 (K = 3, W = 2, D = 3), at budgets that cut many nodes, a few, and
+    none (20 > the 15 nodes of a round)."""
+    rng = random.Random(0)
+    scheme = Scheme(3, 1, 2, 3, R, Proxy.parse("const:1/2"))
+    case = Case(random_table(rng, 4, "draft"), random_table(rng, 4, "target"), scheme, (0,), 1)
+    chain = ChainRounds(case)
+    assert chain.probe(case.context, 10**6).frontiers == (1, 3, 9)
+    law = chain.round_law(case.context)
+    assert law == Exact(case, "dp").round_law() == Exact(case, "brute").round_law()
+    assert sum(law.values()) == 1
 
 
 def test_chain_refuses_mutant_rules_and_a_frontier_limit():

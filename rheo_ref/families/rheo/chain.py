@@ -42,7 +42,9 @@ import threading
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from fractions import Fraction
+from math import prod
 
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.families.rheo.bestfirst import KeptLaws, Plans, check_factors_at_most_one
@@ -68,7 +70,43 @@ Span = tuple[int, int] | None
 # 19.7 s in chunks of 32; with two workers 9.8 s as one walk cut by prefixes, 9.0 s in chunks of 64)
 CHUNK_KEYS = 64
 
-__all__ = ["ChainRounds", "continue_walks", "walk_chunk"]
+__all__ = ["ChainProbe", "ChainRounds", "continue_walks", "walk_chunk"]
+
+
+@dataclass(frozen=True)
+class ChainProbe:
+    """What `ChainRounds.probe` saw of a round's chain: the distinct frontiers of each depth it
+    built, and the branches (split entries) of each depth it counted; `splits` depths are split in
+    all (D - 1: the last depth's frontiers are never expanded). `complete`: every depth was built,
+    so the counts are the chain's own.
+
+    When it stopped, the rest is extrapolated (`predicted`): each depth still to split multiplies the
+    branches by the growth of the last step seen (the branches of the depth it stopped at over the
+    depth before), and a depth's distinct frontiers are its branches times the share of the last
+    branches that were distinct. An estimate, not a bound: a chain whose frontiers stop growing
+    past the probe's depths is over-predicted."""
+
+    frontiers: tuple[int, ...]
+    branches: tuple[int, ...]
+    splits: int
+    complete: bool
+
+    def predicted(self) -> tuple[float, float]:
+        """(branches, distinct frontiers) of the whole chain: counted when complete, else
+        extrapolated as the class docstring says."""
+        if self.complete:
+            return float(sum(self.branches)), float(sum(self.frontiers))
+        b, f = self.branches, self.frontiers
+        k = len(b) - 1  # the depth it stopped at: its branches counted, its next frontiers not built
+        growth = b[k] / b[k - 1] if k and b[k - 1] else float(max(b[k], 1))
+        distinct = f[k] / b[k - 1] if k and b[k - 1] else 1.0
+        total_b, total_f, last = float(sum(b)), float(sum(f)), float(b[k])
+        for j in range(k, self.splits):  # depth j + 1's frontiers, then its branches if it is split
+            total_f += last * distinct
+            if j + 1 < self.splits:
+                last *= growth
+                total_b += last
+        return total_b, total_f
 
 
 class ChainRounds:
@@ -207,6 +245,37 @@ class ChainRounds:
         if (fid, depth, j) not in self._keys:
             self._keys[fid, depth, j] = [k for k, _, _ in self._moves[fid, depth][j][1]]
         return self._keys[fid, depth, j]
+
+    def probe(self, context: Context, cap: int) -> ChainProbe:
+        """The chain's size, depth by depth, as far as `cap` branches (a move's next frontiers with
+        their sampled members split, `split`'s entries, the chain's unit of work and memory) reach:
+        depth d's frontiers are built only while the branches built so far and depth d's stay within
+        `cap`; the branches of the depth it stops at are counted, not built (a product of the
+        children's identities per move), over its frontiers in id order until the cap is passed and
+        scaled from those to the whole depth."""
+        s = self.scheme
+        layer = {self.frontier_id(((self.plans.memo(tuple(context)), ONE),))}
+        frontiers: list[int] = []
+        branches: list[int] = []
+        for d in range(s.D - 1):  # the last depth's frontiers are not split (never expanded)
+            frontiers.append(len(layer))
+            count, looked = 0, 0
+            for fid in sorted(layer):
+                count += sum(prod(len(ids) for _, _, ids in kids[: s.W]) for _, kids in self.moves(fid, d))
+                looked += 1
+                if sum(branches) + count > cap:  # past the cap within the depth: scaled to the depth
+                    count = count * len(layer) // looked
+                    break
+            branches.append(count)
+            if sum(branches) > cap:
+                return ChainProbe(tuple(frontiers), tuple(branches), s.D - 1, complete=False)
+            nxt: set[int] = set()
+            for fid in layer:
+                for j, (_, kids) in enumerate(self.moves(fid, d)):
+                    nxt.update(f2 for _, f2, _ in self.split(fid, d, j, min(s.W, len(kids))))
+            layer = nxt
+        frontiers.append(len(layer))
+        return ChainProbe(tuple(frontiers), tuple(branches), s.D - 1, complete=True)
 
     # -- the cut -----------------------------------------------------------------------------------
 

@@ -5,8 +5,11 @@
 - `dp`: a probe, the best-first construction of the first round's kept trees (no verification),
   stopped past PROBE_TREES: when it ends, dp's count is exact; when it does not, dp is past what
   a cheap estimate reaches (its kept trees grow like (V − m)^(expanded sampled nodes kept));
-- `chain`: not predicted up front (its frontiers are what it discovers), but its cost is set by
-  the chain and the cut's band, not by R: the method to take when dp's probe does not end;
+- `chain`: a probe, the chain's first depths built (`ChainRounds.probe`) up to CHAIN_PROBE_BRANCHES
+  frontier splits: when it builds the whole chain, its size is counted; when it does not, the
+  rest is extrapolated from the growth of the last depth it saw (a chain whose sampled children
+  enter every frontier, each split into its V − m identities, grows like (V − m)^W per depth and
+  is predicted not to finish). Its cost is set by the chain and the cut's band, not by R;
 - `walk`: its bound, looked at only when no whole-round method applies (it gives the first N
   tokens, without τ).
 Seconds are outcomes × a per-outcome rate measured on this project's 2-core machine, times the
@@ -22,17 +25,20 @@ from itertools import islice
 from rheo_ref.choose import Cost
 from rheo_ref.errors import CaseError
 from rheo_ref.families.rheo.bestfirst import Plans, check_factors_at_most_one, kept_trees
+from rheo_ref.families.rheo.chain import ChainRounds
 from rheo_ref.families.rheo.exact import estimate
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case
 from rheo_ref.sizes import Size, law_outcomes
 
 PROBE_TREES = 2_000  # dp's probe: about 0.1-0.5 s of best-first construction
-# seconds per outcome (tests/bench/test_choose_bench.py measures them)
+# seconds per outcome, measured on this project's 2-core machine (docs/EXACT_AT_SCALE.md §11)
 BRUTE_PER_NODE = 1e-4  # a brute-force tree, per node of the round
 CLASSES_PER_NODE = 1e-4
 DP_PER_TREE = 2.5e-4  # a kept tree, built and verified
 WALK_PER_OUTCOME = 1e-3
+CHAIN_PER_BRANCH = 2.5e-4  # a frontier split of the chain, built, searched for the band and walked
+CHAIN_PROBE_BRANCHES = 50_000  # chain's probe: about 0.1-1.3 s of building the chain's first depths
 FALLBACK = ("chain", "dp", "classes", "brute", "walk")  # when nothing is predicted
 
 
@@ -81,18 +87,31 @@ def costs(case: Case, n: int, max_trees: int | None) -> list[Cost]:
                 f"more than {PROBE_TREES:,} kept trees in the first round (probe stopped)",
             )
         )
-    out.append(
-        Cost(
-            "chain",
-            None,
-            True,
-            f"whole rounds over the frontier chain, its cost set by the chain and the cut, not by R "
-            f"(not predicted up front), {times} round(s)",
-        )
-    )
+    out.append(chain_cost(case, times, limit))
     if any(c.fits for c in out):  # walk's bound is not worked out: it would give less (no τ)
         return [*out, Cost("walk", None, True, "not estimated: it gives the first N tokens only (no τ)", whole=False)]
     return [*out, walk_cost(case, n, max_trees)]
+
+
+def chain_cost(case: Case, times: int, limit: float) -> Cost:
+    """chain's cost from its probe (`ChainRounds.probe`, stopped past CHAIN_PROBE_BRANCHES): the
+    chain's branches (the frontier splits it builds, its work and memory) and distinct frontiers,
+    counted when the probe builds the whole chain, else extrapolated from the depths it built; the
+    seconds at CHAIN_PER_BRANCH. It fits when its frontiers are within the limit."""
+    probe = ChainRounds(case).probe(case.context, CHAIN_PROBE_BRANCHES)
+    branches, frontiers = probe.predicted()
+    built = len(probe.branches) - (0 if probe.complete else 1)
+    how = (
+        "the whole chain built (probe)"
+        if probe.complete
+        else f"extrapolated from the first {built} of {probe.splits} depths' splits (probe stopped)"
+    )
+    return Cost(
+        "chain",
+        branches * CHAIN_PER_BRANCH * times,
+        frontiers <= limit,
+        f"{branches:.3g} frontier splits and {frontiers:.3g} frontiers in the first round, {how}, {times} round(s)",
+    )
 
 
 def walk_cost(case: Case, n: int, max_trees: int | None) -> Cost:
