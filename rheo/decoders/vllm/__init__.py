@@ -18,11 +18,14 @@ from rheo_ref.models import Case
 from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
-from ..served import Served, run_driver
+from ..served import Served
 from .law import BlockLaw, Law, Setting, VLLMLaw
 from .mixed import judge_mixed
 
-ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"
+ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"  # VERSION: the release rheo's CI pins
+# The releases the driver drives: 0.33.x (vllm/v1/sample/rejection_sampler.py, and the V2 runner's block
+# verification) and 0.34.x (only the V2 runner's sampler, vllm/v1/worker/gpu/spec_decode/; see driver.py).
+SUPPORTED = ">=0.33.0,<0.35"
 # vLLM's own rule at a cut between tied tokens (docs/PROCESSING.md, "Ties"): in vllm/v1/sample/ops/
 # topk_topp_sampler.py, apply_top_k_top_p_pytorch (lines 524-565) masks `logits_sort < logits_sort.gather(1,
 # V - k)` (apply_top_k_only, line 568, `logits <` the k-th topk value): every token tied with the k-th is kept.
@@ -94,7 +97,7 @@ def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, .
 
     def sample(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
         req = request(case, gen, seed, num_samples)
-        reply = run_driver(ENV, MODULE, req, timeout=60 + SECONDS_PER_SAMPLE * num_samples * case.tokens)
+        reply = SERVED.run(req, timeout=60 + SECONDS_PER_SAMPLE * num_samples * case.tokens)
         return [tuple(s) for s in reply["samples"][0]]
 
     return sample
@@ -141,12 +144,12 @@ def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
 
 
 BLOCK_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample, block)"
-BLOCK_LOGITS_ON_CPU = (
-    "_resample_kernel line 946 `tldevice.log1p` (CUDA libdevice): the interpreter raises "
-    "AttributeError('NoneType' object has no attribute 'dtype'); compiled Triton on a GPU runs it"
-)
+# Block verification with draft logits resamples through `tldevice.log1p` (_resample_kernel: 0.33.0 line 946,
+# 0.34.0 line 986), CUDA libdevice, which Triton's interpreter lacks: the driver gives the interpreter a log1p
+# (numpy's, on Triton's libdevice module; driver.interpreter_libdevice), never an edit of vLLM's files.
+LOG1P_NOTE = "Triton's interpreter has no libdevice log1p: the driver's interpreter-side log1p (numpy) runs it"
 SERVED = Served(ENV, MODULE, request=driver_request, samples=lambda reply: reply["samples"][0],
-                seconds_per_sample=SECONDS_PER_SAMPLE, check=check)  # fmt: skip
+                seconds_per_sample=SECONDS_PER_SAMPLE, check=check, pin=VERSION, supported=SUPPORTED)  # fmt: skip
 
 # The joint law of the first 2 tokens of tests/cases/hf.json (16 cells): at N of a few hundred a joint law
 # of 4 tokens (256 cells) is pooled into 2 cells, whose TV can be far below the decoder's (the synthetic
@@ -154,10 +157,10 @@ SERVED = Served(ENV, MODULE, request=driver_request, samples=lambda reply: reply
 # accepted at token 4) is the horizon row's: every window (x_{k-1}, x_k), k <= 8.
 DECODER = SERVED.decoder(
     name="vllm",
-    summary=f"vLLM {VERSION} RejectionSampler (token-level, Triton interpreter; top-k/top-p on its PyTorch\n"
-    "path; method=block: the V2 runner's block verification), unmodified, in .venv-vllm",
+    summary=f"vLLM {SUPPORTED} rejection sampler as installed (0.33: RejectionSampler, token-level, top-k/top-p\n"
+    "on its PyTorch path; method=block: the V2 runner's block verification; 0.34: the V2 runner's\n"
+    "rejection_sample), unmodified, in Triton's interpreter",
     package="vllm",
-    version=VERSION,
     path="vllm/v1/sample/rejection_sampler.py (RejectionSampler)",
     gen_keys=tuple(GEN_KEYS),
     gen_help="\n".join(f"{k}: {v}" for k, v in GEN_KEYS.items()),
@@ -196,8 +199,7 @@ DECODER = SERVED.decoder(
             Row(
                 "block-draft-probs",
                 {"k": 3, "method": "block"},
-                "block verification with draft logits",
-                runs_here=BLOCK_LOGITS_ON_CPU,
+                f"block verification with draft logits ({LOG1P_NOTE})",
                 path=BLOCK_PATH,
             ),
             Row(
