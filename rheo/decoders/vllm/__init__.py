@@ -19,7 +19,7 @@ from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
 from ..served import Served
-from .law import BlockLaw, Law, Setting, VLLMLaw
+from .law import BlockLaw, FlyLaw, Law, Setting, VLLMLaw, min_p_table
 from .mixed import judge_mixed
 
 ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"  # VERSION: the release rheo's CI pins
@@ -40,19 +40,39 @@ GEN_KEYS = {
     "all, unless given; a top-p cut between tied tokens is refused without it",
     "k": "drafts per round (num_speculative_tokens), 0..128; default 2",
     "draft_probs": "1: hand vLLM the q rows; 0: none (one-hot drafts, as n-gram drafting); default 1",
+    "min_p": "vLLM's own MinPLogitsProcessor (unmodified, 0.33's V1 path), a number in [0, 1]; 0: off",
     "seed": "a per-request seed (vLLM draws this request's randomness from its own torch.Generator)",
-    "method": "token (default: vllm.v1.sample.rejection_sampler) or block (the V2 runner's block verification, T = 1)",
+    "method": "token (default: 0.33's vllm.v1.sample.rejection_sampler, 0.34's V2 rejection_sample), block (the\n"
+    "V2 runner's block verification, T = 1) or fly (0.34's lossy FLy, T = 1: a negative control)",
+    "fly_window": "method=fly: FLy's window W, 1..k-1; default min(6, k - 1) (vLLM's SpeculativeConfig)",
+    "fly_threshold": "method=fly: the top-k entropy threshold; default 0.3 (vLLM's)",
+    "fly_top_k": "method=fly: the tokens of the entropy; default 3 (vLLM's)",
     "synthetic": "comma-separated unconditional acceptance rates: vLLM's lossy synthetic method (negative control)",
 }
 
 
 def _method(gen: dict[str, Any]) -> str:
     m = gen.get("method", "token")
-    if m not in ("token", "block"):
-        raise CaseError(f"method={m!r}; allowed: token, block")
-    if m == "block" and gen.get("synthetic") is not None:
-        raise CaseError("method=block with synthetic: vLLM refuses the pair (block verification is incompatible)")
+    if m not in ("token", "block", "fly"):
+        raise CaseError(f"method={m!r}; allowed: token, block, fly")
+    if m != "token" and gen.get("synthetic") is not None:
+        raise CaseError(f"method={m} with synthetic: vLLM refuses the pair (synthetic is a method of its own)")
+    if m != "fly" and any(k.startswith("fly_") for k in gen):
+        raise CaseError(f"{sorted(k for k in gen if k.startswith('fly_'))[0]} without method=fly; allowed: method=fly")
     return str(m)
+
+
+def _fly(gen: dict[str, Any], k: int) -> dict[str, Any]:
+    """FLy's window, entropy threshold and top-k (vLLM's SpeculativeConfig defaults where not given)."""
+    w, thr, top = gen.get("fly_window", min(6, k - 1)), gen.get("fly_threshold", 0.3), gen.get("fly_top_k", 3)
+    for name, v in (("fly_window", w), ("fly_top_k", top)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise CaseError(f"{name}={v!r} must be an integer >= 1")
+    if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not thr >= 0:
+        raise CaseError(f"fly_threshold={thr!r} must be a number >= 0")
+    if not w < k:
+        raise CaseError(f"fly_window={w} with k={k}; allowed: 1..k-1 (vLLM's SpeculativeConfig)")
+    return {"window": w, "threshold": float(thr), "top_k": top}
 
 
 def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
@@ -68,7 +88,7 @@ def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
         rates = [Fraction(x) for x in str(syn).split(",")]
         if any(not 0 <= r <= 1 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
             raise CaseError(f"synthetic={syn!r}: rates must lie in [0, 1] and not increase")
-    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k")}
+    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k", "min_p")}
     settings["ties"] = merge_ties(VLLM_TIES, gen.get("ties"))
     return Setting.from_gen(settings), bool(dp), rates
 
@@ -78,6 +98,8 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
     s, dp, rates = _parse(gen)
     spec: dict[str, Any] = {"temperature": 0.0 if s.greedy else 1.0 / s.power, "k": s.k, "num_samples": num_samples}
     spec.update(top_k=s.top_k, top_p=None if s.top_p is None else float(s.top_p), seed=gen.get("seed"))
+    if s.min_p:
+        spec["min_p"] = float(s.min_p)
     return {
         "target": case.target.to_json(),
         "draft": case.q_samp_model.to_json(),
@@ -88,6 +110,7 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
         "requests": [spec],
         "synthetic_rates": None if rates is None else [float(r) for r in rates],
         "method": _method(gen),
+        **({"fly": _fly(gen, s.k)} if _method(gen) == "fly" else {}),
     }
 
 
@@ -106,6 +129,10 @@ def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, .
 def law(case: Case, gen: dict[str, Any], n: int, *, progress: bool = False) -> Law:
     """The exact law of the first n tokens vLLM's RejectionSampler emits with these settings."""
     s, dp, rates = _parse(gen)
+    if _method(gen) == "fly":
+        return FlyLaw(case.target, case.q_samp_model, s, draft_probs=dp, **_fly(gen, s.k)).token_law(
+            case.context, n, progress=progress
+        )
     if _method(gen) == "block":
         return BlockLaw(case.target, case.q_samp_model, s, draft_probs=dp).token_law(case.context, n, progress=progress)
     return VLLMLaw(case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates).token_law(
@@ -125,7 +152,10 @@ def target(case: Case, gen: dict[str, Any], n: int) -> Law:
             out.append(row.index(max(row)))
             ctx.append(out[-1])
         return {tuple(out): Fraction(1)}
-    return target_law(s.processing.case(case), n)
+    c = s.processing.case(case)
+    if s.min_p:  # min-p claims its processed p at every position
+        c = replace(c, target=min_p_table(c.target, s.min_p))
+    return target_law(c, n)
 
 
 def driver_request(case: Case, context: list[int], n: int, seed: int, num_samples: int, gen: dict) -> dict:
@@ -134,16 +164,18 @@ def driver_request(case: Case, context: list[int], n: int, seed: int, num_sample
 
 
 def check(gen: dict[str, Any]) -> None:
-    _parse(gen)
-    _method(gen)
+    s, _, _ = _parse(gen)
+    if _method(gen) == "fly":
+        _fly(gen, s.k)
 
 
 def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
     """The law a setting claims where it is not the processed p: the argmax chain at temperature 0."""
-    return target(case, gen, n) if gen.get("temperature") == 0 else None
+    return target(case, gen, n) if gen.get("temperature") == 0 or gen.get("min_p") else None
 
 
 BLOCK_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample, block)"
+V2_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample)"
 # Block verification with draft logits resamples through `tldevice.log1p` (_resample_kernel: 0.33.0 line 946,
 # 0.34.0 line 986), CUDA libdevice, which Triton's interpreter lacks: the driver gives the interpreter a log1p
 # (numpy's, on Triton's libdevice module; driver.interpreter_libdevice), never an edit of vLLM's files.
@@ -201,6 +233,27 @@ DECODER = SERVED.decoder(
                 {"k": 3, "method": "block"},
                 f"block verification with draft logits ({LOG1P_NOTE})",
                 path=BLOCK_PATH,
+            ),
+            Row(
+                "min-p-0.5",
+                {"k": 3, "min_p": 0.5},
+                "vLLM's own MinPLogitsProcessor at min_p = 0.5 (0.33's V1 RejectionSampler)",
+                cause="min-p reaches the bonus token only: apply_logits_processors runs only "
+                "`logitsprocs.non_argmax_invariant` at verified positions (0.33.0 vllm/v1/sample/rejection_sampler.py "
+                "line 372), and MinPLogitsProcessor.is_argmax_invariant returns True (logits_processor/builtin.py "
+                "line 49); the bonus goes through Sampler (sampler.py line 346)",
+            ),
+            Row("min-p-0", {"k": 3, "min_p": 0}, "MinPLogitsProcessor at min_p = 0 (off): the lossless setting"),
+            Row(
+                "fly",
+                {"k": 2, "method": "fly"},
+                "negative control: FLy (the V2 runner; k = 2, W = 1, entropy >= 0.3 over the top 3: documented "
+                "lossy; exact TV 0.213 at 2 tokens, gated at δ = 0.15)",
+                cause="a rejection in a high-entropy step is deferred and kept when the next W drafts are accepted "
+                "(rejection_sampler_utils.py 0.34.0 lines 728-747: `entropy >= fly_entropy_threshold`, line 741)",
+                control=True,
+                tv=0.15,
+                path=V2_PATH,
             ),
             Row(
                 "synthetic",

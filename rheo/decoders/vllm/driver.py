@@ -115,9 +115,25 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         output_token_ids=[[] for _ in range(B)],
         allowed_token_ids_mask=None,
         bad_words_token_ids={},
-        logitsprocs=LogitsProcessors(),
+        logitsprocs=LogitsProcessors(_processors(specs, device)),
         spec_token_ids=drafts,
     )
+
+
+def _processors(specs: list[dict], device) -> list:
+    """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor`
+    (vllm/v1/sample/logits_processor/builtin.py, unmodified) told of each request's SamplingParams(min_p=...)
+    through its `update_state(BatchUpdate)`; none when no request sets min_p."""
+    if not any(s.get("min_p") for s in specs):
+        return []
+    from vllm import SamplingParams
+    from vllm.v1.sample.logits_processor import BatchUpdate, MinPLogitsProcessor
+
+    config = SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=len(specs)))
+    minp = MinPLogitsProcessor(config, device, False)
+    added = [(i, SamplingParams(min_p=float(s.get("min_p") or 0.0)), None, []) for i, s in enumerate(specs)]
+    minp.update_state(BatchUpdate(batch_size=len(specs), removed=[], added=added, moved=[]))
+    return [minp]
 
 
 MOVED = 3  # rheo.decoders.served.MOVED: the installed release moved a piece this driver drives
@@ -273,6 +289,11 @@ V2_DRIVES = "temperature 1, no top-k / top-p, one setting a batch"
 def check_v2(req: dict) -> None:
     """Settings the V2 path here cannot give vLLM: the V1 RejectionSampler applied them; without it, name it."""
     specs = req["requests"]
+    if any(s.get("min_p") for s in specs):
+        moved(
+            "vllm.v1.sample.logits_processor (MinPLogitsProcessor, applied by 0.33's RejectionSampler and Sampler) "
+            "is not in this release; its V2 runner applies min-p in Sampler.apply_sampling_params, not driven here"
+        )
     bad = len(specs) != 1 or any(
         float(s.get("temperature", 1.0)) != 1.0 or s.get("top_k") or (s.get("top_p") or 1.0) < 1.0 for s in specs
     )
