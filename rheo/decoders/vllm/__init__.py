@@ -237,7 +237,9 @@ DECODER = SERVED.decoder(
             Row(
                 "min-p-0.5",
                 {"k": 3, "min_p": 0.5},
-                "vLLM's own MinPLogitsProcessor at min_p = 0.5 (0.33's V1 RejectionSampler)",
+                "vLLM's own MinPLogitsProcessor at min_p = 0.5 handed to 0.33's RejectionSampler (the sampler's own "
+                "path; vLLM's engine refuses min_p with speculative decoding, sampling_params.py lines 1193-1197, and "
+                "build_logitsprocs loads no MinPLogitsProcessor then, logits_processor/__init__.py lines 207-215)",
                 cause="min-p reaches the bonus token only: apply_logits_processors runs only "
                 "`logitsprocs.non_argmax_invariant` at verified positions (0.33.0 vllm/v1/sample/rejection_sampler.py "
                 "line 372), and MinPLogitsProcessor.is_argmax_invariant returns True (logits_processor/builtin.py "

@@ -39,6 +39,7 @@ import sys
 import time
 from fractions import Fraction
 from types import SimpleNamespace
+from typing import NoReturn
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
@@ -139,7 +140,7 @@ def _processors(specs: list[dict], device) -> list:
 MOVED = 3  # rheo.decoders.served.MOVED: the installed release moved a piece this driver drives
 
 
-def moved(missing: str) -> None:
+def moved(missing: str) -> NoReturn:
     """Exit with status MOVED and one JSON line naming the missing piece (rheo.decoders.served.run_driver)."""
     sys.stdout.write(json.dumps({"missing": missing}) + "\n")
     sys.stdout.flush()
@@ -161,7 +162,7 @@ def interpreter_libdevice() -> list[str]:
 
     def log1p(arg0, *args, **kwargs):
         h = arg0.handle
-        with np.errstate(divide="ignore"):  # log1p(-1) = -inf, as on the device
+        with np.errstate(divide="ignore", invalid="ignore"):  # -inf at -1, NaN at NaN (padded lanes), as on the device
             data = np.log1p(h.data).astype(h.data.dtype)
         return tl.core.tensor(TensorHandle(data, h.dtype.scalar), arg0.type)
 
