@@ -31,18 +31,19 @@ def test_release_ranges(version, supported, inside):
     assert in_range(version, supported) is inside
 
 
-def test_the_installed_package_is_judged_in_this_interpreter():
+def test_the_installed_package_is_judged_in_this_interpreter(monkeypatch):
     """A package importable here is driven by this interpreter (no .venv-NAME, no envs/ looked up), and its
     version is importlib.metadata's."""
     import importlib.metadata
 
+    monkeypatch.setenv(PYTHON_VAR, "")
     s = Served("no-such-env", "x", package="numpy")
     assert s.python() == Path(sys.executable)
     assert s.version() == importlib.metadata.version("numpy")
 
 
 def test_a_missing_package_names_the_install_line(monkeypatch):
-    monkeypatch.delenv(PYTHON_VAR, raising=False)
+    monkeypatch.setenv(PYTHON_VAR, "")  # (empty: unset; monkeypatch restores whatever the CLI sets)
     s = Served("no-such-env", "x", package="rheo-no-such-package", pin="1.2.3")
     with pytest.raises(PackageUnavailable, match=r"rheo-no-such-package is not installed .*pip install "
                        r"rheo-no-such-package==1\.2\.3, or give --python PATH") as e:  # fmt: skip
@@ -52,7 +53,7 @@ def test_a_missing_package_names_the_install_line(monkeypatch):
 
 def test_the_gate_exits_2_with_one_line_when_the_package_is_absent(monkeypatch, tmp_path, capsys):
     """`rheo gate --decoder vllm --rows quick` where vLLM is importable nowhere: exit 2, one line, no table."""
-    monkeypatch.delenv(PYTHON_VAR, raising=False)
+    monkeypatch.setenv(PYTHON_VAR, "")  # (empty: unset; monkeypatch restores whatever the CLI sets)
     monkeypatch.setattr(served, "REPO", tmp_path)  # no rheo checkout with a .venv-vllm
     assert main(["gate", "--decoder", "vllm", "--rows", "quick"]) == 2
     err = capsys.readouterr().err.strip()
@@ -60,7 +61,7 @@ def test_the_gate_exits_2_with_one_line_when_the_package_is_absent(monkeypatch, 
 
 
 def test_python_must_be_an_interpreter(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv(PYTHON_VAR, raising=False)
+    monkeypatch.setenv(PYTHON_VAR, "")  # (empty: unset; monkeypatch restores whatever the CLI sets)
     assert main(["gate", "--decoder", "vllm", "--rows", "quick", "--python", str(tmp_path / "nope")]) == 2
     assert "is not an executable file" in capsys.readouterr().err  # (monkeypatch restores what the CLI set)
 

@@ -98,8 +98,8 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
     s, dp, rates = _parse(gen)
     spec: dict[str, Any] = {"temperature": 0.0 if s.greedy else 1.0 / s.power, "k": s.k, "num_samples": num_samples}
     spec.update(top_k=s.top_k, top_p=None if s.top_p is None else float(s.top_p), seed=gen.get("seed"))
-    if s.min_p:
-        spec["min_p"] = float(s.min_p)
+    if gen.get("min_p") is not None:  # (0: vLLM's processor is built, and off)
+        spec["min_p"] = float(Fraction(str(gen["min_p"])))
     return {
         "target": case.target.to_json(),
         "draft": case.q_samp_model.to_json(),
@@ -193,7 +193,8 @@ DECODER = SERVED.decoder(
     "on its PyTorch path; method=block: the V2 runner's block verification; 0.34: the V2 runner's\n"
     "rejection_sample), unmodified, in Triton's interpreter",
     package="vllm",
-    path="vllm/v1/sample/rejection_sampler.py (RejectionSampler)",
+    path="vllm/v1/sample/rejection_sampler.py (RejectionSampler; 0.34: vllm/v1/worker/gpu/spec_decode/"
+    "rejection_sampler_utils.py, rejection_sample)",
     gen_keys=tuple(GEN_KEYS),
     gen_help="\n".join(f"{k}: {v}" for k, v in GEN_KEYS.items()),
     exact_law=law,
@@ -261,7 +262,8 @@ DECODER = SERVED.decoder(
                 "synthetic",
                 {"k": 3, "synthetic": "9/10,4/5,7/10"},
                 "negative control: synthetic acceptance (documented lossy)",
-                cause="`accepted = uniform_prob < rate` (rejection_sampler.py line 936)",
+                cause="`accepted = uniform_prob < rate` (0.33.0 vllm/v1/sample/rejection_sampler.py line 936; 0.34.0 "
+                "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py line 712, `accepted = u < rate`)",
                 control=True,
             ),
         ),

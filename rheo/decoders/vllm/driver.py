@@ -125,7 +125,7 @@ def _processors(specs: list[dict], device) -> list:
     """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor`
     (vllm/v1/sample/logits_processor/builtin.py, unmodified) told of each request's SamplingParams(min_p=...)
     through its `update_state(BatchUpdate)`; none when no request sets min_p."""
-    if not any(s.get("min_p") for s in specs):
+    if all(s.get("min_p") is None for s in specs):
         return []
     from vllm import SamplingParams
     from vllm.v1.sample.logits_processor import BatchUpdate, MinPLogitsProcessor
