@@ -39,7 +39,7 @@ import sys
 import time
 from fractions import Fraction
 from types import SimpleNamespace
-from typing import NoReturn
+from typing import Any, NoReturn
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
@@ -132,7 +132,9 @@ def _processors(specs: list[dict], device) -> list:
 
     config = SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=len(specs)))
     minp = MinPLogitsProcessor(config, device, False)
-    added = [(i, SamplingParams(min_p=float(s.get("min_p") or 0.0)), None, []) for i, s in enumerate(specs)]
+    added: list[tuple] = [
+        (i, SamplingParams(min_p=float(s.get("min_p") or 0.0)), None, []) for i, s in enumerate(specs)
+    ]
     minp.update_state(BatchUpdate(batch_size=len(specs), removed=[], added=added, moved=[]))
     return [minp]
 
@@ -183,7 +185,7 @@ def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, 
     tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [B*(K+1), V] processed target logits
     # [B*(K+1)]: per request the last context token, then its drafts (row i verifies entry i + 1)
     ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64)
-    dl = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
+    dl: Any = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
     if dl is not None and "draft_logits_cache" in inspect.signature(rejection_sample).parameters:
         dl = SimpleNamespace(values=dl, row_mapping=None)  # 0.34: a DraftLogitsCache, replicated (indexed by request)
     cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
