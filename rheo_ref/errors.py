@@ -47,6 +47,15 @@ class MissingDependencyError(EnvironmentFailure):
     """An optional package (model, prompts) or a trained file that a command needs is not installed."""
 
 
+class PackageUnavailable(MissingDependencyError):
+    """The package a served decoder drives is not installed in the interpreter that runs it, or its installed
+    release moved what the adapter drives: the one line names the package (the missing piece), the installed
+    version, the supported releases and the install line. Exit 2, as bad input: the environment the user
+    pointed the gate at cannot be judged as given."""
+
+    exit_status = 2
+
+
 class CorruptFileError(EnvironmentFailure):
     """A file rheo wrote earlier (weights, cached features) is unreadable or does not match."""
 

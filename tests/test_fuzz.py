@@ -616,13 +616,16 @@ def test_gate_served_argument_vectors(files, stub_gate_hf, path, argv):  # gate-
 
 
 def runnable_examples() -> list[str]:
-    """The registry's `--decoder` values whose decoder can run here (a served one: its environment is built)."""
+    """The registry's `--decoder` values whose decoder can run here (a served one: an interpreter with its package)."""
     from rheo.decoders import DecoderRun
-    from rheo.decoders.served import env_missing_reason
+    from rheo_ref.errors import PackageUnavailable
 
     def built(name: str) -> bool:
-        env = DecoderRun.parse(name).entry.env
-        return env is None or env_missing_reason(env) is None
+        served = DecoderRun.parse(name).entry.served
+        try:
+            return served is None or bool(served.python())
+        except PackageUnavailable:
+            return False
 
     return [e for e in decoder_examples() if built(e)]
 
@@ -638,7 +641,7 @@ def decoders_reach_the_sampling(case: str) -> list[str]:
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing); a served
-    decoder whose environment is not built is refused with the make command (tests/decoders/test_decoder_registry.py)."""
+    decoder whose package is installed nowhere here is refused with the install line (tests/test_served_where.py)."""
     assert decoders_reach_the_sampling(case_path(files, "small")) == runnable_examples()
     assert {"assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"} <= {
         *decoder_examples()

@@ -159,3 +159,88 @@ def test_slow_vllm_rows(setting, request):
     run here fails with its reason."""
     r = verdict_row(NAME, setting, request.node.nodeid, error="AttributeError")
     assert all(p is None or p >= 1e-3 for p in r.get("own_law_p", [])), r
+
+
+# --- vLLM's own logits processors, FLy, and the 0.34.0 release --------------------------------------------------
+
+served034 = needs_env("vllm034")  # vLLM 0.34.0 (envs/vllm034.txt): built on demand, not by make test
+
+
+def test_min_p_reaches_only_the_bonus_token_exactly():
+    """0.33's RejectionSampler runs only non-argmax-invariant processors at verified positions; MinPLogitsProcessor
+    is argmax-invariant, so min-p shapes the bonus alone: the law at k = 3 is p's on the first 3 tokens."""
+    from rheo_ref.exact import target_law
+
+    gen = {"k": 3, "min_p": 0.5}
+    assert vllm.law(CASE, gen, 3) == target_law(CASE, 3)  # the first k tokens: no min-p at all
+    assert tv(vllm.law(CASE, gen, 2), vllm.claimed(CASE, gen, 2)) == Fraction(3, 8)
+    assert tv(vllm.law(CASE, {"k": 3, "min_p": 0}, 4), vllm.target(CASE, {"k": 3, "min_p": 0}, 4)) == 0
+    # k = 0: every token is a bonus, so the law is min-p's target exactly
+    assert tv(vllm.law(CASE, {"k": 0, "min_p": 0.5}, 3), vllm.claimed(CASE, {"k": 0, "min_p": 0.5}, 3)) == 0
+
+
+@pytest.mark.parametrize("draft_probs", [1, 0])
+def test_fly_with_no_deferral_is_token_level_and_lossy_with_vllms_defaults(draft_probs):
+    """FLy's law: with an entropy threshold above every row's top-3 entropy (<= log 3) no rejection is deferred and
+    the law is token-level verification's (TV 0); at vLLM's defaults (0.3, top 3, W = k - 1) it is lossy (over 2
+    tokens: 0.213 / 0.145 at k = 2 / 3 with draft probabilities, about 0.03 one-hot)."""
+    for k in (2, 3):
+        never = {"k": k, "method": "fly", "fly_threshold": 1.2, "draft_probs": draft_probs}
+        assert vllm.law(CASE, never, 3) == vllm.law(CASE, {"k": k, "draft_probs": draft_probs}, 3)
+        assert tv(vllm.law(CASE, {**never, "fly_threshold": 0.3}, 2), vllm.target(CASE, never, 2)) > 0
+
+
+@pytest.mark.parametrize(
+    "gen, message",
+    [({"min_p": 2}, "min_p=2 must lie"), ({"min_p": 0.5, "top_k": 2}, "min_p with top_k"),
+     ({"method": "fly", "k": 2, "fly_window": 2}, "fly_window=2 with k=2"), ({"fly_window": 1}, "without method=fly"),
+     ({"method": "fly", "synthetic": "1"}, "synthetic")],
+)  # fmt: skip
+def test_bad_min_p_and_fly_settings_are_refused(gen, message):
+    with pytest.raises(CaseError, match=message):
+        vllm.check(gen)
+        vllm.law(CASE, gen, 2)
+
+
+@served
+@pytest.mark.lossless
+@pytest.mark.parametrize("min_p, verdict", [(0.5, "REJECT"), (0, "pass")])
+def test_quick_vllm_own_min_p_processor(min_p, verdict, rheo_seed):
+    """vLLM 0.33.0's MinPLogitsProcessor through its RejectionSampler, at δ = 0.3 (α = 1e-3, power 0.99): min-p = 0.5
+    (exact TV 3/8 at 2 tokens) is rejected, min-p = 0 passes; the version is the installed one."""
+    r = gate_decoder(NAME, {"k": 3, "min_p": min_p}, rheo_seed, tv=0.3, tokens=2, case=CASES / "hf.json")
+    assert r["verdict"] == verdict, r["summary"]
+    assert r["package"].startswith("vllm 0.33"), r["package"]
+
+
+@served034
+@pytest.mark.lossless
+@pytest.mark.parametrize(
+    "gen, verdict",
+    [({"k": 2}, "pass"), ({"k": 2, "method": "block", "draft_probs": 0}, "pass"),
+     ({"k": 2, "synthetic": "1,1"}, "REJECT")],
+)  # fmt: skip
+def test_quick_vllm_034_v2_sampler(gen, verdict, rheo_seed, monkeypatch):
+    """vLLM 0.34.0's V2 rejection_sample (its only sampler), driven by --python in its environment, δ = 0.3."""
+    from rheo.decoders.served import PYTHON_VAR, REPO
+
+    monkeypatch.setenv(PYTHON_VAR, str(REPO / ".venv-vllm034" / "bin" / "python"))
+    r = gate_decoder(NAME, gen, rheo_seed, tv=0.3, tokens=2, case=CASES / "hf.json")
+    assert r["verdict"] == verdict and r["package"] == "vllm 0.34.0", r
+
+
+@served034
+def test_vllm_034_moved_pieces_exit_2_with_one_line(capsys, monkeypatch):
+    """What 0.34.0 removed (the V1 RejectionSampler's temperature / top-k / top-p, MinPLogitsProcessor): exit 2,
+    one line naming the piece, the installed version and the supported range; no traceback."""
+    from rheo.cli.main import main
+    from rheo.decoders.served import PYTHON_VAR, REPO
+
+    python = str(REPO / ".venv-vllm034" / "bin" / "python")
+    monkeypatch.setenv(PYTHON_VAR, python)  # (restored after: the CLI sets it for its workers)
+    for gen in (["--gen", "temperature=0.5"], ["--gen", "min_p=0.5"]):
+        code = main(["gate", str(CASES / "hf.json"), "--decoder", "vllm", "--python", python, "--tokens", "2", *gen])
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("rheo")]
+        assert code == 2 and len(err) == 1, err
+        assert "vllm 0.34.0: " in err[0] and "is not in this release" in err[0] and ">=0.33.0,<0.35" in err[0], err
+        assert "Traceback" not in err[0]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from rheo.cli import flags, user_sampler
@@ -90,6 +92,13 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="a registered decoder (or --sampler for your own): " + " | ".join(d.spelling for d in decoders().values()),
     )
+    sp.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="a served decoder (vllm, sglang, ...): the python of the environment where its package is installed "
+        "(default: this one where the package is importable, else rheo's own .venv-NAME of a checkout)",
+    )
     user_sampler.add_flag(sp)
     flags.alpha(sp, default=ALPHA, what="false-alarm probability")
     sp.add_argument("--tv", type=float, default=TV, help=f"TV detected with power 1-beta (default {TV})")
@@ -165,16 +174,19 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     if getattr(args, "sampler", None) is not None or args.decoder is None:  # the user's own sampler (or neither)
         return user_sampler.gate(args, alpha=ALPHA, tv=TV, beta=BETA)
     entry = decoders().get(DecoderRun.head(args.decoder))
+    if getattr(args, "python", None) is not None:
+        from rheo.decoders.served import PYTHON_VAR
+
+        if entry is None or entry.served is None:
+            raise CaseError(f"--python {show(args.python)}: only a served decoder runs in another environment; "
+                            f"allowed with --python: {', '.join(n for n, d in decoders().items() if d.served)}")  # fmt: skip
+        os.environ[PYTHON_VAR] = str(Path(args.python).absolute())  # (the sampling workers inherit it)
     if entry is not None:  # (an unknown name is refused with the allowed ones below)
         for module in entry.requires:
             if importlib.util.find_spec(module) is None:
                 raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
-        if entry.env is not None:
-            from rheo.decoders.served import env_missing_reason
-
-            reason = env_missing_reason(entry.env)
-            if reason is not None:
-                raise MissingDependencyError(f"rheo gate --decoder {entry.name}: {reason}")
+        if entry.served is not None:  # the interpreter with the package (--python, this one, rheo's .venv-NAME)
+            entry.served.python()
     for name in ("alpha", "tv", "beta"):
         v = getattr(args, name)
         if v is not None and not 0 < v < 1:
@@ -282,7 +294,7 @@ def run_rows(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_writable(args.json)
     opts = dict(case=args.case, alpha=args.alpha, tv=args.tv, beta=args.beta, workers=args.workers)
-    records = [run_row(entry, r, entry.table, seeds=seeds, **opts) for r in rows]
+    records = [run_row(entry, r, entry.table, seeds=seeds, **opts) for r in rows]  # (a row that fails: its record)
     print(MARKDOWN_HEAD)
     for r in records:
         print(markdown_row(r))

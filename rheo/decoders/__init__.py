@@ -70,8 +70,10 @@ class Decoder:
       multiples of 10, so a new folder slots in without renumbering;
     - `target_law(case, n, run)`: the law the run claims where it is not the processed p
       (`run.target_case`); None keeps the processed p (and with it `--horizon`);
-    - `env`: the served environment `.venv-<env>` the decoder runs in (None: this interpreter); when it
-      is not built, `rheo gate` exits naming `make .venv-<env>/.installed`;
+    - `env`: the served environment's name (None: the decoder runs in this interpreter); `served` its
+      `rheo.decoders.served.Served`: the interpreter its driver runs in (`--python`, this one where the
+      package is importable, rheo's own `.venv-<env>`) and the release installed there, which
+      `distribution()` reports; no interpreter with the package: `rheo gate` exits 2 naming the install line;
     - `table`: the decoder's verdict table (`rheo.decoders.rows`; `rheo gate --rows`), None: no table;
     - `ties`: the rule the engine's own code follows at a top-k / top-p cut between tied tokens
       (`rheo_ref.processing.check_ties`: "all", "low", "high" or a rule per cut; docs/PROCESSING.md,
@@ -102,6 +104,7 @@ class Decoder:
     env: str | None = None
     table: Table | None = None
     ties: Any = None
+    served: Any = None  # a served decoder's `rheo.decoders.served.Served` (its interpreter, release and range)
 
     @property
     def spelling(self) -> str:
@@ -115,6 +118,8 @@ class Decoder:
         from rheo.decoders.gate import dist_version
 
         name = self.package or ("transformers" if "transformers" in self.requires else None)
+        if self.served is not None:  # the release installed where its driver runs, not a constant
+            return name, self.served.version()
         if name is None:
             return None, self.version
         return name, self.version or dist_version(name)

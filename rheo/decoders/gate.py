@@ -23,7 +23,7 @@ from typing import Any
 from rheo.decoders import DecoderRun
 from rheo.lossless.horizon import HorizonTest, check_lossless
 from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, check_law, samples_for, seed_for
-from rheo_ref.errors import CaseError, MissingDependencyError
+from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law
 from rheo_ref.exact import tv as total_variation
 from rheo_ref.laws import Law
@@ -36,12 +36,8 @@ def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise CaseError(f"workers={workers!r} must be an integer >= 1")
     entry = decoder.entry
-    if entry.env is not None:  # a served decoder: its environment first (the make command that builds it)
-        from rheo.decoders.served import env_missing_reason
-
-        reason = env_missing_reason(entry.env)
-        if reason is not None:
-            raise MissingDependencyError(f"rheo gate --decoder {entry.name}: {reason}")
+    if entry.served is not None:  # a served decoder: an interpreter where its package is installed, first
+        entry.served.python()
     entry.check_context(case, decoder.name)
     entry.check_case(case, decoder)
     obj = case.to_json()

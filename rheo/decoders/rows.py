@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rheo_ref.errors import CaseError
+from rheo_ref.errors import CaseError, RheoError, TooLargeError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,10 +110,6 @@ def run_row(
 ) -> dict[str, Any]:
     """One row of `decoder`'s verdict table on each seed: one record (docs/THIRD_PARTY.md). `case`,
     `alpha`, `tv` and `beta` override the row's and the table's."""
-    from rheo.decoders import DecoderRun
-    from rheo.decoders.gate import gate_hf
-    from rheo_ref.models import load_case
-
     row = table.resolved(row, case)
     row = replace(row, alpha=alpha or row.alpha, tv=tv or row.tv)
     table = replace(table, beta=beta or table.beta)
@@ -139,6 +135,25 @@ def run_row(
         "seeds": list(seeds),
     }
     t0 = time.perf_counter()
+    try:
+        return _judged(decoder, row, table, seeds, name, out, workers, t0)
+    except RheoError as e:  # (not a verdict: the row's one-line error; the table's other rows still run)
+        if isinstance(e, CaseError) and not isinstance(e, TooLargeError):
+            raise  # a row the table declares wrongly, or bad flags: the table itself is wrong
+        error = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        return {**out, "exact_tv": None, "exact_tv_float": None, "error": error, "as_expected": False,
+                "seconds_row": round(time.perf_counter() - t0, 3)}  # fmt: skip
+
+
+def _judged(
+    decoder: Any, row: Row, table: Table, seeds: tuple[int, ...], name: str, out: dict[str, Any], workers: int,
+    t0: float,
+) -> dict[str, Any]:  # fmt: skip
+    from rheo.decoders import DecoderRun
+    from rheo.decoders.gate import gate_hf
+    from rheo_ref.models import load_case
+
+    assert row.case is not None and row.tv is not None and row.alpha is not None
     if row.judge is not None:
         runs = [row.judge(decoder, row, table, s) for s in seeds]
     else:
@@ -197,7 +212,9 @@ def markdown_row(r: dict[str, Any]) -> str:
     """| decoder | package | setting | exact TV | verdict | N | detectable TV | seconds | cause |"""
     etv = "—" if r["exact_tv_float"] is None else ("0" if r["exact_tv_float"] == 0 else f"{r['exact_tv_float']:.4g}")
     package = f"{r['package'] or '-'} {r['version'] or ''}".strip()  # (-: a decoder of no package)
-    if "not_run" in r:
+    if "error" in r and "verdicts" not in r and "not_run" not in r:  # the row failed to run: its error line
+        verdict, n, dtv, secs, cause = "error", "-", "-", "-", r["error"].replace("|", "/")
+    elif "not_run" in r:
         verdict, n, dtv, secs = "not run on CPU", "-", "-", "-"
         cause = r["cause"] or r["not_run"]
     else:

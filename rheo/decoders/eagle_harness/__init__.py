@@ -16,6 +16,7 @@ from ..served import Served
 from .law import SampledTreeLaw
 from .law import target_law as _target
 
+SUPPORTED = "==0.1.3"  # the releases this driver is known to drive (one: the pinned)
 VERSION = "0.1.3"
 WALK_ON_CPU = (
     "kernels/sampled_tree.py line 54 (`tl.load(QIDS + ..., mask=(c < C) & valid, other=0)`, in _walk): "
@@ -51,12 +52,13 @@ def check(gen: Mapping[str, Any]) -> None:
     int(gen.get("depth", 2))
 
 
-DECODER = Served("eagle-harness", "rheo.decoders.eagle_harness.driver", check=check).decoder(
+DECODER = Served(
+    "eagle-harness", "rheo.decoders.eagle_harness.driver", check=check, pin=VERSION, supported=SUPPORTED
+).decoder(
     name="eagle-harness",
     summary="eagle-harness 0.1.3 sampled tree: draw_children + reject_children (core/sampled_tree.py),\n"
     "unmodified, in .venv-eagle-harness",
     package="eagle-harness",
-    version=VERSION,
     path="eagle_harness/core/sampled_tree.py",
     gen_keys=("temperature", "children", "depth", "reuse_coin", "walk"),
     gen_help="temperature (1/k), children (per node, default 2), depth (levels, default 2), walk=triton\n"

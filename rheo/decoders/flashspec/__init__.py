@@ -15,6 +15,7 @@ from ..rows import Row, Table
 from ..served import Served
 from .law import FlashSpecLaw, Setting, claimed_target_law
 
+SUPPORTED = "==0.3.1"  # the releases this driver is known to drive (one: the pinned)
 VERSION = "0.3.1"
 
 
@@ -54,11 +55,10 @@ def check(gen: Mapping[str, Any]) -> None:
     check_ties(gen.get("ties"))
 
 
-DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check).decoder(
+DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check, pin=VERSION, supported=SUPPORTED).decoder(
     name="flashspec",
     summary="flashspec 0.3.1 SpeculativeEngine.generate on TableLMs, unmodified, in .venv-flashspec",
     package="flashspec",
-    version=VERSION,
     path="flashspec/sampling/rejection.py",
     gen_keys=("gamma", "temperature", "top_p", "top_k", "variant", "batch", "ties"),
     gen_help="gamma (drafts a round, default 3), temperature (1/k), top_p, top_k (SamplingConfig), variant\n"

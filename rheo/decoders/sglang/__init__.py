@@ -15,6 +15,7 @@ from ..rows import Row, Table
 from ..served import Served
 from .law import ChainLaw, Processing, plain_target_law
 
+SUPPORTED = "==0.5.23"  # the releases this driver is known to drive (one: the pinned)
 VERSION = "0.5.23"
 RENORM_ON_CPU = (
     "renorm_triton.py line 57-58: _prepare_probs raises ValueError('renorm kernels require a CUDA/HIP "
@@ -66,11 +67,10 @@ GEN_HELP = (
     "(the negative control: candidates drawn from q at this temperature, the kernel told q at T = 1)"
 )
 
-DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check).decoder(
+DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check, pin=VERSION, supported=SUPPORTED).decoder(
     name="sglang",
     summary="SGLang 0.5.23 chain_speculative_sampling_triton (TRITON_INTERPRET=1), unmodified, in .venv-sglang",
     package="sglang",
-    version=VERSION,
     path="sglang/kernels/ops/speculative/reject_sampling.py",
     gen_help=GEN_HELP,
     order=80,

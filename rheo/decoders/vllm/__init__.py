@@ -18,11 +18,14 @@ from rheo_ref.models import Case
 from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
-from ..served import Served, run_driver
-from .law import BlockLaw, Law, Setting, VLLMLaw
+from ..served import Served
+from .law import BlockLaw, FlyLaw, Law, Setting, VLLMLaw, min_p_table
 from .mixed import judge_mixed
 
-ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"
+ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"  # VERSION: the release rheo's CI pins
+# The releases the driver drives: 0.33.x (vllm/v1/sample/rejection_sampler.py, and the V2 runner's block
+# verification) and 0.34.x (only the V2 runner's sampler, vllm/v1/worker/gpu/spec_decode/; see driver.py).
+SUPPORTED = ">=0.33.0,<0.35"
 # vLLM's own rule at a cut between tied tokens (docs/PROCESSING.md, "Ties"): in vllm/v1/sample/ops/
 # topk_topp_sampler.py, apply_top_k_top_p_pytorch (lines 524-565) masks `logits_sort < logits_sort.gather(1,
 # V - k)` (apply_top_k_only, line 568, `logits <` the k-th topk value): every token tied with the k-th is kept.
@@ -37,19 +40,39 @@ GEN_KEYS = {
     "all, unless given; a top-p cut between tied tokens is refused without it",
     "k": "drafts per round (num_speculative_tokens), 0..128; default 2",
     "draft_probs": "1: hand vLLM the q rows; 0: none (one-hot drafts, as n-gram drafting); default 1",
+    "min_p": "vLLM's own MinPLogitsProcessor (unmodified, 0.33's V1 path), a number in [0, 1]; 0: off",
     "seed": "a per-request seed (vLLM draws this request's randomness from its own torch.Generator)",
-    "method": "token (default: vllm.v1.sample.rejection_sampler) or block (the V2 runner's block verification, T = 1)",
+    "method": "token (default: 0.33's vllm.v1.sample.rejection_sampler, 0.34's V2 rejection_sample), block (the\n"
+    "V2 runner's block verification, T = 1) or fly (0.34's lossy FLy, T = 1: a negative control)",
+    "fly_window": "method=fly: FLy's window W, 1..k-1; default min(6, k - 1) (vLLM's SpeculativeConfig)",
+    "fly_threshold": "method=fly: the top-k entropy threshold; default 0.3 (vLLM's)",
+    "fly_top_k": "method=fly: the tokens of the entropy; default 3 (vLLM's)",
     "synthetic": "comma-separated unconditional acceptance rates: vLLM's lossy synthetic method (negative control)",
 }
 
 
 def _method(gen: dict[str, Any]) -> str:
     m = gen.get("method", "token")
-    if m not in ("token", "block"):
-        raise CaseError(f"method={m!r}; allowed: token, block")
-    if m == "block" and gen.get("synthetic") is not None:
-        raise CaseError("method=block with synthetic: vLLM refuses the pair (block verification is incompatible)")
+    if m not in ("token", "block", "fly"):
+        raise CaseError(f"method={m!r}; allowed: token, block, fly")
+    if m != "token" and gen.get("synthetic") is not None:
+        raise CaseError(f"method={m} with synthetic: vLLM refuses the pair (synthetic is a method of its own)")
+    if m != "fly" and any(k.startswith("fly_") for k in gen):
+        raise CaseError(f"{sorted(k for k in gen if k.startswith('fly_'))[0]} without method=fly; allowed: method=fly")
     return str(m)
+
+
+def _fly(gen: dict[str, Any], k: int) -> dict[str, Any]:
+    """FLy's window, entropy threshold and top-k (vLLM's SpeculativeConfig defaults where not given)."""
+    w, thr, top = gen.get("fly_window", min(6, k - 1)), gen.get("fly_threshold", 0.3), gen.get("fly_top_k", 3)
+    for name, v in (("fly_window", w), ("fly_top_k", top)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise CaseError(f"{name}={v!r} must be an integer >= 1")
+    if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not thr >= 0:
+        raise CaseError(f"fly_threshold={thr!r} must be a number >= 0")
+    if not w < k:
+        raise CaseError(f"fly_window={w} with k={k}; allowed: 1..k-1 (vLLM's SpeculativeConfig)")
+    return {"window": w, "threshold": float(thr), "top_k": top}
 
 
 def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
@@ -65,7 +88,7 @@ def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
         rates = [Fraction(x) for x in str(syn).split(",")]
         if any(not 0 <= r <= 1 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
             raise CaseError(f"synthetic={syn!r}: rates must lie in [0, 1] and not increase")
-    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k")}
+    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k", "min_p")}
     settings["ties"] = merge_ties(VLLM_TIES, gen.get("ties"))
     return Setting.from_gen(settings), bool(dp), rates
 
@@ -75,6 +98,8 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
     s, dp, rates = _parse(gen)
     spec: dict[str, Any] = {"temperature": 0.0 if s.greedy else 1.0 / s.power, "k": s.k, "num_samples": num_samples}
     spec.update(top_k=s.top_k, top_p=None if s.top_p is None else float(s.top_p), seed=gen.get("seed"))
+    if gen.get("min_p") is not None:  # (0: vLLM's processor is built, and off)
+        spec["min_p"] = float(Fraction(str(gen["min_p"])))
     return {
         "target": case.target.to_json(),
         "draft": case.q_samp_model.to_json(),
@@ -85,6 +110,7 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
         "requests": [spec],
         "synthetic_rates": None if rates is None else [float(r) for r in rates],
         "method": _method(gen),
+        **({"fly": _fly(gen, s.k)} if _method(gen) == "fly" else {}),
     }
 
 
@@ -94,7 +120,7 @@ def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, .
 
     def sample(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
         req = request(case, gen, seed, num_samples)
-        reply = run_driver(ENV, MODULE, req, timeout=60 + SECONDS_PER_SAMPLE * num_samples * case.tokens)
+        reply = SERVED.run(req, timeout=60 + SECONDS_PER_SAMPLE * num_samples * case.tokens)
         return [tuple(s) for s in reply["samples"][0]]
 
     return sample
@@ -103,6 +129,10 @@ def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, .
 def law(case: Case, gen: dict[str, Any], n: int, *, progress: bool = False) -> Law:
     """The exact law of the first n tokens vLLM's RejectionSampler emits with these settings."""
     s, dp, rates = _parse(gen)
+    if _method(gen) == "fly":
+        return FlyLaw(case.target, case.q_samp_model, s, draft_probs=dp, **_fly(gen, s.k)).token_law(
+            case.context, n, progress=progress
+        )
     if _method(gen) == "block":
         return BlockLaw(case.target, case.q_samp_model, s, draft_probs=dp).token_law(case.context, n, progress=progress)
     return VLLMLaw(case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates).token_law(
@@ -122,7 +152,10 @@ def target(case: Case, gen: dict[str, Any], n: int) -> Law:
             out.append(row.index(max(row)))
             ctx.append(out[-1])
         return {tuple(out): Fraction(1)}
-    return target_law(s.processing.case(case), n)
+    c = s.processing.case(case)
+    if s.min_p:  # min-p claims its processed p at every position
+        c = replace(c, target=min_p_table(c.target, s.min_p))
+    return target_law(c, n)
 
 
 def driver_request(case: Case, context: list[int], n: int, seed: int, num_samples: int, gen: dict) -> dict:
@@ -131,22 +164,24 @@ def driver_request(case: Case, context: list[int], n: int, seed: int, num_sample
 
 
 def check(gen: dict[str, Any]) -> None:
-    _parse(gen)
-    _method(gen)
+    s, _, _ = _parse(gen)
+    if _method(gen) == "fly":
+        _fly(gen, s.k)
 
 
 def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
     """The law a setting claims where it is not the processed p: the argmax chain at temperature 0."""
-    return target(case, gen, n) if gen.get("temperature") == 0 else None
+    return target(case, gen, n) if gen.get("temperature") == 0 or gen.get("min_p") else None
 
 
 BLOCK_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample, block)"
-BLOCK_LOGITS_ON_CPU = (
-    "_resample_kernel line 946 `tldevice.log1p` (CUDA libdevice): the interpreter raises "
-    "AttributeError('NoneType' object has no attribute 'dtype'); compiled Triton on a GPU runs it"
-)
+V2_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample)"
+# Block verification with draft logits resamples through `tldevice.log1p` (_resample_kernel: 0.33.0 line 946,
+# 0.34.0 line 986), CUDA libdevice, which Triton's interpreter lacks: the driver gives the interpreter a log1p
+# (numpy's, on Triton's libdevice module; driver.interpreter_libdevice), never an edit of vLLM's files.
+LOG1P_NOTE = "Triton's interpreter has no libdevice log1p: the driver's interpreter-side log1p (numpy) runs it"
 SERVED = Served(ENV, MODULE, request=driver_request, samples=lambda reply: reply["samples"][0],
-                seconds_per_sample=SECONDS_PER_SAMPLE, check=check)  # fmt: skip
+                seconds_per_sample=SECONDS_PER_SAMPLE, check=check, pin=VERSION, supported=SUPPORTED)  # fmt: skip
 
 # The joint law of the first 2 tokens of tests/cases/hf.json (16 cells): at N of a few hundred a joint law
 # of 4 tokens (256 cells) is pooled into 2 cells, whose TV can be far below the decoder's (the synthetic
@@ -154,11 +189,12 @@ SERVED = Served(ENV, MODULE, request=driver_request, samples=lambda reply: reply
 # accepted at token 4) is the horizon row's: every window (x_{k-1}, x_k), k <= 8.
 DECODER = SERVED.decoder(
     name="vllm",
-    summary=f"vLLM {VERSION} RejectionSampler (token-level, Triton interpreter; top-k/top-p on its PyTorch\n"
-    "path; method=block: the V2 runner's block verification), unmodified, in .venv-vllm",
+    summary=f"vLLM {SUPPORTED} rejection sampler as installed (0.33: RejectionSampler, token-level, top-k/top-p\n"
+    "on its PyTorch path; method=block: the V2 runner's block verification; 0.34: the V2 runner's\n"
+    "rejection_sample), unmodified, in Triton's interpreter",
     package="vllm",
-    version=VERSION,
-    path="vllm/v1/sample/rejection_sampler.py (RejectionSampler)",
+    path="vllm/v1/sample/rejection_sampler.py (RejectionSampler; 0.34: vllm/v1/worker/gpu/spec_decode/"
+    "rejection_sampler_utils.py, rejection_sample)",
     gen_keys=tuple(GEN_KEYS),
     gen_help="\n".join(f"{k}: {v}" for k, v in GEN_KEYS.items()),
     exact_law=law,
@@ -196,15 +232,38 @@ DECODER = SERVED.decoder(
             Row(
                 "block-draft-probs",
                 {"k": 3, "method": "block"},
-                "block verification with draft logits",
-                runs_here=BLOCK_LOGITS_ON_CPU,
+                f"block verification with draft logits ({LOG1P_NOTE})",
                 path=BLOCK_PATH,
+            ),
+            Row(
+                "min-p-0.5",
+                {"k": 3, "min_p": 0.5},
+                "vLLM's own MinPLogitsProcessor at min_p = 0.5 handed to 0.33's RejectionSampler (the sampler's own "
+                "path; vLLM's engine refuses min_p with speculative decoding, sampling_params.py lines 1193-1197, and "
+                "build_logitsprocs loads no MinPLogitsProcessor then, logits_processor/__init__.py lines 207-215)",
+                cause="min-p reaches the bonus token only: apply_logits_processors runs only "
+                "`logitsprocs.non_argmax_invariant` at verified positions (0.33.0 vllm/v1/sample/rejection_sampler.py "
+                "line 372), and MinPLogitsProcessor.is_argmax_invariant returns True (logits_processor/builtin.py "
+                "line 49); the bonus goes through Sampler (sampler.py line 346)",
+            ),
+            Row("min-p-0", {"k": 3, "min_p": 0}, "MinPLogitsProcessor at min_p = 0 (off): the lossless setting"),
+            Row(
+                "fly",
+                {"k": 2, "method": "fly"},
+                "negative control: FLy (the V2 runner; k = 2, W = 1, entropy >= 0.3 over the top 3: documented "
+                "lossy; exact TV 0.213 at 2 tokens, gated at δ = 0.15)",
+                cause="a rejection in a high-entropy step is deferred and kept when the next W drafts are accepted "
+                "(rejection_sampler_utils.py 0.34.0 lines 728-747: `entropy >= fly_entropy_threshold`, line 741)",
+                control=True,
+                tv=0.15,
+                path=V2_PATH,
             ),
             Row(
                 "synthetic",
                 {"k": 3, "synthetic": "9/10,4/5,7/10"},
                 "negative control: synthetic acceptance (documented lossy)",
-                cause="`accepted = uniform_prob < rate` (rejection_sampler.py line 936)",
+                cause="`accepted = uniform_prob < rate` (0.33.0 vllm/v1/sample/rejection_sampler.py line 936; 0.34.0 "
+                "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py line 712, `accepted = u < rate`)",
                 control=True,
             ),
         ),

@@ -39,6 +39,7 @@ import sys
 import time
 from fractions import Fraction
 from types import SimpleNamespace
+from typing import Any, NoReturn
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
@@ -115,13 +116,68 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         output_token_ids=[[] for _ in range(B)],
         allowed_token_ids_mask=None,
         bad_words_token_ids={},
-        logitsprocs=LogitsProcessors(),
+        logitsprocs=LogitsProcessors(_processors(specs, device)),
         spec_token_ids=drafts,
     )
 
 
-def _block_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V):
-    """One verification step of the V2 runner's block verifier for a batch of requests with K drafts."""
+def _processors(specs: list[dict], device) -> list:
+    """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor`
+    (vllm/v1/sample/logits_processor/builtin.py, unmodified) told of each request's SamplingParams(min_p=...)
+    through its `update_state(BatchUpdate)`; none when no request sets min_p."""
+    if all(s.get("min_p") is None for s in specs):
+        return []
+    from vllm import SamplingParams
+    from vllm.v1.sample.logits_processor import BatchUpdate, MinPLogitsProcessor
+
+    config = SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=len(specs)))
+    minp = MinPLogitsProcessor(config, device, False)
+    added: list[tuple] = [
+        (i, SamplingParams(min_p=float(s.get("min_p") or 0.0)), None, []) for i, s in enumerate(specs)
+    ]
+    minp.update_state(BatchUpdate(batch_size=len(specs), removed=[], added=added, moved=[]))
+    return [minp]
+
+
+MOVED = 3  # rheo.decoders.served.MOVED: the installed release moved a piece this driver drives
+
+
+def moved(missing: str) -> NoReturn:
+    """Exit with status MOVED and one JSON line naming the missing piece (rheo.decoders.served.run_driver)."""
+    sys.stdout.write(json.dumps({"missing": missing}) + "\n")
+    sys.stdout.flush()
+    raise SystemExit(MOVED)
+
+
+def interpreter_libdevice() -> list[str]:
+    """Triton's interpreter has no libdevice (its stubs return None: "'NoneType' object has no attribute
+    'dtype'"). The functions vLLM's rejection kernels call are given interpreter-side implementations here,
+    on Triton's module `triton.language.extra.libdevice` (never on vLLM's files): log1p as numpy's log1p on
+    the interpreter's tensor data (the same IEEE function CUDA's libdevice computes, to its ulp). Returns the
+    names provided."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return []
+    import numpy as np
+    import triton.language as tl
+    import triton.language.extra.libdevice as libdevice
+    from triton.runtime.interpreter import TensorHandle
+
+    def log1p(arg0, *args, **kwargs):
+        h = arg0.handle
+        with np.errstate(divide="ignore", invalid="ignore"):  # -inf at -1, NaN at NaN (padded lanes), as on the device
+            data = np.log1p(h.data).astype(h.data.dtype)
+        return tl.core.tensor(TensorHandle(data, h.dtype.scalar), arg0.type)
+
+    libdevice.log1p = log1p
+    return ["log1p"]
+
+
+def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, **method):
+    """One verification step of the V2 runner's `rejection_sample` for a batch of requests with K drafts: the
+    tensors the runner builds (processed target logits at temperature 1, one seed a request, positions)."""
+    import inspect
+    from types import SimpleNamespace
+
     import torch
 
     B = len(drafts)
@@ -129,28 +185,59 @@ def _block_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, 
     tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [B*(K+1), V] processed target logits
     # [B*(K+1)]: per request the last context token, then its drafts (row i verifies entry i + 1)
     ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64)
-    dl = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
+    dl: Any = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
+    if dl is not None and "draft_logits_cache" in inspect.signature(rejection_sample).parameters:
+        dl = SimpleNamespace(values=dl, row_mapping=None)  # 0.34: a DraftLogitsCache, replicated (indexed by request)
     cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
     idx = torch.arange(B, dtype=torch.int32)
     out, num = rejection_sample(
         tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64), idx, idx.repeat_interleave(K + 1),
         torch.arange(K + 1, dtype=torch.int32).repeat(B), torch.ones(B), torch.tensor(seeds, dtype=torch.int64), K,
-        use_block_verification=True,
+        **method,
     )  # fmt: skip
     return [out[b, : int(num[b])].tolist() for b in range(B)]
 
 
-def decode_block(req: dict) -> dict:
+def v2_method(req: dict, K: int) -> dict:
+    """The keyword arguments of `rejection_sample` for the request's method (block, token, synthetic, fly)."""
+    import torch
+
+    m = req.get("method", "token")
+    if m == "block":
+        return {"use_block_verification": True}
+    if req.get("synthetic_rates"):
+        from vllm.v1.worker.gpu.spec_decode.rejection_sampler import unconditional_to_conditional_rates
+
+        rates = unconditional_to_conditional_rates([float(r) for r in req["synthetic_rates"]])
+        return {"synthetic_conditional_rates": torch.tensor(rates, dtype=torch.float32)}
+    if m == "fly":
+        fly = req["fly"]
+        return {"fly_window_size": int(fly["window"]), "fly_entropy_threshold": float(fly["threshold"]),
+                "fly_entropy_top_k": int(fly["top_k"])}  # fmt: skip
+    return {}
+
+
+def decode_v2(req: dict) -> dict:
     import torch
     import vllm
-    from vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils import rejection_sample
 
+    try:
+        from vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils import rejection_sample
+    except ImportError as e:
+        moved(f"vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils.rejection_sample ({e})")
+    provided = interpreter_libdevice()
     V, Lp, p_rows = _rows(req["target"])
     _, Lq, q_rows = _rows(req["draft"])
     logp = {k: [math.log(x) if x > 0 else ZERO_LOGIT for x in r] for k, r in p_rows.items()}
     n_tok, context, use_q = int(req["tokens"]), [int(t) for t in req["context"]], bool(req["draft_probs"])
     (spec,) = req["requests"]
     K, N, seed = int(spec.get("k", 2)), int(spec["num_samples"]), int(req["seed"])
+    method = v2_method(req, K)
+    import inspect
+
+    absent = sorted(set(method) - set(inspect.signature(rejection_sample).parameters))
+    if absent:
+        moved(f"vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils.rejection_sample has no {', '.join(absent)}")
     gen = torch.Generator().manual_seed(seed)
     out: list[list[int]] = []
     t_vllm, calls, t0 = 0.0, 0, time.perf_counter()
@@ -172,9 +259,10 @@ def decode_block(req: dict) -> dict:
                         d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=gen)))
                 drafts.append((d, ctx[-1]))
             t1 = time.perf_counter()
-            toks = _block_round(
-                rejection_sample, drafts, logits, dprobs if use_q else None, [seeds[r] for r in live], positions, K, V
-            )
+            toks = _v2_round(
+                rejection_sample, drafts, logits, dprobs if use_q else None, [seeds[r] for r in live], positions, K, V,
+                **method,
+            )  # fmt: skip
             t_vllm += time.perf_counter() - t1
             calls += 1
             for r, t in zip(live, toks):
@@ -186,8 +274,38 @@ def decode_block(req: dict) -> dict:
         "torch": torch.__version__,
         "samples": [out],
         "seconds": {"total": round(time.perf_counter() - t0, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
-        "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "method": "block"},
-    }
+        "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "runner": "v2",
+                 "method": req.get("method", "token"), "interpreter_libdevice": provided},
+    }  # fmt: skip
+
+
+def has_v1() -> bool:
+    """Whether the installed vLLM has the V1 RejectionSampler (0.33; 0.34 removed it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm.v1.sample.rejection_sampler") is not None
+
+
+V2_DRIVES = "temperature 1, no top-k / top-p, one setting a batch"
+
+
+def check_v2(req: dict) -> None:
+    """Settings the V2 path here cannot give vLLM: the V1 RejectionSampler applied them; without it, name it."""
+    specs = req["requests"]
+    if any(s.get("min_p") for s in specs):
+        moved(
+            "vllm.v1.sample.logits_processor (MinPLogitsProcessor, applied by 0.33's RejectionSampler and Sampler) "
+            "is not in this release; its V2 runner applies min-p in Sampler.apply_sampling_params, not driven here"
+        )
+    bad = len(specs) != 1 or any(
+        float(s.get("temperature", 1.0)) != 1.0 or s.get("top_k") or (s.get("top_p") or 1.0) < 1.0 for s in specs
+    )
+    if bad:
+        moved(
+            "vllm/v1/sample/rejection_sampler.py (RejectionSampler, which applied temperature / top-k / top-p at "
+            "the verified positions and took a mixed batch) is not in this release; its V2 runner does that in "
+            f"Sampler.apply_sampling_params, which this driver does not drive (it drives rejection_sample: {V2_DRIVES})"
+        )
 
 
 def decode(req: dict) -> dict:
@@ -283,7 +401,12 @@ def decode(req: dict) -> dict:
 
 def main() -> None:
     req = json.loads(sys.stdin.read())
-    reply = decode_block(req) if req.get("method") == "block" else decode(req)
+    if req.get("method", "token") == "token" and req.get("runner") != "v2" and has_v1():
+        reply = decode(req)  # 0.33: vllm.v1.sample.rejection_sampler.RejectionSampler
+    else:
+        if req.get("method", "token") != "block":
+            check_v2(req)
+        reply = decode_v2(req)
     sys.stdout.write(json.dumps(reply, allow_nan=False) + "\n")
 
 

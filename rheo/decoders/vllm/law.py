@@ -47,20 +47,45 @@ class Setting:
     k: int = 2
     greedy: bool = False
     ties: Ties = None
+    min_p: Fraction | None = None  # vLLM's MinPLogitsProcessor (None or 0: off)
 
     @classmethod
     def from_gen(cls, gen: dict) -> Setting:
         k = gen.get("k", 2)
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 128:
             raise CaseError(f"k={k!r} must be an integer in 0..128 (vLLM's MAX_SPEC_LEN)")
+        m = gen.get("min_p")
+        if m is not None:
+            if isinstance(m, bool) or not isinstance(m, (int, float, str)):
+                raise CaseError(f"min_p={m!r} must be a number in [0, 1]")
+            m = Fraction(str(m))
+            if not 0 <= m <= 1:
+                raise CaseError(f"min_p={m} must lie in [0, 1]")
+            if m and (gen.get("top_k") is not None or gen.get("top_p") is not None):
+                raise CaseError("min_p with top_k / top_p: vLLM applies min-p between temperature and top-k / top-p; "
+                                "modelled here without them")  # fmt: skip
         if gen.get("temperature") == 0:
-            return cls(k=k, greedy=True)
-        proc = Processing.from_gen(gen)
-        return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties)
+            return cls(k=k, greedy=True, min_p=m or None)
+        proc = Processing.from_gen({x: v for x, v in gen.items() if x != "min_p"})
+        return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties, min_p=m or None)
 
     @property
     def processing(self) -> Processing:
         return Processing(self.power, self.top_k, self.top_p, self.ties)
+
+
+def min_p_row(row: Row, m: Fraction, where: str = "") -> Row:
+    """vLLM's `MinPLogitsProcessor.apply` (vllm/v1/sample/logits_processor/builtin.py): tokens whose probability
+    is `< min_p * max` are masked, the rest renormalised (a token exactly at the cut is refused: float decides)."""
+    cut = m * max(row)
+    if any(x == cut for x in row if x):
+        raise CaseError(f"min_p={m}: a probability equals min_p * max = {cut} in row {where}; float would decide")
+    return normalise([x if x >= cut else ZERO for x in row])
+
+
+def min_p_table(t: TableModel, m: Fraction) -> TableModel:
+    rows = {key: min_p_row(r, m, repr(key)) for key, r in t.probs.items()}
+    return TableModel(t.vocab_size, t.context_length, rows, t.name)
 
 
 def conditional_rates(rates: Sequence[Fraction]) -> list[Fraction]:
@@ -93,6 +118,9 @@ class VLLMLaw:
     ) -> None:
         self.raw, self.q, self.s, self.use_q = p, q, setting, draft_probs
         self.p = setting.processing.table(p)
+        # vLLM 0.33: the bonus row goes through the Sampler (temperature, then every argmax-invariant processor:
+        # min-p), the verified rows through apply_logits_processors, which runs only the non-argmax-invariant ones
+        self.bonus = self.p if not setting.min_p or setting.greedy else min_p_table(self.p, setting.min_p)
         self.rates = None if synthetic_rates is None else conditional_rates([Fraction(r) for r in synthetic_rates])
         if self.rates is not None and len(self.rates) < setting.k:
             raise CaseError(f"synthetic_rates has {len(self.rates)} entries; k={setting.k} drafts need one each")
@@ -121,7 +149,7 @@ class VLLMLaw:
                 return
             p = self.p.row(list(c)) if not self.s.greedy else self.raw.row(list(c))
             if len(acc) == k:  # all accepted: the bonus
-                emit(acc, self._point(_argmax(p)) if self.s.greedy else p, w)
+                emit(acc, self._point(_argmax(p)) if self.s.greedy else self.bonus.row(list(c)), w)
                 return
             q = self.q.row(list(c))
             for x, qx in enumerate(q):
@@ -153,7 +181,7 @@ class VLLMLaw:
         return token_law(self.round_law, context, n, label="vLLM", key=self._key, show=progress)
 
 
-class BlockLaw(VLLMLaw):
+class BlockLaw(VLLMLaw):  # (min-p: not driven on the V2 path)
     """Block verification as the V2 model runner writes it
     (`vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py`), at temperature 1 without top-k / top-p:
     - `_compute_cumulative_log_p_kernel`: p_0 = 1, p_i = min(1, p_{i-1} P_i(x_i) / Q_i(x_i)) (Q_i(x_i) = 1
@@ -222,4 +250,96 @@ class BlockLaw(VLLMLaw):
                     draft(xs + (x,), w * qx)
 
         draft((), ONE)
+        return dict(out)
+
+
+FLY_MARGIN = 1e-6  # an entropy this close to the threshold is refused: float32 decides it, not the law
+
+
+def top_entropy(row: Row, top_k: int) -> float:
+    """`vllm.v1.worker.gpu.spec_decode.fly.compute_fly_entropy`: -sum p log p over the top_k largest p (float)."""
+    import math
+
+    return -sum(float(x) * math.log(float(x)) for x in sorted(row, reverse=True)[:top_k] if x > 0)
+
+
+class FlyLaw(VLLMLaw):
+    """FLy (`rejection_sample_method="fly"`, vLLM 0.34's V2 runner; its config warns "FLy verification is a
+    lossy speculative decoding method"), at temperature 1, as `_rejection_kernel` writes it
+    (`vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py`, the FLY_WINDOW_SIZE branches):
+    - each draft x_i is tested natively, accepted w.p. min(1, p_i(x_i) / v_i(x_i));
+    - a native rejection at step i with no window pending opens a window when `can_defer` (the draft's
+      target and draft log-probs are finite: always, for a draft drawn from q with the harness's finite log 0),
+      i + W < k and the top-`top_k` entropy of p_i is >= the threshold; else the recovered token from
+      norm((p_i - v_i)+) ends the round;
+    - in a window opened at step j, a native acceptance at step i with i - j = W confirms it (x_j..x_i
+      accepted, no window pending); a native rejection in the window ends the round with x_<j and the
+      recovered token of step j (the statistics frozen at j);
+    - all k accepted: the bonus from p_{k+1}."""
+
+    def __init__(
+        self, p: TableModel, q: TableModel, setting: Setting, *, window: int, threshold: float, top_k: int,
+        draft_probs: bool = True,
+    ) -> None:  # fmt: skip
+        if setting.greedy or not setting.processing.identity:
+            raise CaseError("FLy is modelled at temperature 1 without top-k / top-p")
+        if not 1 <= window < setting.k:
+            raise CaseError(f"fly window {window}; allowed: 1..k-1 = {setting.k - 1} (vLLM's SpeculativeConfig)")
+        super().__init__(p, q, setting, draft_probs=draft_probs)
+        self.window, self.threshold, self.top_k = window, threshold, top_k
+
+    def _high(self, c: tuple[int, ...]) -> bool:
+        h = top_entropy(self.p.row(list(c)), self.top_k)
+        if abs(h - self.threshold) < FLY_MARGIN:
+            raise CaseError(f"fly: the entropy {h:.9f} at context {list(c)} is within {FLY_MARGIN} of the threshold")
+        return h >= self.threshold
+
+    def round_law(self, ctx: tuple[int, ...], limit: int) -> Law:
+        out: Law = defaultdict(Fraction)
+        k, W, V = self.s.k, self.window, self.raw.vocab_size
+
+        def emit(acc: tuple[int, ...], row: Row, w: Fraction) -> None:
+            if len(acc) >= limit:
+                out[acc[:limit]] += w
+                return
+            for y, py in enumerate(row):
+                if py:
+                    out[acc + (y,)] += w * py
+
+        def recovered(xs: tuple[int, ...], j: int, w: Fraction) -> None:  # x_<j, then the residual of step j
+            c = ctx + xs[:j]
+            p = self.p.row(list(c))
+            v = self.q.row(list(c)) if self.use_q else self._point(xs[j])
+            emit(xs[:j], normalise([max(ZERO, p[y] - v[y]) for y in range(V)]), w)
+
+        def walk(xs: tuple[int, ...], pending: int | None, w: Fraction) -> None:
+            i = len(xs)
+            if (len(xs) if pending is None else pending) >= limit:  # the first `limit` tokens are settled
+                out[xs[:limit]] += w
+                return
+            c = ctx + xs
+            p = self.p.row(list(c))
+            if i == k:  # (a window always closes by step k - 1)
+                emit(xs, p, w)
+                return
+            for x, qx in enumerate(self.q.row(list(c))):
+                if not qx:
+                    continue
+                v = self.q.row(list(c)) if self.use_q else self._point(x)
+                a = min(ONE, p[x] / v[x])
+                if pending is None:
+                    if a:
+                        walk(xs + (x,), None, w * qx * a)
+                    if a < 1:
+                        if i + W < k and self._high(c):
+                            walk(xs + (x,), i, w * qx * (1 - a))
+                        else:
+                            recovered(xs + (x,), i, w * qx * (1 - a))
+                else:
+                    if a:
+                        walk(xs + (x,), None if i - pending == W else pending, w * qx * a)
+                    if a < 1:
+                        recovered(xs, pending, w * qx * (1 - a))
+
+        walk((), None, ONE)
         return dict(out)

@@ -23,8 +23,7 @@ MIXED: list[dict[str, Any]] = [  # one batch, settings and seeds differing per r
 
 def judge_mixed(decoder: Any, row: Any, table: Any, seed: int) -> dict[str, Any]:
     """The row `mixed-batch` of vLLM's table on one seed (`rheo.decoders.rows.Row.judge`)."""
-    from rheo.decoders.served import run_driver
-    from rheo.decoders.vllm import ENV, MODULE, SECONDS_PER_SAMPLE, law, request, target
+    from rheo.decoders.vllm import SECONDS_PER_SAMPLE, SERVED, law, request, target
 
     tokens, delta = row.tokens, row.tv  # (the row as resolved by the table: rheo.decoders.rows.run_row)
     c = replace(load_case(str(_repo() / row.case)), tokens=tokens)
@@ -35,7 +34,7 @@ def judge_mixed(decoder: Any, row: Any, table: Any, seed: int) -> dict[str, Any]
     req = request(c, MIXED[0], seed, Ns[0])
     req["requests"] = [request(c, g, seed, N)["requests"][0] for g, N in zip(MIXED, Ns)]
     t0 = time.perf_counter()
-    reply = run_driver(ENV, MODULE, req, timeout=120 + SECONDS_PER_SAMPLE * sum(Ns) * tokens)
+    reply = SERVED.run(req, timeout=120 + SECONDS_PER_SAMPLE * sum(Ns) * tokens)
     res = [check_law(s, t, alpha=alpha, tv=delta, beta=table.beta) for s, t in zip(reply["samples"], targets)]
     return {
         "gen": MIXED, "verdict": "REJECT" if any(r.rejected for r in res) else "pass", "N": Ns,
