@@ -4,6 +4,7 @@ draft head. They need torch (and transformers for `TableLM`): `pip install rheo[
 
     from rheo.testing import table_lms, TableLM, table_lm
     from rheo.testing import table_embedding, TableBodyLayer, table_lm_head, draft_fc, TableDraftLayer
+    from rheo.testing import table_module, decode_batches, processing_args  # a package's adapter
 
 A downstream test imports these from here, never from `rheo_fast`: the names are stable, the
 modules behind them are not.
@@ -24,6 +25,7 @@ _WHERE = {
     "table_lm_head": "rheo_fast.kit",
     "draft_fc": "rheo_fast.kit",
     "TableDraftLayer": "rheo_fast.kit",
+    **dict.fromkeys(("table_module", "decode_batches", "processing_args"), "rheo_fast.adapters"),
 }
 
 __all__ = sorted(_WHERE)
