@@ -12,50 +12,13 @@ than p allows while the residual is still p − q: lossy (the package's document
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
 from fractions import Fraction
 
-from rheo_ref.laws import Law, compose
+from rheo.decoders import chain_law
+from rheo_ref.laws import Law
 from rheo_ref.models import Context, TableModel
-from rheo_ref.verifier_laws import specinfer_reject
-
-ONE = Fraction(1)
 
 
-def round_law(p: TableModel, q: TableModel, gamma: int, lenience: Fraction = ONE) -> Callable[[Context, int], Law]:
-    """(context, tokens still wanted) -> law of one round's tokens; drafts past the wanted ones are not enumerated."""
-
-    def law(start: Context, m: int) -> Law:
-        out: Law = defaultdict(Fraction)
-        cap = min(gamma, m)
-
-        def level(drafted: tuple[int, ...], prob: Fraction) -> None:
-            ctx = start + drafted
-            r = p.row(ctx)
-            if len(drafted) == cap:
-                for y, ry in enumerate(r):
-                    if ry:
-                        out[drafted + (y,)] += prob * ry
-                return
-            qr = q.row(ctx)
-            for x, qx in enumerate(qr):
-                if not qx:
-                    continue
-                a = min(ONE, r[x] / (lenience * qx))
-                if a:
-                    level(drafted + (x,), prob * qx * a)
-                if a < 1:
-                    for y, ry in enumerate(specinfer_reject(r, qr)):
-                        if ry:
-                            out[drafted + (y,)] += prob * qx * (1 - a) * ry
-
-        level((), ONE)
-        return dict(out)
-
-    return law
-
-
-def token_law(p: TableModel, q: TableModel, context: Context, n: int, gamma: int, lenience: Fraction = ONE) -> Law:
-    """Law of the first n tokens (rounds composed, `rheo_ref.laws.compose`)."""
-    return compose(round_law(p, q, gamma, lenience), context, n)
+def token_law(p: TableModel, q: TableModel, context: Context, n: int, gamma: int, lenience: Fraction) -> Law:
+    """Law of the first n tokens: `rheo.decoders.chain_law` with the package's lenience."""
+    return chain_law.token_law(p, q, context, n, gamma, lenience)
