@@ -616,13 +616,18 @@ def test_gate_served_argument_vectors(files, stub_gate_hf, path, argv):  # gate-
 
 
 def runnable_examples() -> list[str]:
-    """The registry's `--decoder` values whose decoder can run here (a served one: its environment is built)."""
+    """The registry's `--decoder` values whose decoder can run here (a served one: its environment is built;
+    one run in this interpreter: the modules it requires are installed, as `make` installs them)."""
+    import importlib.util
+
     from rheo.decoders import DecoderRun
     from rheo.decoders.served import env_missing_reason
 
     def built(name: str) -> bool:
-        env = DecoderRun.parse(name).entry.env
-        return env is None or env_missing_reason(env) is None
+        entry = DecoderRun.parse(name).entry
+        if entry.env is not None:
+            return env_missing_reason(entry.env) is None
+        return all(importlib.util.find_spec(m) is not None for m in entry.requires)
 
     return [e for e in decoder_examples() if built(e)]
 

@@ -48,7 +48,7 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
     target, draft = table_module(case.target, cache=True), table_module(case.q_samp_model, cache=True)
 
     def one(prompt: torch.Tensor) -> list[list[int]]:
-        ids, new = prompt, []
+        ids, new = prompt, list[int]()
         while len(new) < n:
             toks, _ = speculative_step(target, draft, ids, k_draft=k, temperature=T)
             new += toks

@@ -97,7 +97,7 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
     def verify(prompt: torch.Tensor) -> list[list[int]]:
         seq = prompt[0].tolist()
         while len(seq) < len(context) + n:
-            drafts, probs = [], []
+            drafts, probs = list[int](), list[float]()
             for _ in range(o["k"]):
                 row = torch.tensor([float(x) for x in q.row(tuple(seq + drafts))], dtype=torch.float64)
                 x = int(torch.multinomial(row, 1))

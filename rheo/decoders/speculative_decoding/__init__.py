@@ -88,10 +88,10 @@ DECODER = Decoder(
             Row("T=1", {"gamma": 3}),
             Row("T=1/2", {"gamma": 3, "temperature": 0.5}, slow=True),
             Row("top-k 2", {"gamma": 3, "top_k": 2}, slow=True),
-            Row("top-k 1 (its default filter_thres 0.9 on V=4)", {"gamma": 3, "top_k": 1}, slow=True),
+            Row("top-k 1 (as its default filter_thres 0.9 on V=4)", {"gamma": 3, "top_k": 1}, slow=True),
             Row("batch 4", {"gamma": 3, "batch": 4}, note="rows realigned after ragged acceptance", slow=True),
             Row("batch 4 T=1/2 top-k 3", {"gamma": 3, "batch": 4, "temperature": 0.5, "top_k": 3}, slow=True),
-            Row("lenience 2", {"gamma": 3, "lenience": 2}, control=True, cause=CAUSE, slow=True),
+            Row("lenience 3", {"gamma": 3, "lenience": 3}, control=True, cause=CAUSE, slow=True),
         ),
     ),
 )
