@@ -7,6 +7,7 @@ decoder's checks need numpy only (docs/GATE.md, "A batched decoder's suite"):
 
     from rheo.testing import table_lms, TableLM, table_lm
     from rheo.testing import table_embedding, TableBodyLayer, table_lm_head, draft_fc, TableDraftLayer
+    from rheo.testing import table_module, decode_batches, processing_args  # a package's adapter
 
 A downstream test imports these from here, never from `rheo_fast`: the names are stable, the
 modules behind them are not.
@@ -27,6 +28,7 @@ _WHERE = {
     "table_lm_head": "rheo_fast.kit",
     "draft_fc": "rheo_fast.kit",
     "TableDraftLayer": "rheo_fast.kit",
+    **dict.fromkeys(("table_module", "decode_batches", "processing_args"), "rheo_fast.adapters"),
 }
 # a batched decoder's checks (pure Python and numpy; rheo.decoders.batch_checks) and its worked example
 _WHERE |= dict.fromkeys(

@@ -616,16 +616,22 @@ def test_gate_served_argument_vectors(files, stub_gate_hf, path, argv):  # gate-
 
 
 def runnable_examples() -> list[str]:
-    """The registry's `--decoder` values whose decoder can run here (a served one: an interpreter with its package)."""
+    """The registry's `--decoder` values whose decoder can run here (a served one: an interpreter with its
+    package; one run in this interpreter: the modules it requires are installed, as `make` installs them)."""
+    import importlib.util
+
     from rheo.decoders import DecoderRun
     from rheo_ref.errors import PackageUnavailable
 
     def built(name: str) -> bool:
-        served = DecoderRun.parse(name).entry.served
-        try:
-            return served is None or bool(served.python())
-        except PackageUnavailable:
-            return False
+        entry = DecoderRun.parse(name).entry
+        served = entry.served
+        if served is not None:
+            try:
+                return bool(served.python())
+            except PackageUnavailable:
+                return False
+        return all(importlib.util.find_spec(m) is not None for m in entry.requires)
 
     return [e for e in decoder_examples() if built(e)]
 

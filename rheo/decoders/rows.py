@@ -195,6 +195,7 @@ def _not_run(run: Any, row: Row, case: Any, seed: int) -> dict[str, Any]:
     """A row that cannot run here: its exact TV, and the error its own code raises on 4 samples."""
     from rheo.decoders.gate import decode_batch, exact_tv_of
     from rheo.decoders.served import DriverError
+    from rheo_ref.errors import RheoError
 
     etv = exact_tv_of(run, case, row.tokens or case.tokens)
     out: dict[str, Any] = {"exact_tv": None if etv is None else str(etv)}
@@ -203,6 +204,10 @@ def _not_run(run: Any, row: Row, case: Any, seed: int) -> dict[str, Any]:
         decode_batch(case.to_json(), run, list(case.context), row.tokens or case.tokens, seed, 4)
     except DriverError as e:  # (an absent environment is not this row's reason: it propagates)
         out["error"] = str(e).strip().splitlines()[-1]
+    except RheoError:  # a missing package or environment, a refused case: not the row's reason
+        raise
+    except Exception as e:  # a decoder run in this interpreter: its own code's exception
+        out["error"] = f"{type(e).__name__}: {e}"
     else:  # it ran after all: the row's reason is stale
         out.update(error=None, as_expected=False)
     return out
