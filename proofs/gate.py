@@ -155,7 +155,8 @@ CLAIMS = [
         "general argument (docs/GATE.md), sympy-checked lemmas",
         PROVED,
         check_12_1,
-    ),    Claim(
+    ),
+    Claim(
         "12.2",
         "the sequential gate: level ≤ α over every look, power ≥ the last look's at the N it plans",
         "union bound over the looks, sympy-checked α spending",

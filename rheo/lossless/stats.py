@@ -181,7 +181,9 @@ class LawTest:
         """One line; a rejected test adds where it broke: the worst conditional law and the `top` cells."""
         verdict = "REJECT" if self.rejected else "pass"
         imp = f", {self.impossible} impossible" if self.impossible else ""
-        p = "0 (an impossible outcome)" if self.impossible else f"≤{self.p_value:.3g}"
+        p = (
+            "0 (an impossible outcome)" if self.impossible else f"≤{max(self.p_value, 1e-300):.3g}"
+        )  # an underflow reads as ≤1e-300, not ≤0
         line = (
             f"{self.label}: {verdict} (p{'=' if self.impossible else ''}{p}, α={self.alpha:g}, N={self.n}, "
             f"{self.cells} outcomes{imp}; {self.guarantee()}, stated δ={self.tv:g})"
