@@ -6,8 +6,10 @@ first round's kept trees ends, chain at the paper's budget (R = 60, D = 8)."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -15,7 +17,7 @@ from helpers import CASES, load_json, run_rheo, write_case
 
 from rheo_ref.choose import NEVER_SECONDS, TINY_SECONDS, Cost, choose, choose_method
 from rheo_ref.exact import exact_report
-from rheo_ref.families.rheo.chain import ChainProbe, ChainRounds
+from rheo_ref.families.rheo.chain import PROBE_DEPTHS, ChainProbe, ChainRounds
 from rheo_ref.families.rheo.choose import PROBE_TREES
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.generate import random_pair
@@ -103,6 +105,22 @@ def test_chains_extrapolation_follows_the_last_growth_seen():
     assert probe.predicted() == (10 + 100 + 100 + 100, 1 + 10 + 20 + 0.2 * 100 + 0.2 * 100)
     growing = ChainProbe((1, 10, 20), (10, 100, 1000), splits=4, complete=False)
     assert growing.predicted()[0] == 10 + 100 + 1000 + 10_000
+    # the extrapolation is a closed form: a depth beyond any loop is predicted at once
+    huge = ChainProbe((1, 10, 20), (10, 100, 100), splits=10**18, complete=False)
+    assert huge.predicted() == pytest.approx((210 + 100 * (10**18 - 3), 31 + 20 * (10**18 - 2)))
+    assert ChainProbe((1, 10, 20), (10, 100, 1000), splits=10**18, complete=False).predicted()[0] == math.inf
+
+
+def test_chains_probe_ends_on_an_astronomical_depth():
+    """A case's D is bounded by its size checks only: the probe builds at most PROBE_DEPTHS depths
+    and extrapolates the rest (it looped over D = 10^18 depths once), or ends where a depth has
+    no branch."""
+    case = flat_case(16, 4, 12, proxy="scaled:1/2")
+    deep = replace(case, scheme=replace(case.scheme, D=10**18))
+    probe = ChainRounds(deep).probe(deep.context, 10**6)
+    assert probe.splits == 10**18 - 1
+    assert len(probe.branches) <= PROBE_DEPTHS
+    assert probe.complete or probe.predicted()[0] > sum(probe.branches)
 
 
 def test_a_method_over_the_limit_is_never_chosen():

@@ -44,6 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+import math
 from math import prod
 
 from rheo_ref.errors import CaseError, TooLargeError
@@ -69,6 +70,9 @@ Span = tuple[int, int] | None
 # band is one walk (sharing the most: the flat V = 16 table, a band of 302 keys, 8.9 s as one walk,
 # 19.7 s in chunks of 32; with two workers 9.8 s as one walk cut by prefixes, 9.0 s in chunks of 64)
 CHUNK_KEYS = 64
+# the probe builds at most this many depths and extrapolates the rest (a case's D is bounded only
+# by its size checks: a saturated chain of D = 10^18 adds a few branches per depth for ever)
+PROBE_DEPTHS = 32
 
 __all__ = ["ChainProbe", "ChainRounds", "continue_walks", "walk_chunk"]
 
@@ -100,13 +104,24 @@ class ChainProbe:
         k = len(b) - 1  # the depth it stopped at: its branches counted, its next frontiers not built
         growth = b[k] / b[k - 1] if k and b[k - 1] else float(max(b[k], 1))
         distinct = f[k] / b[k - 1] if k and b[k - 1] else 1.0
-        total_b, total_f, last = float(sum(b)), float(sum(f)), float(b[k])
-        for j in range(k, self.splits):  # depth j + 1's frontiers, then its branches if it is split
-            total_f += last * distinct
-            if j + 1 < self.splits:
-                last *= growth
-                total_b += last
+        # depths k + 1 .. splits get frontiers b[k]·g^i·distinct (i = 0 .. n - 1), depths k + 1 ..
+        # splits - 1 get branches b[k]·g^i (i = 1 .. n - 1): geometric sums, in closed form (D
+        # may be astronomically large; a loop over it would not end)
+        n = self.splits - k
+        total_f = float(sum(f)) + b[k] * distinct * _geometric(growth, n)
+        total_b = float(sum(b)) + b[k] * (_geometric(growth, n) - 1.0)
         return total_b, total_f
+
+
+def _geometric(g: float, n: int) -> float:
+    """1 + g + ... + g^(n - 1) as a float (inf past the float range)."""
+    if n <= 0:
+        return 0.0
+    if g == 1.0:
+        return float(n)
+    if g > 1.0 and n * math.log(g) > 700:
+        return math.inf
+    return (g**n - 1.0) / (g - 1.0)
 
 
 class ChainRounds:
@@ -252,7 +267,8 @@ class ChainRounds:
         depth d's frontiers are built only while the branches built so far and depth d's stay within
         `cap`; the branches of the depth it stops at are counted, not built (a product of the
         children's identities per move), over its frontiers in id order until the cap is passed and
-        scaled from those to the whole depth."""
+        scaled from those to the whole depth. It builds at most PROBE_DEPTHS depths (the rest is
+        extrapolated) and ends early, complete, at a depth with no branch."""
         s = self.scheme
         layer = {self.frontier_id(((self.plans.memo(tuple(context)), ONE),))}
         frontiers: list[int] = []
@@ -267,8 +283,11 @@ class ChainRounds:
                     count = count * len(layer) // looked
                     break
             branches.append(count)
-            if sum(branches) > cap:
+            if sum(branches) > cap or (d + 1 >= PROBE_DEPTHS and d + 1 < s.D - 1):
                 return ChainProbe(tuple(frontiers), tuple(branches), s.D - 1, complete=False)
+            if not count:  # no branch at this depth: none below it, the chain ends here
+                frontiers.append(0)
+                return ChainProbe(tuple(frontiers), tuple(branches), s.D - 1, complete=True)
             nxt: set[int] = set()
             for fid in layer:
                 for j, (_, kids) in enumerate(self.moves(fid, d)):
