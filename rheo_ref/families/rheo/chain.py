@@ -37,6 +37,7 @@ and without worker processes.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from bisect import bisect_right
@@ -44,7 +45,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-import math
 from math import prod
 
 from rheo_ref.errors import CaseError, TooLargeError
