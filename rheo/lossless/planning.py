@@ -108,8 +108,9 @@ def plan_samples(
 def detectable_tv(
     law: Mapping[tuple[int, ...], Fraction], n: int, *, alpha: float, beta: float = DEFAULT_BETA
 ) -> float:
-    """The smallest TV of the full law that `check_law` with `n` samples detects with power ≥ 1 − β
-    at level α (the tested cells' plus the pooled mass)."""
+    """The smallest TV of the full law (every outcome, none pooled) that `check_law` with `n`
+    samples detects with power ≥ 1 − β at level α, as proved at that n (docs/GATE.md, "What the
+    statistics promise")."""
     alpha, beta = validate.rates(alpha, beta)
     validate.exact_law(law)
     return law_detectable_tv(law, validate.whole("n", n, min=1), alpha, beta)

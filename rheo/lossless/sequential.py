@@ -87,13 +87,15 @@ def check_sequential(
     statistic: str = "pearson",
     label: str = "law",
     names: Sequence[str] | None = None,
+    check: Callable[..., Any],
 ) -> Any:
-    """Run the looks: `draw(look, seed, m)` returns the look's `m` new samples. Returns the
+    """Run the looks: `draw(look, seed, m)` returns the look's `m` new samples, and each look is
+    judged by `check` (the gate's `rheo.lossless.stats.check_law`, passed in: the gate imports this
+    module, not the other way round) on every sample so far. Returns the
     deciding look's `LawTest` (the first that rejects, else the last), with `looks` (the planned
     sizes), `look` (1-based) and `family_alpha` (α over every look) filled in; `n` is the samples
     drawn, `alpha` that look's level."""
     from rheo.lossless import validate
-    from rheo.lossless.stats import check_law
 
     plan = plan_looks(n, alpha)
     counts: Counter[tuple[int, ...]] = Counter()  # every sample drawn so far, each read once
@@ -103,7 +105,7 @@ def check_sequential(
         rows = draw(j, chunk_seed(seed, j), size - drawn)
         counts.update(validate.sample_counts(rows))
         drawn = sum(counts.values())
-        res = check_law(
+        res = check(
             counts,
             law,
             alpha=a,
@@ -118,3 +120,19 @@ def check_sequential(
             break
     assert res is not None, "a sequential test has at least one look"
     return replace(res, looks=plan.sizes, look=j + 1, family_alpha=alpha)
+
+
+def convicting_look(law: Any, n: int, alpha: float, beta: float, tv: float) -> int | None:
+    """Samples by which the sequential gate over `plan_looks(n, alpha)` rejects, with probability
+    ≥ 1 − β, every decoder whose law is at TV ≥ `tv` from `law`: the size of the first look whose
+    certified TV at its own level α_j is ≤ `tv` (its test alone rejects with probability ≥ 1 − β,
+    and the gate stops at that look or before). None when no look certifies `tv` (a decoder that
+    close is not promised a rejection by these looks). A bound from the certificates, drawing no
+    sample: the measured stopping look is often earlier."""
+    from rheo.lossless import promise
+
+    plan = plan_looks(n, alpha)
+    for size, a in zip(plan.sizes, plan.alphas, strict=True):
+        if promise.planner(law, a, beta).detectable(size) <= tv:
+            return size
+    return None

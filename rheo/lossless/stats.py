@@ -494,6 +494,7 @@ def check_first_tokens(
             seed=seed,
             statistic=statistic,
             label=label,
+            check=check_law,
         )
     out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
     return check_law(

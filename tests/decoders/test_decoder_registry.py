@@ -13,6 +13,7 @@ target rows with a seeded `random.Random`, so its law is the target law exactly.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import re
@@ -131,7 +132,7 @@ def test_the_built_in_decoders_are_discovered():
     assert all(d.table is not None and d.table.rows for d in known.values())
     for d in known.values():
         if d.env is not None:
-            assert d.requires == () and d.install == f"make .venv-{d.env}/.installed", d.name
+            assert d.requires == () and d.install.startswith(f"pip install {d.package or d.env}"), d.name
         package, _ = d.distribution()  # a third party's package, transformers' own, or rheo's
         expected = d.package or ("transformers" if "transformers" in d.requires else None)
         assert package == expected, d.name
@@ -147,17 +148,22 @@ def _init(folder: Path) -> str:
     return init.read_text(encoding="utf-8") if folder.is_dir() and init.exists() else ""
 
 
-def test_an_absent_served_environment_names_the_make_command(tmp_path, monkeypatch, capsys):
-    """`rheo gate --decoder vllm` where .venv-vllm is not built: exit 1, naming `make .venv-vllm/.installed`,
-    before any work (the repository root moved to an empty folder with only envs/vllm.txt)."""
+def test_an_absent_served_package_names_its_install_line(tmp_path, monkeypatch, capsys):
+    """`rheo gate --decoder vllm` where vLLM is importable nowhere (not here, not in rheo's own
+    .venv-vllm: the repository root moved to an empty folder): exit 2 with one line naming the
+    package and its install line, before any work."""
     import rheo.decoders.served
 
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "vllm.txt").write_text("vllm==0.33.0\n")
     monkeypatch.setattr(rheo.decoders.served, "REPO", tmp_path)
+    monkeypatch.delenv("RHEO_SERVED_PYTHON", raising=False)
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is importable in this interpreter: the absent case cannot be made here")
     for argv in (["gate", CASE], ["gate"], ["gate-served", CASE]):
         code, out, err = run_cli(capsys, *argv, "--decoder", "vllm", *(["--rows", "all"] if argv == ["gate"] else []))
-        assert code == 1 and "make .venv-vllm/.installed" in err and out == "", (argv, err)
+        assert code == 2 and "vllm is not installed" in err and "pip install vllm==" in err and out == "", (argv, err)
+        assert len(err.strip().splitlines()) == 1, err
 
 
 def _help(capsys) -> str:

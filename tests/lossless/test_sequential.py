@@ -40,12 +40,13 @@ ZIPF12 = {(i,): Fraction(1, i + 1) / sum(Fraction(1, j + 1) for j in range(12)) 
 def run(law: dict, alt: np.ndarray, keys: list, n: int, alpha: float, tv: float, seed: int):
     """One sequential test of `law` against a sampler of law `alt` (over `keys`), last look at n."""
     from rheo.lossless.sequential import check_sequential
+    from rheo.lossless.stats import check_law
 
     def draw(look: int, s: int, m: int) -> list:
         counts = np.random.default_rng(s).multinomial(m, alt / alt.sum())
         return [keys[i] for i in np.repeat(np.arange(len(keys)), counts)]
 
-    return check_sequential(draw, law, n=n, alpha=alpha, tv=tv, beta=BETA, seed=seed)
+    return check_sequential(draw, law, n=n, alpha=alpha, tv=tv, beta=BETA, seed=seed, check=check_law)
 
 
 def test_the_looks_spend_alpha_exactly_and_end_at_n():
@@ -105,6 +106,25 @@ def test_a_grossly_lossy_sampler_is_stopped_at_the_first_look():
     for s in range(20):
         res = run(ZIPF12, alt, keys, n, 1e-3, 0.1, s)
         assert res.rejected and res.look == 1 and res.n == res.looks[0] == -(-n // 16)
+
+
+def test_the_convicting_look_is_the_first_certified_one():
+    """`convicting_look` (the samples by which a decoder at TV ≥ t is rejected with probability
+    ≥ 1 − β): the first look whose certified TV at its own α_j is ≤ t, the last look at the planned
+    δ, none below what the last look certifies; and the sampler at TV 1/2 above is stopped there."""
+    from rheo.lossless.sequential import convicting_look
+    from rheo.lossless.stats import law_detectable_tv
+
+    n = samples_for(ZIPF12, 0.1, final_alpha(1e-3), BETA)
+    looks = plan_looks(n, 1e-3)
+    assert convicting_look(ZIPF12, n, 1e-3, BETA, 0.1) in looks.sizes
+    assert convicting_look(ZIPF12, n, 1e-3, BETA, 0.5) == looks.sizes[0]
+    assert convicting_look(ZIPF12, n, 1e-3, BETA, 0.01) is None
+    for t in (0.12, 0.2, 0.3):
+        got = convicting_look(ZIPF12, n, 1e-3, BETA, t)
+        j = looks.sizes.index(got)
+        assert law_detectable_tv(ZIPF12, got, looks.alphas[j], BETA) <= t
+        assert all(law_detectable_tv(ZIPF12, m, a, BETA) > t for m, a in zip(looks.sizes[:j], looks.alphas[:j]))
 
 
 def test_check_lossless_sequential_end_to_end():

@@ -144,7 +144,7 @@ MOVED = 3  # rheo.decoders.served.MOVED: the installed release moved a piece thi
 
 def moved(missing: str) -> NoReturn:
     """Exit with status MOVED and one JSON line naming the missing piece (rheo.decoders.served.run_driver)."""
-    sys.stdout.write(json.dumps({"missing": missing}) + "\n")
+    sys.stdout.write(json.dumps({"missing": missing}, allow_nan=False) + "\n")
     sys.stdout.flush()
     raise SystemExit(MOVED)
 
