@@ -111,7 +111,8 @@ def test_a_grossly_lossy_sampler_is_stopped_at_the_first_look():
 def test_the_convicting_look_is_the_first_certified_one():
     """`convicting_look` (the samples by which a decoder at TV ≥ t is rejected with probability
     ≥ 1 − β): the first look whose certified TV at its own α_j is ≤ t, the last look at the planned
-    δ, none below what the last look certifies; and the sampler at TV 1/2 above is stopped there."""
+    δ, none below what the last look certifies; TV 1/2 by the first look (where the sampler at TV 1/2
+    above is stopped)."""
     from rheo.lossless.sequential import convicting_look
     from rheo.lossless.stats import law_detectable_tv
 

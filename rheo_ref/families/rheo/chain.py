@@ -107,9 +107,9 @@ class ChainProbe:
         # depths k + 1 .. splits get frontiers b[k]·g^i·distinct (i = 0 .. n - 1), depths k + 1 ..
         # splits - 1 get branches b[k]·g^i (i = 1 .. n - 1): geometric sums, in closed form (D
         # may be astronomically large; a loop over it would not end)
-        n = self.splits - k
-        total_f = float(sum(f)) + b[k] * distinct * _geometric(growth, n)
-        total_b = float(sum(b)) + b[k] * (_geometric(growth, n) - 1.0)
+        ahead = _geometric(growth, self.splits - k)
+        total_f = float(sum(f)) + b[k] * distinct * ahead
+        total_b = float(sum(b)) + b[k] * (ahead - 1.0)
         return total_b, total_f
 
 
