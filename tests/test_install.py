@@ -184,7 +184,10 @@ def test_the_core_runs_with_every_extra_missing(tmp_path):
         print("loaded", sorted({{m.partition(".")[0] for m in sys.modules}} & set(BLOCKED)))
         """
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))  # this checkout, not the rheo installed in the interpreter
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     assert lines[0].startswith("good False"), run.stdout
