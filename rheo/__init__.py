@@ -8,8 +8,8 @@ What a downstream decoder author imports (stable; docs/GATE.md "What you import"
 `__all__`, and a test compares them):
 
     from rheo import Case, load_case, check_lossless, assert_lossless, LosslessError
-    from rheo import processed, target_law, total_variation, plan_samples, detectable_tv
-    from rheo import RheoError, CaseError, StatsError, SamplerOutputError  # every error is a RheoError
+    from rheo import processed, unprocessed, target_law, total_variation, plan_samples, detectable_tv
+    from rheo import RheoError, CaseError, TieError, StatsError, SamplerOutputError  # each a RheoError
 
 and, for stand-in models (torch and transformers needed), `rheo.testing`. Every rate is a
 keyword (`alpha=`, `tv=` the detectable distance δ, `beta=`); `alpha` is always what one call may
@@ -24,7 +24,7 @@ work with a warning until the release `rheo.deprecated` names for each.
 """
 
 from rheo import deprecated
-from rheo.decoders.settings import processed
+from rheo.decoders.settings import processed, unprocessed
 from rheo.lossless import stats as _stats
 from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
@@ -37,6 +37,7 @@ from rheo_ref.errors import (
     RheoError,
     SamplerOutputError,
     StatsError,
+    TieError,
     TooLargeError,
 )
 from rheo_ref.models import Case, load_case
@@ -53,6 +54,7 @@ __all__ = [
     "Rounds",
     "SamplerOutputError",
     "StatsError",
+    "TieError",
     "TooLargeError",
     "assert_law",
     "assert_lossless",
@@ -66,6 +68,7 @@ __all__ = [
     "seed_for",
     "target_law",
     "total_variation",
+    "unprocessed",
 ]
 
 # The errors are defined in the reference (which cannot import rheo); they are public here, and print

@@ -11,7 +11,7 @@ serve a deprecated attribute ask `attribute` for it, so the text and the release
 | `rheo.min_detectable_tv` | `rheo.detectable_tv` | 0.2.0 | `rheo/__init__.py`, served by `attribute` |
 | `rheo.selfgate.matrix.ALPHA` | `rheo.selfgate.matrix.alpha_per_test()` | 0.2.0 | `rheo/selfgate/matrix.py`, served by `attribute` |
 | `LosslessError.cells` | `LosslessError.top_cells` | 0.2.0 | `rheo_ref/errors.py`: the reference may not import rheo (the layers point rheo → rheo_fast → rheo_ref), so the property stays there and writes this table's message itself |
-| `rheo.lossless.planning.tv` | `rheo.total_variation` | 0.2.0 | `rheo/lossless/planning.py`: a second copy of `rheo.tv` that nothing calls; its message does not name the release yet (to do with that file's next edit, then serve it by `attribute` or delete it) |
+| `rheo.lossless.planning.tv` | `rheo.total_variation` | 0.2.0 | `rheo/lossless/planning.py`, served by `attribute` (a second spelling of `rheo.tv` that nothing in rheo calls) |
 
 Removing them: the release named in a row deletes the row and its shim; `tests/test_deprecated.py`
 fails once rheo's version reaches a row's release, and checks that every shim warns with its row's text.

@@ -3,8 +3,9 @@
 Messages name the offending value and what is allowed, in one line, so that the CLI can print
 them as they are and a test can match them. `exit_status` is what the `rheo` command exits with:
 2 for bad input (a case, a flag, a size refused up front, an output path that cannot be
-written), 1 for a failure of the environment (a package that is not installed, a corrupted
-cache file, no memory or disk left). docs/CLI.md has the table.
+written) and for a dependency that is missing (a package that is not installed, a trained file not
+made yet: the one line names it and the line that installs or makes it), 1 for another failure of the
+environment (a corrupted cache file, no memory or disk left). docs/CLI.md has the table.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ class EnvironmentFailure(RheoError, RuntimeError):
 
 
 class MissingDependencyError(EnvironmentFailure):
-    """An optional package (model, prompts) or a trained file that a command needs is not installed."""
+    """An optional package (model, prompts) or a trained file that a command needs is not installed. Exit 2,
+    as bad input: the command cannot run as given until the user installs (or makes) what the one line names,
+    with the line that does it; not a failure midway, and never a bug in rheo."""
+
+    exit_status = 2
 
 
 class PackageUnavailable(MissingDependencyError):

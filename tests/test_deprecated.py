@@ -34,6 +34,7 @@ READ = {
     "rheo.tv": (lambda: rheo.tv, lambda: rheo.total_variation),
     "rheo.min_num_samples": (lambda: rheo.min_num_samples, lambda: rheo.lossless.stats.min_num_samples),
     "rheo.min_detectable_tv": (lambda: rheo.min_detectable_tv, lambda: rheo.lossless.stats.min_detectable_tv),
+    "rheo.lossless.planning.tv": (lambda: rheo.lossless.planning.tv, lambda: rheo.total_variation),
     "rheo.selfgate.matrix.ALPHA": (
         lambda: rheo.selfgate.matrix.ALPHA,
         lambda: rheo.selfgate.matrix.alpha_per_test(),
@@ -67,9 +68,8 @@ def test_the_reference_errors_shim_writes_its_row():
     assert [str(w.message) for w in caught] == [BY_NAME["LosslessError.cells"].message()]
 
 
-def test_the_planning_copy_still_works():
-    """`rheo.lossless.planning.tv`, recorded for its next edit: it warns naming the replacement."""
-    with pytest.warns(DeprecationWarning, match="rheo.total_variation"):
+def test_the_deprecated_spellings_still_compute():
+    with pytest.warns(DeprecationWarning, match="use rheo.total_variation"):
         assert rheo.lossless.planning.tv(A, B) == rheo.total_variation(A, B) == Fraction(1, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

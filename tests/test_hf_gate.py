@@ -495,7 +495,7 @@ def test_gate_hf_horizon_says_where_and_plots(capsys, tmp_path):
         (["--decoder", "assisted", "--gen", "top_k"], "must be KEY=VALUE"),
         (["--decoder", "assisted", "--gen", "repetition_penalty=1.1"], "repetition_penalty is not supported"),
         (["--decoder", "assisted", "--gen", "temperature=0.3"], "1/T to be an integer"),
-        (["--decoder", "assisted", "--alpha", "2"], "--alpha 2.0 must be strictly between 0 and 1"),
+        (["--decoder", "assisted", "--alpha", "2"], "--alpha 2.0 must be a number strictly between 0 and 1"),
     ],
 )
 def test_gate_hf_bad_input_is_one_line(capsys, argv, msg):

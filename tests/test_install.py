@@ -184,12 +184,15 @@ def test_the_core_runs_with_every_extra_missing(tmp_path):
         print("loaded", sorted({{m.partition(".")[0] for m in sys.modules}} & set(BLOCKED)))
         """
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))  # this checkout, not the rheo installed in the interpreter
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     assert lines[0].startswith("good False"), run.stdout
     assert lines[1] == "broken rejected True", run.stdout
-    assert "exact 0" in run.stderr and "cases 0" in run.stderr and "sample 1" in lines, run.stdout + run.stderr
+    assert "exact 0" in run.stderr and "cases 0" in run.stderr and "sample 2" in lines, run.stdout + run.stderr
     assert "rheo: error: this needs torch, which is not installed: pip install 'rheo[fast]'" in run.stderr
     assert lines[-1] == "loaded []", run.stdout
 
@@ -237,11 +240,36 @@ def test_installing_the_fast_extra_keeps_the_torch_already_installed(wheel, tmp_
     assert {"rheo", "scipy", "tqdm"} <= planned and "torch" not in planned, planned
 
 
+def _readme_quick_start(py: str, venv: Path, cwd: Path, env: dict[str, str]) -> None:
+    """README.md's "Use it", run where only the wheel is installed: each python block as written (the quick
+    start prints the correct sampler's pass, then its broken twin's REJECT), and `rheo exact` on a case
+    of the checkout (the wheel ships no cases) by the installed `rheo` script."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "README.md has no python block"
+    for block in blocks:
+        run = subprocess.run([py, "-c", block], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+        assert run.returncode == 0, block + run.stdout + run.stderr
+        if "assert_lossless" in block:
+            first, second = run.stdout.splitlines()[:2]
+            assert ": pass (" in first and ": REJECT (" in second, run.stdout
+    exact = subprocess.run(
+        [str(venv / "bin" / "rheo"), "exact", str(CASES / "small.json")],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+    assert exact.returncode == 0 and json.loads(exact.stdout)["tv"] == "0", exact.stdout + exact.stderr
+
+
 @pytest.mark.slow
 def test_a_fresh_venv_with_only_the_wheel_runs_the_pure_recipe(wheel, tmp_path):
-    """`pip install <wheel>` into an empty virtual environment (no torch) and the pure-Python recipe of
-    docs/GATE.md passes under pytest with the plugin and --strict-markers; its broken twin (exact TV
-    0.109) fails. About 60 s on 2 cores (venv, scipy, pytest)."""
+    """`pip install <wheel>` into an empty virtual environment (no torch): README.md's quick start runs as
+    written (`_readme_quick_start`), and the pure-Python recipe of docs/GATE.md passes under pytest with the
+    plugin and --strict-markers; its broken twin (exact TV 0.109) fails. About 60 s on 2 cores (venv, scipy,
+    pytest)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = str(venv / "bin" / "python")
@@ -263,6 +291,7 @@ def test_a_fresh_venv_with_only_the_wheel_runs_the_pure_recipe(wheel, tmp_path):
         timeout=60,
     )
     assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr  # no torch, no top-level proofs
+    _readme_quick_start(py, venv, tmp_path, env)
     pip("pytest")
     recipe = doc_example("pure_decoder")
     project = tmp_path / "downstream"

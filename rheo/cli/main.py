@@ -30,7 +30,7 @@ from rheo.cli import (
     sweep,
     train_draft,
 )
-from rheo_ref.errors import CaseError, RheoError
+from rheo_ref.errors import CaseError, MissingDependencyError, RheoError
 from rheo_ref.numbers import flag_float, flag_int
 from rheo_ref.validate import integer
 
@@ -40,7 +40,7 @@ MAX_ARGV_CHARS = 1 << 20  # characters of all the arguments together
 
 
 # The optional packages (pyproject.toml's extras) and the extra that installs each: a subcommand
-# that needs one that is not installed says so (exit 1), instead of an internal error.
+# that needs one that is not installed says so (exit 2, as `MissingDependencyError`), instead of an internal error.
 # Any other package that is missing (the core's own, a model package's dependency) is named too, with
 # the pip line for it (`missing_package`): only a module of rheo's own is rheo's bug.
 CORE = ("scipy", "numpy", "tqdm")  # pyproject.toml's dependencies (numpy comes with scipy)
@@ -167,9 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get(DEBUG_ENV):
             raise
         message = missing_package(e)
-        if message is not None:
+        if message is not None:  # the environment lacks a package: named, with its install line (exit 2)
             _say("error", message)
-            return 1
+            return MissingDependencyError.exit_status
         _say(
             "internal error",
             f"{type(e).__name__}: {e} (a bug in rheo: please report it; {DEBUG_ENV}=1 shows the traceback)",

@@ -4,7 +4,7 @@
 `sys.path` (as `python -m` has it) and returns the attribute after the colon (`module:Class.method`
 walks the dots), checked to be a callable that takes `(case, seed, num_samples)`. What cannot be
 resolved is a `CaseError` (exit 2) whose one line names the text and what is allowed; a package the
-module imports that is not installed is a `MissingDependencyError` (exit 1) naming it.
+module imports that is not installed is a `MissingDependencyError` (exit 2) naming it.
 
 `gate(args, alpha=, tv=, beta=)` runs the gate on it: the library's `check_lossless` with the flags
 (`--alpha`, `--tv`, `--beta`, `--seed`, `--tokens`, `--horizon`; the library checks each), prints

@@ -13,6 +13,12 @@ and builds the processed target table:
   can reach from the case's context (`context_length` = the case's context + `tokens` − 1).
 
 Only the target p is processed unless `draft=True`: the draft plays no part in the target law.
+
+A processed case remembers the raw case and the settings it came from (`unprocessed`), so that it is never
+processed twice: `processed` refuses a case that `processed` returned (a second call would apply a setting
+twice, or in an order no engine has); a sampler handed a processed case (`rheo.check_lossless(sampler,
+rheo.processed(case, ...))` passes the case as given) reads the raw tables and the settings it must apply
+from `rheo.unprocessed(case)`.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from rheo_ref import processing
 from rheo_ref.errors import CaseError, TieError, TooLargeError
 from rheo_ref.models import Case, TableModel, present
 
+_ORIGIN = "_rheo_processed_from"  # set on a processed target: (the raw case, the keywords of `processed`)
 MAX_ROWS = 200_000  # rows of a history-keyed table (the reachable prefixes) before `processed` refuses
 GREEDY_TIES = ("low", "high")  # who an argmax picks of tied tokens: the lowest id (numpy, torch), the highest
 
@@ -278,6 +285,35 @@ def processed(
     `tokens` (default `case.tokens`): how many tokens a history-keyed table covers (module
     docstring; give the horizon H for a horizon test). `draft=True` processes the draft too (its
     ties are never refused); by default the draft is left as it is."""
+    if not isinstance(case, Case):
+        raise CaseError(f"case must be a rheo.Case (rheo.Case.from_json, rheo.load_case), got {type(case).__name__}")
+    origin = getattr(case.target, _ORIGIN, None)
+    if origin is not None:
+        raise CaseError(
+            f"this case is already processed (rheo.processed with {_shown(origin[1])}): processing it again would "
+            "apply the settings twice; allowed: the raw case, with every setting in one call (rheo.unprocessed(case) "
+            "gives the raw case and the settings)"
+        )
+    given = (
+        {
+            k: v
+            for k, v in dict(
+                temperature=temperature,
+                top_k=top_k,
+                top_p=top_p,
+                min_p=min_p,
+                repetition=repetition,
+                frequency=frequency,
+                presence=presence,
+                logit_bias=logit_bias,
+                ties=ties,
+            ).items()
+            if v is not None
+        }
+        | ({} if order == "transformers" else {"order": order})
+        | ({"tokens": tokens} if tokens is not None else {})
+    )
+    given |= {"draft": True} if draft else {}
     V = case.target.vocab_size
     s = sampling(
         V,
@@ -306,7 +342,28 @@ def processed(
         d = replace(s, ties=processing.merge_ties("all", s.ties), greedy_ties=s.greedy_ties or "low")
         ds = None if case.draft_sample is None else _table(case.draft_sample, d)
         out = replace(out, draft=_table(case.draft, d) if present(case.draft) else case.draft, draft_sample=ds)
+    # The processed target remembers where it came from (not a field: equality and to_json are the tables'), so
+    # that a case built from it (dataclasses.replace, another context) is still known as processed.
+    object.__setattr__(out.target, _ORIGIN, (case, given))
     return out
 
 
-__all__ = ["MAX_ROWS", "Sampling", "processed", "processed_row", "sampling"]
+def _shown(settings: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in settings.items()) or "no settings"
+
+
+def unprocessed(case: Case) -> tuple[Case, dict[str, Any]]:
+    """`rheo.unprocessed`: (the raw case, the keywords of the `rheo.processed` call that made `case`); a case
+    that `processed` did not make is its own raw case, with no settings ({}). A sampler that builds its models
+    from the case it receives builds them from the raw case and applies these settings itself, once."""
+    if not isinstance(case, Case):
+        raise CaseError(f"case must be a rheo.Case (rheo.Case.from_json, rheo.load_case), got {type(case).__name__}")
+    origin = getattr(case.target, _ORIGIN, None)
+    if origin is None:
+        return case, {}
+    raw, given = origin
+    drafts = {"draft": raw.draft, "draft_sample": raw.draft_sample} if given.get("draft") else {}
+    return replace(case, target=raw.target, **drafts), dict(given)
+
+
+__all__ = ["MAX_ROWS", "Sampling", "processed", "processed_row", "sampling", "unprocessed"]

@@ -347,7 +347,9 @@ def check_lossless(
     with `rounds=True` (a sampler returning `Rounds`) the first round's length law and the windows
     given it, split by Bonferroni over the tests; the record is then a `HorizonTest`. `alpha` is
     always what the call may cost a correct decoder: the probability that it rejects one.
-    `sampler(case, seed, num_samples)` returns the emitted token sequences; N is the least at
+    `sampler(case, seed, num_samples)` returns the emitted token sequences; it receives `case` exactly as
+    given (a `rheo.processed` case: its target already processed; `rheo.unprocessed(case)` gives the raw case
+    and the settings a decoder applies itself, so that nothing is processed twice). N is the least at
     which TV ≥ `tv` of the full law (of each window) is detected with power 1−`beta`; the seed
     defaults to one derived from the running pytest test id. Every argument and the sizes
     `rheo gate-hf` caps are checked before the sampler runs (`rheo.lossless.validate`);

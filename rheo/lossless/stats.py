@@ -62,10 +62,6 @@ MARGIN = 2.0  # the noncentrality is solved for miss probability β / MARGIN (se
 # --- the trio ------------------------------------------------------------------------------
 
 
-def _check_rate(name: str, value: Any) -> float:
-    return validate.rate(name, value)  # any real number type at its exact value (rheo.lossless.validate)
-
-
 def _check_cells(cells: Any) -> int:
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 2:
         raise StatsError(f"cells={cells!r} must be an integer >= 2 (a χ² test over k cells has k-1 degrees of freedom)")
@@ -74,11 +70,12 @@ def _check_cells(cells: Any) -> int:
 
 @lru_cache(maxsize=4096)
 def noncentrality(df: int, alpha: float, beta: float) -> float:
-    """λ* with P(χ'²_df(λ*) > χ²_{df,1−α}) = 1−β: the noncentrality a level-α test detects with power 1−β."""
+    """λ* with P(χ'²_df(λ*) > χ²_{df,1−α}) = 1−β: the noncentrality a level-α test detects with power 1−β.
+    α and β are its callers' (`min_num_samples`, `min_detectable_tv`), checked there by `validate.rates`
+    (which also refuses α ≥ 1 − β: power 1 − β already at λ = 0, no root to find)."""
     from scipy.optimize import brentq
     from scipy.stats import chi2, ncx2
 
-    validate.rates(alpha, beta)  # α ≥ 1 − β: power 1 − β already at λ = 0, no root to find
     crit = chi2.isf(alpha, df)
     hi = 1.0
     while ncx2.sf(crit, df, hi) < 1 - beta:
@@ -108,7 +105,7 @@ def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: 
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise StatsError(f"n={n!r} must be an integer >= 1 (the number of samples)")
-    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
+    alpha, beta = validate.rates(alpha, beta)
     if cells == 1:
         return 1 - beta ** (1 / n)
     cells = _check_cells(cells)
@@ -349,8 +346,8 @@ def samples_for(law: Law, tv: float, alpha: float, beta: float, *, limit: int | 
     full law** with power ≥ 1−β at level α, as proved at that N (`rheo.lossless.promise`).
     With a `limit`, an N over it is not searched for: `MoreThan(limit + 1)` is returned at the
     price of one certificate at the limit (the refusal's cost does not grow with N)."""
-    tv = _check_rate("tv", tv) if tv != 1 else 1.0
-    alpha, beta = _check_rate("alpha", alpha), _check_rate("beta", beta)
+    alpha, beta = validate.rates(alpha, beta)
+    tv = validate.rate("tv", tv, one=True)
     if not any(p > 0 for p in law.values()):
         raise StatsError("the exact law has no outcome of positive probability")
     from rheo.lossless import promise

@@ -14,10 +14,12 @@ import sys
 
 
 def library_rows(alpha: float, beta: float) -> list[dict]:
+    from rheo.lossless import validate
     from rheo.lossless.stats import samples_for
     from rheo.selfgate.case_library import LIBRARY
     from rheo_ref.bugclasses.cases import BugCase, request_law
 
+    alpha, beta = validate.rates(alpha, beta)  # before any case's law is built
     rows = []
     for name, entry in LIBRARY.items():
         if entry["family"] == "bugclasses":

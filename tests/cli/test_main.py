@@ -1,5 +1,5 @@
-"""`python -m rheo` where a package is missing: the package is named with the line that installs it (exit 1,
-the environment's failure, docs/CLI.md), never reported as an internal error, a bug in rheo; a module of
+"""`python -m rheo` where a package is missing: the package is named with the line that installs it (exit 2,
+as `MissingDependencyError`, docs/CLI.md), never reported as an internal error, a bug in rheo; a module of
 rheo's own that is missing still is one. The environment lacking a package is simulated by an import hook
 that refuses it, installed before `python -m rheo` runs."""
 
@@ -45,7 +45,7 @@ def rheo_without(blocked: tuple[str, ...], *argv: str) -> subprocess.CompletedPr
 )
 def test_a_missing_core_package_is_named_with_its_install_line(blocked, argv, package):
     run = rheo_without(blocked, *argv)
-    assert run.returncode == 1, run.stderr
+    assert run.returncode == 2, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"rheo: error: this needs {package}, which is not installed"), lines
     assert f"pip install {package}" in lines[0] and "internal error" not in run.stderr and "bug" not in run.stderr
