@@ -108,14 +108,16 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
         def __init__(self) -> None:
             super().__init__()
             self.layer = CSAQLinear(1, 1, 8)
-            self.layer._csaq_fp16_backup, self.layer._csaq_quant_stash, self.layer._csaq_hi_rows = None, None, [0]
+            for attr, value in (("_csaq_fp16_backup", None), ("_csaq_quant_stash", None), ("_csaq_hi_rows", [0])):
+                setattr(self.layer, attr, value)  # what _build_hooks looks for
             self.anchor = torch.nn.Parameter(torch.zeros(1))  # the engine reads its device from a parameter
             self.config = SimpleNamespace(eos_token_id=None)
 
         def forward(self, input_ids: torch.Tensor, past_key_values: Any = None, use_cache: bool = True) -> Any:
             cached = [] if past_key_values is None else past_key_values[0][0][0, 0, :, 0].long().tolist()
             full = cached + input_ids[0].tolist()
-            logits = (p if self.layer._verify_mode else q)(torch.tensor(full))[len(cached) :]
+            verify = self.layer._verify_mode  # set by the engine's _swap_to_verify
+            logits = (p if verify else q)(torch.tensor(full))[len(cached) :]
             kv = torch.tensor(full, dtype=torch.float32)[None, None, :, None]
             return SimpleNamespace(logits=logits[None], past_key_values=((kv, kv),))
 

@@ -73,7 +73,7 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
 
     o, a = run.options(), processing_args(run)
     k, L = o["k"], len(context)
-    verifier = REGISTERED.get(o["verifier"])(DecodeConfig(cycle_length=k + 1, verifier=o["verifier"]))
+    verifier: Any = REGISTERED.get(o["verifier"])(DecodeConfig(cycle_length=k + 1, verifier=o["verifier"]))
     selector = TopPSampler(temperature=a["temperature"], top_p=a["top_p"] or 1.0, seed=seed)
     target, small = table_module(case.target), table_module(case.q_samp_model)
 
@@ -83,10 +83,10 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
             drafts, probs = [list[int]() for _ in rows], list[Any]()
             for _ in range(k):
                 last = torch.stack([small(torch.tensor(r + d))[-1] for r, d in zip(rows, drafts, strict=True)])
-                if o["drafts"] == "argmax":
-                    tok, dist = last.argmax(-1), None
-                else:
-                    tok, dist = verifier.draft_many(last, selector)
+                made: Any = (last.argmax(-1), None) if o["drafts"] == "argmax" else verifier.draft_many(last, selector)
+                if made is None:
+                    raise CaseError(f"economize's {o['verifier']} verifier drafted nothing (draft_many returned None)")
+                tok, dist = made
                 probs.append(dist)
                 for d, t in zip(drafts, tok.tolist(), strict=True):
                     d.append(t)

@@ -71,11 +71,15 @@ def decode(case: Case, context: list[int], n: int, seed: int, num_samples: int, 
     g, T = run.options()["gamma"], processing_args(run)["temperature"]
     p_logits, q_logits = table_module(case.target), table_module(case.q_samp_model)
 
+    class Body(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Identity()])  # what HiddenStateHook hooks
+
     class Target(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.model = torch.nn.Module()
-            self.model.layers = torch.nn.ModuleList([torch.nn.Identity()])  # what HiddenStateHook hooks
+            self.model = Body()
             self.seen: list[int] = []
 
         def forward(self, ids: torch.Tensor, past_key_values: Any = None, use_cache: bool = True) -> Any:
