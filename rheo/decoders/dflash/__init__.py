@@ -104,7 +104,6 @@ DECODER = Decoder(
             Row("top-k 2 block 4", {"top_k": 2}, slow=True),
             Row("top-p 0.9 block 4", {"top_p": 0.9}, slow=True),
             Row("T=1 block 2", {"block_size": 2}, slow=True),
-            Row("T=1 block 5", {"block_size": 5}, slow=True),
         ),
     ),
 )
