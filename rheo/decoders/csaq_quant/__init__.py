@@ -55,7 +55,8 @@ def _law(p_v: TableModel, q_s: TableModel, q_v: TableModel, lookahead: int, cont
     from rheo_ref.laws import compose, normalise
 
     def round_law(start: tuple[int, ...], m: int) -> Law:
-        cap, out = min(lookahead, m), defaultdict(Fraction)
+        cap = min(lookahead, m)
+        out: Law = defaultdict(Fraction)
 
         def level(drafted: tuple[int, ...], prob: Fraction) -> None:
             if len(drafted) == cap:
