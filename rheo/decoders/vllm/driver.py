@@ -22,6 +22,11 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   use_block_verification=True)`, called with the tensors that runner builds (target logits already
   processed: temperature 1, no top-k / top-p here; one seed a request; positions). Its draws are
   philox streams of (seed, position), so every sample gets its own seed from the harness.
+- vLLM's own `LogitBiasLogitsProcessor` / `MinPLogitsProcessor` (`_processors`) and its penalties (the
+  `SamplingMetadata` fields, filled as the input batch fills them: the prompt, each request's output so far);
+  `PIN_MEMORY` set as vLLM's CpuPlatform has it (`no_pinned_memory`).
+- verifier inputs an engine produces (`stated`): padded draft ids -1 (`pad`), q rows that state q(t) = 0
+  (`zero_token`), all-zero or all-NaN q rows (`q_row`); the draft is always drawn from the drafter's own q.
 - `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
   i-th draft with a fixed rate, whatever p and q): the negative control.
 No rheo module beyond this file's standard-library imports is needed here.
@@ -125,9 +130,10 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
 
 
 def _processors(specs: list[dict], device) -> list:
-    """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor`
-    (vllm/v1/sample/logits_processor/builtin.py, unmodified) told of each request's SamplingParams(min_p=...)
-    through its `update_state(BatchUpdate)`; none when no request sets min_p."""
+    """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor` and
+    `LogitBiasLogitsProcessor` (vllm/v1/sample/logits_processor/builtin.py, unmodified), each told of every request's
+    SamplingParams(min_p=..., logit_bias=...) through its `update_state(BatchUpdate)`; a processor is built when some
+    request sets its parameter (min_p = 0: built, and off); none when no request sets either."""
     procs: list = []
     if all(s.get("min_p") is None for s in specs) and all(s.get("logit_bias") is None for s in specs):
         return procs
