@@ -23,6 +23,25 @@ from rheo.decoders.served import PYTHON_VAR, REPO, env_python
 DROPIN = REPO / "docs" / "dropin" / "test_rheo_vllm_gate.py"
 
 
+def test_the_dropins_case_is_the_vllm_tables_case_and_the_job_runs_the_file():
+    """The drop-in carries its case inline (the wheel has no tests/): it must stay tests/cases/hf.json's tables and
+    context, the case the vLLM verdicts in docs/THIRD_PARTY.md were measured on; the CI job runs that file."""
+    import importlib.util
+
+    from helpers import CASES
+
+    from rheo_ref.models import load_case
+
+    spec = importlib.util.spec_from_file_location("rheo_dropin", DROPIN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ours = load_case(str(CASES / "hf.json"))
+    assert (module.CASE.target.probs, module.CASE.draft.probs) == (ours.target.probs, ours.draft.probs)
+    assert module.CASE.context == ours.context and module.CASE.tokens == 2
+    assert f"tests/{DROPIN.name}" in (DROPIN.parent / "rheo-gate.yml").read_text()
+
+
 def _run(cmd: list[str], cwd, env=None, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
