@@ -131,3 +131,17 @@ def test_a_failing_row_is_reported_and_the_others_run(monkeypatch, capsys, tmp_p
 def test_the_vllm_adapter_states_its_releases():
     assert vllm.SERVED.supported == ">=0.33.0,<0.35" and vllm.DECODER.served is vllm.SERVED
     assert vllm.DECODER.install == f"pip install vllm=={vllm.VERSION}"
+
+
+@pytest.mark.parametrize("visible, says", [(False, "no CUDA device is visible"), (True, "compiled-kernel path")])
+def test_device_cuda_is_refused_in_one_line(visible, says, capsys, monkeypatch):
+    """`rheo gate --device cuda`: exit 2, one line, whether or not this machine shows a CUDA device (the compiled-
+    kernel path is not built); a device that is neither cpu nor cuda is refused naming both."""
+    import rheo.decoders.served as served
+    from rheo.cli.main import main
+
+    monkeypatch.setattr(served, "cuda_visible", lambda: visible)
+    for device, text in (("cuda", says), ("tpu", "allowed: cpu, cuda")):
+        code = main(["gate", "tests/cases/hf.json", "--decoder", "vllm", "--device", device, "--tokens", "2"])
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert code == 2 and len(err) == 1 and text in err[0] and "Traceback" not in err[0], err

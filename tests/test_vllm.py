@@ -244,3 +244,94 @@ def test_vllm_034_moved_pieces_exit_2_with_one_line(capsys, monkeypatch):
         assert code == 2 and len(err) == 1, err
         assert "vllm 0.34.0: " in err[0] and "is not in this release" in err[0] and ">=0.33.0,<0.35" in err[0], err
         assert "Traceback" not in err[0]
+
+
+# --- vLLM's logit bias and penalties, and the verifier inputs engines produce (0.33's V1 RejectionSampler) -------
+
+
+def test_logit_bias_reaches_only_the_bonus_token_exactly():
+    """0.33 applies LogitBiasLogitsProcessor only in the bonus's Sampler: at k = 3 the first 3 tokens follow the raw
+    p, the claimed law (the bias at every position) is at TV > 0.2 over 2 tokens; at k = 0 every token is a bonus."""
+    from rheo_ref.exact import target_law
+
+    gen = {"k": 3, "logit_bias": "3:4"}
+    assert vllm.law(CASE, gen, 3) == target_law(CASE, 3)
+    assert tv(vllm.law(CASE, gen, 2), vllm.claimed(CASE, gen, 2)) > Fraction(1, 5)
+    assert (
+        tv(vllm.law(CASE, {"k": 0, "logit_bias": "3:4"}, 3), vllm.claimed(CASE, {"k": 0, "logit_bias": "3:4"}, 3)) == 0
+    )
+
+
+@pytest.mark.parametrize("draft_probs", [1, 0])
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_penalties_on_the_output_and_drafts_are_lossless_exactly(k, draft_probs):
+    """Penalties at the verified positions count the output and the drafts before each (`_combine_outputs_with_spec_
+    tokens`), at the bonus all the drafts: the law is the penalised target's, which differs from the raw p's."""
+    from rheo_ref.exact import target_law
+
+    gen = {"k": k, "draft_probs": draft_probs, "repetition": 2, "frequency": "1/2", "presence": "1/2"}
+    claimed = vllm.claimed(CASE, gen, 3)
+    assert tv(vllm.law(CASE, gen, 3), claimed) == 0
+    assert tv(claimed, target_law(CASE, 3)) > Fraction(1, 10)
+
+
+@pytest.mark.parametrize("draft_probs", [1, 0])
+def test_a_padded_draft_id_ends_the_round_with_a_draw_from_p(draft_probs):
+    """A padded id (-1) is rejected (rejection_sampler.py line 931) and the recovered token is drawn from p: lossless
+    at every padding, and a padded slot makes a round shorter on average."""
+    q, p, ctx = CASE.q_samp_model, CASE.target, tuple(CASE.context)
+    for pad in (1, 2, 3):
+        gen = {"k": 3, "pad": pad, "draft_probs": draft_probs}
+        assert tv(vllm.law(CASE, gen, 4), vllm.target(CASE, gen, 4)) == 0
+    mean = [
+        sum(len(o) * w for o, w in VLLMLaw(p, q, Setting(k=3), draft_probs=bool(draft_probs), pad=pad)
+            .round_law(ctx, 4).items())
+        for pad in (0, 1)
+    ]  # fmt: skip
+    assert mean[1] < mean[0]
+
+
+def test_a_draft_stated_at_q_zero_and_a_zero_q_row_stay_lossless_and_a_nan_row_emits_token_0():
+    """`draft_prob > 0 and ...` (line 951) rejects a draft whose stated q(x) is 0 and the residual max(p - q, 0) then
+    holds all of p(x): lossless for every such token, and for an all-zero row (every draft rejected, the residual p).
+    An all-NaN row: rejected, the residual's maximum drops NaN to 0 (line 1128), the first id wins (line 1144)."""
+    for t in range(CASE.target.vocab_size):
+        gen = {"k": 3, "zero_token": t}
+        assert tv(vllm.law(CASE, gen, 4), vllm.target(CASE, gen, 4)) == 0
+    assert tv(vllm.law(CASE, {"k": 3, "q_row": "zero"}, 4), vllm.target(CASE, {"k": 3}, 4)) == 0
+    assert vllm.law(CASE, {"k": 3, "q_row": "nan"}, 3) == {(0, 0, 0): 1}
+    # the same zero stated but the row renormalised is lossy: the rule above is what keeps it lossless
+    q, p = CASE.q_samp_model, CASE.target
+    law = VLLMLaw(p, q, Setting(k=1), zero_token=1)
+    row = law._stated(q.row(list(CASE.context)))
+    renorm = VLLMLaw(p, q, Setting(k=1))
+    renorm._stated = lambda r: tuple(x / sum(row) for x in row)  # type: ignore[method-assign]
+    assert tv(renorm.token_law(CASE.context, 1), vllm.target(CASE, {"k": 1}, 1)) > 0
+
+
+@pytest.mark.parametrize(
+    "gen, message",
+    [({"logit_bias": "3"}, "token:factor"), ({"repetition": 0}, "repetition=0"), ({"frequency": 2}, r"\(0, 1\]"),
+     ({"pad": 4, "k": 3}, "pad=4"), ({"q_row": "inf"}, "q_row='inf'"), ({"zero_token": 1, "draft_probs": 0}, "need"),
+     ({"repetition": 2, "temperature": 0}, "temperature 0"), ({"pad": 1, "method": "block"}, "method=block"),
+     ({"pad": 1, "repetition": 2}, "pad with penalties")],
+)  # fmt: skip
+def test_bad_processor_and_verifier_settings_are_refused(gen, message):
+    with pytest.raises(CaseError, match=message):
+        vllm.check(gen)
+        vllm.law(CASE, gen, 2)
+
+
+@served
+@pytest.mark.lossless
+@pytest.mark.parametrize(
+    "gen, verdict",
+    [({"k": 3, "logit_bias": "3:4"}, "REJECT"), ({"k": 3, "repetition": 2, "frequency": "1/2", "presence": "1/2"}, "pass"),
+     ({"k": 3, "pad": 1}, "pass"), ({"k": 3, "q_row": "nan"}, "REJECT")],
+)  # fmt: skip
+def test_quick_vllm_processors_and_verifier_inputs(gen, verdict, rheo_seed):
+    """vLLM 0.33.0's LogitBiasLogitsProcessor (exact TV 0.368 at 2 tokens: REJECT), its penalties (pass), a padded draft
+    id (pass) and an all-NaN q row (exact TV 177/184: REJECT), at δ = 0.3; the samples fit vLLM's own law."""
+    r = gate_decoder(NAME, gen, rheo_seed, tv=0.3, tokens=2, case=CASES / "hf.json")
+    assert r["verdict"] == verdict, r["summary"]
+    assert r.get("own_law_p") is None or r["own_law_p"] >= 1e-3, r

@@ -100,6 +100,13 @@ def register(subparsers: Any) -> None:
         help="a served decoder (vllm, sglang, ...): the python of the environment where its package is installed "
         "(default: this one where the package is importable, else rheo's own .venv-NAME of a checkout)",
     )
+    sp.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEV",
+        help="cpu (default: a served decoder's Triton kernels run in Triton's interpreter); cuda is refused: the "
+        "compiled-kernel path is not built",
+    )
     user_sampler.add_flag(sp)
     flags.alpha(sp, default=ALPHA, what="false-alarm probability")
     sp.add_argument("--tv", type=float, default=TV, help=f"TV detected with power 1-beta (default {TV})")
@@ -164,6 +171,21 @@ def _no_constant(name: str) -> None:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
 
 
+def device_check(device: str) -> None:
+    """--device: cpu runs; cuda is refused in one line, saying whether this machine shows a CUDA device at all."""
+    from rheo.decoders.served import cuda_visible
+
+    if device == "cpu":
+        return
+    if device != "cuda":
+        raise CaseError(f"--device {show(device)}; allowed: cpu, cuda")
+    if not cuda_visible():
+        raise CaseError("--device cuda: no CUDA device is visible on this machine (no /dev/nvidia*); the served "
+                        "drivers run their Triton kernels in Triton's interpreter on the CPU: --device cpu (the default)")  # fmt: skip
+    raise CaseError("--device cuda: the served drivers' compiled-kernel path is not built (they set TRITON_INTERPRET=1 "
+                    "and CUDA_VISIBLE_DEVICES=''); allowed: --device cpu (Triton's interpreter)")  # fmt: skip
+
+
 def run_gate_hf(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -175,6 +197,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     if getattr(args, "sampler", None) is not None or args.decoder is None:  # the user's own sampler (or neither)
         return user_sampler.gate(args, alpha=ALPHA, tv=TV, beta=BETA)
     entry = decoders().get(DecoderRun.head(args.decoder))
+    device_check(getattr(args, "device", "cpu"))
     if getattr(args, "python", None) is not None:
         from rheo.decoders.served import PYTHON_VAR
 

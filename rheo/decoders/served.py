@@ -59,6 +59,11 @@ class DriverError(EnvironmentFailure):
     """A driver in a served environment exited non-zero, timed out or wrote no JSON reply."""
 
 
+def cuda_visible() -> bool:
+    """Whether this machine shows an NVIDIA device node (no torch import: the check costs nothing)."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def env_python(env: str) -> Path:
     """The python of the served environment `env`: `<repo>/.venv-<env>/bin/python`."""
     if not env or "/" in env or env.startswith("."):

@@ -8,6 +8,7 @@ gates it, `--rows all` reproduces its verdict table (docs/THIRD_PARTY.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
@@ -19,7 +20,7 @@ from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
 from ..served import Served
-from .law import BlockLaw, FlyLaw, Law, Setting, VLLMLaw, min_p_table
+from .law import PENALTY_KEYS, BlockLaw, FlyLaw, Law, Setting, VLLMLaw, min_p_table
 from .mixed import judge_mixed
 
 ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"  # VERSION: the release rheo's CI pins
@@ -48,7 +49,18 @@ GEN_KEYS = {
     "fly_threshold": "method=fly: the top-k entropy threshold; default 0.3 (vLLM's)",
     "fly_top_k": "method=fly: the tokens of the entropy; default 3 (vLLM's)",
     "synthetic": "comma-separated unconditional acceptance rates: vLLM's lossy synthetic method (negative control)",
+    "logit_bias": "token:factor pairs, e.g. 3:4: vLLM's own LogitBiasLogitsProcessor with logit_bias {token: ln factor}\n"
+    "(0.33's V1 path, T = 1)",
+    "repetition": "repetition_penalty θ, an integer >= 1 (prompt and output tokens: w^θ); 0.33's V1 path, T = 1",
+    "frequency": "ρ in (0, 1]: frequency_penalty = -ln ρ (w·ρ^count in the output); 0.33's V1 path, T = 1",
+    "presence": "π in (0, 1]: presence_penalty = -ln π (w·π once in the output); 0.33's V1 path, T = 1",
+    "pad": "the last `pad` of the k draft slots hold the padded id -1 (their q rows handed as zeros), as an engine\n"
+    "pads a ragged batch; 0.33's V1 path",
+    "zero_token": "the q rows handed to vLLM state q(token) = 0 (not renormalised: an underflowed probability) while\n"
+    "the drafter still draws it; 0.33's V1 path, draft_probs=1",
+    "q_row": "zero or nan: every q row handed to vLLM all zero / all NaN (a degenerate drafter); 0.33's V1 path",
 }
+VERIFIER_KEYS = ("pad", "zero_token", "q_row")  # the verifier inputs the harness hands vLLM, not the settings
 
 
 def _method(gen: dict[str, Any]) -> str:
@@ -57,6 +69,9 @@ def _method(gen: dict[str, Any]) -> str:
         raise CaseError(f"method={m!r}; allowed: token, block, fly")
     if m != "token" and gen.get("synthetic") is not None:
         raise CaseError(f"method={m} with synthetic: vLLM refuses the pair (synthetic is a method of its own)")
+    if m != "token" and any(gen.get(k) is not None for k in (*PENALTY_KEYS, *VERIFIER_KEYS)):
+        bad = next(k for k in (*PENALTY_KEYS, *VERIFIER_KEYS) if gen.get(k) is not None)
+        raise CaseError(f"{bad} with method={m}: modelled for token-level verification only; allowed: method=token")
     if m != "fly" and any(k.startswith("fly_") for k in gen):
         raise CaseError(f"{sorted(k for k in gen if k.startswith('fly_'))[0]} without method=fly; allowed: method=fly")
     return str(m)
@@ -88,7 +103,7 @@ def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
         rates = [Fraction(x) for x in str(syn).split(",")]
         if any(not 0 <= r <= 1 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
             raise CaseError(f"synthetic={syn!r}: rates must lie in [0, 1] and not increase")
-    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k", "min_p")}
+    settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k", "min_p", *PENALTY_KEYS)}
     settings["ties"] = merge_ties(VLLM_TIES, gen.get("ties"))
     return Setting.from_gen(settings), bool(dp), rates
 
@@ -100,6 +115,12 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
     spec.update(top_k=s.top_k, top_p=None if s.top_p is None else float(s.top_p), seed=gen.get("seed"))
     if gen.get("min_p") is not None:  # (0: vLLM's processor is built, and off)
         spec["min_p"] = float(Fraction(str(gen["min_p"])))
+    if s.bias:  # vLLM's logit_bias: ln(factor) added to the logit
+        spec["logit_bias"] = {str(t): math.log(f) for t, f in s.bias}
+    if s.repetition != 1 or s.frequency != 1 or s.presence != 1:
+        spec.update(repetition_penalty=float(s.repetition), frequency_penalty=-math.log(s.frequency),
+                    presence_penalty=-math.log(s.presence))  # fmt: skip
+    spec.update(_verifier(gen, s))
     return {
         "target": case.target.to_json(),
         "draft": case.q_samp_model.to_json(),
@@ -112,6 +133,24 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
         "method": _method(gen),
         **({"fly": _fly(gen, s.k)} if _method(gen) == "fly" else {}),
     }
+
+
+def _verifier(gen: dict[str, Any], s: Setting) -> dict[str, Any]:
+    """The verifier inputs of --gen (pad, zero_token, q_row), checked as the law checks them."""
+    out = {k: gen[k] for k in VERIFIER_KEYS if gen.get(k) is not None}
+    pad = out.get("pad", 0)
+    if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad <= s.k:
+        raise CaseError(f"pad={pad!r} must be an integer in 0..k={s.k}")
+    z = out.get("zero_token")
+    if z is not None and (isinstance(z, bool) or not isinstance(z, int) or z < 0):
+        raise CaseError(f"zero_token={z!r} must be a token id")
+    if out.get("q_row") not in (None, "zero", "nan"):
+        raise CaseError(f"q_row={out['q_row']!r}; allowed: zero, nan")
+    if (z is not None or "q_row" in out) and gen.get("draft_probs", 1) in (0, False):
+        raise CaseError("zero_token / q_row state the q rows handed to vLLM: they need draft_probs=1")
+    if out and (s.history or s.min_p or s.greedy):
+        raise CaseError(f"{sorted(out)[0]} with penalties, logit_bias, min_p or temperature 0: modelled without them")
+    return out
 
 
 def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, ...]]]:
@@ -135,9 +174,11 @@ def law(case: Case, gen: dict[str, Any], n: int, *, progress: bool = False) -> L
         )
     if _method(gen) == "block":
         return BlockLaw(case.target, case.q_samp_model, s, draft_probs=dp).token_law(case.context, n, progress=progress)
-    return VLLMLaw(case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates).token_law(
-        case.context, n, progress=progress
-    )
+    v = _verifier(gen, s)
+    return VLLMLaw(
+        case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates, pad=v.get("pad", 0),
+        zero_token=v.get("zero_token"), q_row=v.get("q_row"),
+    ).token_law(case.context, n, progress=progress)  # fmt: skip
 
 
 def target(case: Case, gen: dict[str, Any], n: int) -> Law:
@@ -152,6 +193,20 @@ def target(case: Case, gen: dict[str, Any], n: int) -> Law:
             out.append(row.index(max(row)))
             ctx.append(out[-1])
         return {tuple(out): Fraction(1)}
+    if s.history:  # bias and penalties at every position, on the output so far (rheo_ref.processing, vLLM's order)
+        from rheo.decoders.rounds import single_token_law
+        from rheo_ref.processing import process
+
+        from .law import _Processors
+
+        lead = len(case.context)
+        proc = _Processors(Fraction(1, s.power), s.bias, s.repetition, s.frequency, s.presence)
+
+        def row_of(c: tuple[int, ...]) -> tuple:
+            out = c[lead:]
+            return process(case.target.row(list(c)), proc, [out.count(t) for t in range(case.target.vocab_size)], c)
+
+        return single_token_law(row_of, case.context, n)
     c = s.processing.case(case)
     if s.min_p:  # min-p claims its processed p at every position
         c = replace(c, target=min_p_table(c.target, s.min_p))
@@ -165,13 +220,15 @@ def driver_request(case: Case, context: list[int], n: int, seed: int, num_sample
 
 def check(gen: dict[str, Any]) -> None:
     s, _, _ = _parse(gen)
+    _verifier(gen, s)
     if _method(gen) == "fly":
         _fly(gen, s.k)
 
 
 def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
     """The law a setting claims where it is not the processed p: the argmax chain at temperature 0."""
-    return target(case, gen, n) if gen.get("temperature") == 0 or gen.get("min_p") else None
+    special = gen.get("temperature") == 0 or gen.get("min_p") or any(gen.get(k) is not None for k in PENALTY_KEYS)
+    return target(case, gen, n) if special else None
 
 
 BLOCK_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample, block)"
@@ -247,6 +304,34 @@ DECODER = SERVED.decoder(
                 "line 49); the bonus goes through Sampler (sampler.py line 346)",
             ),
             Row("min-p-0", {"k": 3, "min_p": 0}, "MinPLogitsProcessor at min_p = 0 (off): the lossless setting"),
+            Row(
+                "logit-bias",
+                {"k": 3, "logit_bias": "3:4"},
+                "vLLM's own LogitBiasLogitsProcessor, logit_bias {3: ln 4}, through 0.33's RejectionSampler (vLLM's "
+                "engine refuses logit_bias with speculative decoding, sampling_params.py lines 1193-1197)",
+                cause="logit bias reaches the bonus token only: of the non-argmax-invariant processors "
+                "RejectionSampler.apply_logits_processors applies only MinTokensLogitsProcessor at verified positions "
+                "(0.33.0 vllm/v1/sample/rejection_sampler.py lines 372-373); the bonus's Sampler applies every one "
+                "(sampler.py line 464)",
+            ),
+            Row(
+                "penalties",
+                {"k": 3, "repetition": 2, "frequency": "1/2", "presence": "1/2"},
+                "repetition_penalty 2, frequency_penalty = presence_penalty = ln 2 (SamplingMetadata as the input "
+                "batch builds it), at the verified positions on the output and the drafts before them",
+            ),
+            Row("padded", {"k": 3, "pad": 1}, "the last draft slot padded with id -1 (a zero q row handed)"),
+            Row("padded-one-hot", {"k": 3, "pad": 1, "draft_probs": 0}, "a padded draft id -1, no draft probs"),
+            Row("q-zero", {"k": 3, "zero_token": 1}, "the q rows handed state q(1) = 0; the drafter still draws 1"),
+            Row("q-row-zero", {"k": 3, "q_row": "zero"}, "every q row handed is all zero (a degenerate drafter)"),
+            Row(
+                "q-row-nan",
+                {"k": 3, "q_row": "nan"},
+                "every q row handed is all NaN (a degenerate drafter): vLLM emits token 0, one a round",
+                cause="a NaN draft row fails `draft_prob > 0` (rejection_sampler.py line 951: rejected), "
+                "`tl.maximum(target_prob - draft_prob, 0.0)` turns NaN into 0 (line 1128, a maxnum), every score is 0 "
+                "and `tl.max(score, axis=0, return_indices=True)` (line 1144) returns the first id: token 0, silently",
+            ),
             Row(
                 "fly",
                 {"k": 2, "method": "fly"},

@@ -22,6 +22,11 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   use_block_verification=True)`, called with the tensors that runner builds (target logits already
   processed: temperature 1, no top-k / top-p here; one seed a request; positions). Its draws are
   philox streams of (seed, position), so every sample gets its own seed from the harness.
+- vLLM's own `LogitBiasLogitsProcessor` / `MinPLogitsProcessor` (`_processors`) and its penalties (the
+  `SamplingMetadata` fields, filled as the input batch fills them: the prompt, each request's output so far);
+  `PIN_MEMORY` set as vLLM's CpuPlatform has it (`no_pinned_memory`).
+- verifier inputs an engine produces (`stated`): padded draft ids -1 (`pad`), q rows that state q(t) = 0
+  (`zero_token`), all-zero or all-NaN q rows (`q_row`); the draft is always drawn from the drafter's own q.
 - `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
   i-th draft with a fixed rate, whatever p and q): the negative control.
 No rheo module beyond this file's standard-library imports is needed here.
@@ -86,7 +91,7 @@ def _metadata(drafts: list[list[int]], device):
     )
 
 
-def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, device):
+def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, device, outputs=None, prompt=()):
     import torch
     from vllm.v1.sample.logits_processor import LogitsProcessors
     from vllm.v1.sample.metadata import SamplingMetadata
@@ -100,6 +105,7 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         None if all(not 0 < k < V for k in ks) else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32)
     )
     top_p = None if all(p >= 1.0 for p in ps) else torch.tensor(ps, dtype=torch.float32)
+    penal = any(k in s for s in specs for k in ("repetition_penalty", "frequency_penalty", "presence_penalty"))
     return SamplingMetadata(
         temperature=temp,
         all_greedy=all(greedy),
@@ -108,12 +114,14 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         top_k=top_k,
         generators=gens,
         max_num_logprobs=None,
-        no_penalties=True,
-        prompt_token_ids=None,
-        frequency_penalties=torch.zeros(B, device=device),
-        presence_penalties=torch.zeros(B, device=device),
-        repetition_penalties=torch.ones(B, device=device),
-        output_token_ids=[[] for _ in range(B)],
+        # the penalties as the input batch builds them: the prompt's ids (padded with V), each request's output so
+        # far (a list the sampler extends with the drafts, `_combine_outputs_with_spec_tokens`)
+        no_penalties=not penal,
+        prompt_token_ids=torch.tensor([list(prompt)] * B, dtype=torch.int64) if penal else None,
+        frequency_penalties=torch.tensor([float(s.get("frequency_penalty", 0.0)) for s in specs], device=device),
+        presence_penalties=torch.tensor([float(s.get("presence_penalty", 0.0)) for s in specs], device=device),
+        repetition_penalties=torch.tensor([float(s.get("repetition_penalty", 1.0)) for s in specs], device=device),
+        output_token_ids=[list(o) for o in outputs] if outputs is not None else [[] for _ in range(B)],
         allowed_token_ids_mask=None,
         bad_words_token_ids={},
         logitsprocs=LogitsProcessors(_processors(specs, device)),
@@ -122,21 +130,56 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
 
 
 def _processors(specs: list[dict], device) -> list:
-    """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor`
-    (vllm/v1/sample/logits_processor/builtin.py, unmodified) told of each request's SamplingParams(min_p=...)
-    through its `update_state(BatchUpdate)`; none when no request sets min_p."""
-    if all(s.get("min_p") is None for s in specs):
-        return []
+    """vLLM's own logits processors for the batch, as the input batch builds them: `MinPLogitsProcessor` and
+    `LogitBiasLogitsProcessor` (vllm/v1/sample/logits_processor/builtin.py, unmodified), each told of every request's
+    SamplingParams(min_p=..., logit_bias=...) through its `update_state(BatchUpdate)`; a processor is built when some
+    request sets its parameter (min_p = 0: built, and off); none when no request sets either."""
+    procs: list = []
+    if all(s.get("min_p") is None for s in specs) and all(s.get("logit_bias") is None for s in specs):
+        return procs
     from vllm import SamplingParams
-    from vllm.v1.sample.logits_processor import BatchUpdate, MinPLogitsProcessor
+    from vllm.v1.sample.logits_processor import BatchUpdate, LogitBiasLogitsProcessor, MinPLogitsProcessor
 
     config = SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=len(specs)))
-    minp = MinPLogitsProcessor(config, device, False)
-    added: list[tuple] = [
-        (i, SamplingParams(min_p=float(s.get("min_p") or 0.0)), None, []) for i, s in enumerate(specs)
-    ]
-    minp.update_state(BatchUpdate(batch_size=len(specs), removed=[], added=added, moved=[]))
-    return [minp]
+    params = [
+        SamplingParams(min_p=float(s.get("min_p") or 0.0),
+                       logit_bias={int(t): float(b) for t, b in (s.get("logit_bias") or {}).items()} or None)
+        for s in specs
+    ]  # fmt: skip
+    if any(s.get("min_p") is not None for s in specs):
+        procs.append(MinPLogitsProcessor(config, device, False))
+    if any(s.get("logit_bias") is not None for s in specs):  # (LogitBiasLogitsProcessor, builtin.py line 119)
+        procs.append(LogitBiasLogitsProcessor(config, device, False))
+    added: list[tuple] = [(i, sp, None, []) for i, sp in enumerate(params)]
+    for proc in procs:
+        proc.update_state(BatchUpdate(batch_size=len(specs), removed=[], added=added, moved=[]))
+    return procs
+
+
+def stated(q: list[float], spec: dict) -> list[float]:
+    """The q row the harness hands vLLM: the drafter's, or with q(zero_token) stated 0 (not renormalised), or a
+    degenerate row (all zero, all NaN); the draft is drawn from the drafter's own row in every case."""
+    if spec.get("q_row") == "zero":
+        return [0.0] * len(q)
+    if spec.get("q_row") == "nan":
+        return [math.nan] * len(q)
+    z = spec.get("zero_token")
+    return q if z is None else [0.0 if t == int(z) else x for t, x in enumerate(q)]
+
+
+def no_pinned_memory() -> None:
+    """vLLM's `PIN_MEMORY` (vllm/utils/torch_utils.py line 1045, `is_pin_memory_available()`) as a host without an
+    accelerator has it: `UnspecifiedPlatform` inherits True (platforms/interface.py line 1184), with which torch
+    refuses `pin_memory=True` ("requires a CUDA or other accelerator backend"); `CpuPlatform.is_pin_memory_available`
+    returns False (platforms/cpu.py line 628). The value is set on the modules that read it (torch_utils, and the
+    names bound by `from ... import PIN_MEMORY` in the sampler's ops): LogitBiasLogitsProcessor and the penalties'
+    tensors go through `async_tensor_h2d` / `make_tensor_with_pad` with it."""
+    import importlib
+
+    for name in ("vllm.utils.torch_utils", "vllm.v1.sample.ops.penalties", "vllm.v1.sample.sampler"):
+        mod = importlib.import_module(name)
+        if hasattr(mod, "PIN_MEMORY"):
+            setattr(mod, "PIN_MEMORY", False)  # noqa: B010 (a module global vLLM reads; mypy sees ModuleType)
 
 
 MOVED = 3  # rheo.decoders.served.MOVED: the installed release moved a piece this driver drives
@@ -292,6 +335,14 @@ V2_DRIVES = "temperature 1, no top-k / top-p, one setting a batch"
 def check_v2(req: dict) -> None:
     """Settings the V2 path here cannot give vLLM: the V1 RejectionSampler applied them; without it, name it."""
     specs = req["requests"]
+    extra = sorted({k for s in specs for k in ("logit_bias", "repetition_penalty", "frequency_penalty",
+                                               "presence_penalty", "pad", "zero_token", "q_row") if k in s})  # fmt: skip
+    if extra:
+        moved(
+            f"vllm/v1/sample/rejection_sampler.py (RejectionSampler, where this driver hands vLLM {', '.join(extra)}) "
+            "is not in this release; its V2 runner applies logit bias and penalties in Sampler.apply_sampling_params "
+            "and builds its draft ids in its input batch, neither driven here"
+        )
     if any(s.get("min_p") for s in specs):
         moved(
             "vllm.v1.sample.logits_processor (MinPLogitsProcessor, applied by 0.33's RejectionSampler and Sampler) "
@@ -317,6 +368,7 @@ def decode(req: dict) -> dict:
 
     if req.get("topk_topp", "pytorch") == "pytorch":
         tkp.HAS_TRITON = False  # the switch vLLM reads: apply_top_k_top_p -> apply_top_k_top_p_pytorch
+    no_pinned_memory()
     device = torch.device("cpu")
     V, Lp, p_rows = _rows(req["target"])
     _, Lq, q_rows = _rows(req["draft"])
@@ -352,13 +404,19 @@ def decode(req: dict) -> dict:
         while live:
             drafts, logits, dprobs = [], [], []
             for r in live:
-                ctx, d = context + emitted[r], list[int]()
-                for _ in range(int(specs[rows[r]].get("k", 2))):
+                ctx, d, spec = context + emitted[r], list[int](), specs[rows[r]]
+                k, pad = int(spec.get("k", 2)), int(spec.get("pad", 0))
+                for j in range(k):
+                    real = [t for t in d if t >= 0]
+                    logits.append(_row(logp, Lp, ctx + real))  # (after a padded slot: a row no outcome reads)
+                    if j >= k - pad:  # a padded draft id, -1 (rejection_sampler.py line 931), with a zero q row
+                        dprobs.append([0.0] * V)
+                        d.append(-1)
+                        continue
                     q = _row(q_rows, Lq, ctx + d)
-                    logits.append(_row(logp, Lp, ctx + d))
-                    dprobs.append(q)
+                    dprobs.append(stated(q, spec))
                     d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=draft_gen)))
-                logits.append(_row(logp, Lp, ctx + d))  # the bonus row
+                logits.append(_row(logp, Lp, ctx + [t for t in d if t >= 0]))  # the bonus row
                 drafts.append(d)
             meta = _metadata(drafts, device)
             sm = _sampling(
@@ -367,6 +425,8 @@ def decode(req: dict) -> dict:
                 drafts,
                 V,
                 device,
+                outputs=[emitted[r] for r in live],
+                prompt=context,
             )
             lg = torch.tensor(logits, dtype=torch.float32)
             dp = torch.tensor(dprobs, dtype=torch.float32) if use_q and dprobs else None

@@ -48,6 +48,16 @@ class Setting:
     greedy: bool = False
     ties: Ties = None
     min_p: Fraction | None = None  # vLLM's MinPLogitsProcessor (None or 0: off)
+    # vLLM's LogitBiasLogitsProcessor: (token, factor) pairs, the bias ln(factor) (rheo_ref.processing.logit_bias)
+    bias: tuple[tuple[int, Fraction], ...] = ()
+    repetition: int = 1  # repetition_penalty θ (an integer: the weight w^θ on prompt and output tokens)
+    frequency: Fraction = ONE  # frequency_penalty = -ln(ρ): the weight times ρ^count in the output
+    presence: Fraction = ONE  # presence_penalty = -ln(π): the weight times π once a token is in the output
+
+    @property
+    def history(self) -> bool:
+        """Whether the rows depend on the output so far (penalties) or on processing the law applies per row."""
+        return bool(self.bias) or self.repetition != 1 or self.frequency != 1 or self.presence != 1
 
     @classmethod
     def from_gen(cls, gen: dict) -> Setting:
@@ -64,14 +74,74 @@ class Setting:
             if m and (gen.get("top_k") is not None or gen.get("top_p") is not None):
                 raise CaseError("min_p with top_k / top_p: vLLM applies min-p between temperature and top-k / top-p; "
                                 "modelled here without them")  # fmt: skip
+        extra = _penalties(gen)
+        if extra and (gen.get("temperature") == 0 or m or gen.get("top_k") is not None or gen.get("top_p") is not None):
+            raise CaseError(f"{sorted(extra)[0]} with temperature 0, min_p, top_k or top_p: modelled here without them")
         if gen.get("temperature") == 0:
             return cls(k=k, greedy=True, min_p=m or None)
-        proc = Processing.from_gen({x: v for x, v in gen.items() if x != "min_p"})
-        return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties, min_p=m or None)
+        own = ("min_p", *PENALTY_KEYS)
+        proc = Processing.from_gen({x: v for x, v in gen.items() if x not in own})
+        return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties, min_p=m or None, **extra)
 
     @property
     def processing(self) -> Processing:
         return Processing(self.power, self.top_k, self.top_p, self.ties)
+
+
+PENALTY_KEYS = ("logit_bias", "repetition", "frequency", "presence")
+
+
+def _factor(name: str, v: object, *, upper: bool) -> Fraction:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str, Fraction)):
+        raise CaseError(f"{name}={v!r} must be a rational factor, e.g. 1/2")
+    try:
+        f = Fraction(str(v))
+    except (ValueError, ZeroDivisionError):
+        raise CaseError(f"{name}={v!r} must be a rational factor, e.g. 1/2") from None
+    if not f > 0 or (upper and f > 1):
+        raise CaseError(f"{name}={v} must lie in {'(0, 1]' if upper else '(0, inf)'}")
+    return f
+
+
+def _penalties(gen: dict) -> dict:
+    """The logit bias and penalties of --gen, as exact factors (module docstring of rheo_ref.processing):
+    logit_bias "t:f,t:f" (vLLM's logit_bias {t: ln f}), repetition θ an integer >= 1, frequency ρ and presence π
+    in (0, 1] (vLLM's frequency_penalty = -ln ρ, presence_penalty = -ln π)."""
+    out: dict = {}
+    if gen.get("logit_bias") is not None:
+        pairs = []
+        for part in str(gen["logit_bias"]).split(","):
+            tok, sep, f = part.partition(":")
+            if not sep or not tok.strip().isdigit():
+                raise CaseError(f"logit_bias={gen['logit_bias']!r}: write token:factor pairs, e.g. 3:4,0:1/2")
+            pairs.append((int(tok), _factor("logit_bias factor", f.strip(), upper=False)))
+        out["bias"] = tuple(pairs)
+    r = gen.get("repetition")
+    if r is not None:
+        if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+            raise CaseError(f"repetition={r!r} must be an integer >= 1 (the exact law of w^θ)")
+        if r != 1:
+            out["repetition"] = r
+    for name in ("frequency", "presence"):
+        if gen.get(name) is not None and _factor(name, gen[name], upper=True) != 1:
+            out[name] = _factor(name, gen[name], upper=True)
+    return out
+
+
+@dataclass(frozen=True)
+class _Processors:
+    """`rheo_ref.processing.Settings` for vLLM's order (bias, repetition, frequency, presence, temperature)."""
+
+    temperature: Fraction
+    bias: tuple[tuple[int, Fraction], ...]
+    repetition: int
+    penalty: Fraction
+    presence: Fraction
+    top_k: int = 0
+    top_p: Fraction = ONE
+    min_p: Fraction = ZERO
+    order: str = "vllm"
+    ties: Ties = None
 
 
 def min_p_row(row: Row, m: Fraction, where: str = "") -> Row:
@@ -115,8 +185,23 @@ class VLLMLaw:
         *,
         draft_probs: bool = True,
         synthetic_rates: Sequence[Fraction] | None = None,
+        pad: int = 0,
+        zero_token: int | None = None,
+        q_row: str | None = None,
     ) -> None:
         self.raw, self.q, self.s, self.use_q = p, q, setting, draft_probs
+        if not 0 <= pad <= setting.k:
+            raise CaseError(f"pad={pad} with k={setting.k}; allowed: 0..k")
+        if (zero_token is not None or q_row is not None) and not draft_probs:
+            raise CaseError("zero_token / q_row state the draft probabilities handed to vLLM: they need draft_probs=1")
+        if q_row not in (None, "zero", "nan"):
+            raise CaseError(f"q_row={q_row!r}; allowed: zero, nan")
+        if zero_token is not None and not 0 <= zero_token < p.vocab_size:
+            raise CaseError(f"zero_token={zero_token}; allowed: 0..{p.vocab_size - 1}")
+        if setting.greedy and (pad or zero_token is not None or q_row):
+            raise CaseError("pad / zero_token / q_row are modelled at temperature > 0")
+        self.pad, self.zero_token, self.q_row = pad, zero_token, q_row
+        self.prompt = 0  # the prompt's length (token_law sets it): penalties count the output after it
         self.p = setting.processing.table(p)
         # vLLM 0.33: the bonus row goes through the Sampler (temperature, then every argmax-invariant processor:
         # min-p), the verified rows through apply_logits_processors, which runs only the non-argmax-invariant ones
@@ -147,9 +232,12 @@ class VLLMLaw:
             if len(acc) >= limit:  # nothing after the first `limit` tokens is asked for
                 out[acc[:limit]] += w
                 return
-            p = self.p.row(list(c)) if not self.s.greedy else self.raw.row(list(c))
+            p = self._row(c) if not self.s.greedy else self.raw.row(list(c))
+            if self.pad and len(acc) == k - self.pad:  # a padded draft id (-1): rejected, the recovered token
+                emit(acc, p, w)  # from max(p - 0, 0) (a zero q row handed, or none: the mask skips id -1)
+                return
             if len(acc) == k:  # all accepted: the bonus
-                emit(acc, self._point(_argmax(p)) if self.s.greedy else self.bonus.row(list(c)), w)
+                emit(acc, self._point(_argmax(p)) if self.s.greedy else self._row(c, bonus=True), w)
                 return
             q = self.q.row(list(c))
             for x, qx in enumerate(q):
@@ -162,12 +250,15 @@ class VLLMLaw:
                     else:
                         out[(acc + (g,))[:limit]] += w * qx
                     continue
-                v = q if self.use_q else self._point(x)
-                a = self.rates[len(acc)] if self.rates is not None else min(ONE, p[x] / v[x])
+                v = self._stated(q) if self.use_q else self._point(x)
+                if self.rates is not None:
+                    a = self.rates[len(acc)]
+                else:  # `draft_prob > 0 and target_prob / draft_prob >= uniform_prob` (line 951)
+                    a = min(ONE, p[x] / v[x]) if v[x] > 0 else ZERO  # (a NaN row: NaN > 0 is false)
                 if a:
                     walk(acc + (x,), w * qx * a)
                 if a < 1:
-                    emit(acc, normalise([max(ZERO, p[y] - v[y]) for y in range(len(p))]), w * qx * (1 - a))
+                    emit(acc, self._recovered(p, v), w * qx * (1 - a))
 
         walk((), ONE)
         return dict(out)
@@ -175,10 +266,46 @@ class VLLMLaw:
     def _point(self, x: int) -> Row:
         return tuple(ONE if y == x else ZERO for y in range(self.raw.vocab_size))
 
+    def _row(self, c: tuple[int, ...], bonus: bool = False) -> Row:
+        """The processed target row after c at a verified position or at the bonus. 0.33: the bonus goes through
+        `Sampler.apply_logits_processors` (sampler.py lines 436-468: every non-argmax-invariant processor, line 464,
+        logit bias among them, then the penalties on the output and all the drafts, line 468), a verified position
+        through `RejectionSampler.apply_logits_processors` (rejection_sampler.py lines 329-384: penalties on the
+        output and the drafts before it, line 357, bad words, and of the non-argmax-invariant processors only
+        `MinTokensLogitsProcessor`, lines 372-373): no logit bias there."""
+        if not self.s.history:
+            return (self.bonus if bonus else self.p).row(list(c))
+        from rheo_ref.processing import process
+
+        out = c[self.prompt :]
+        counts = [out.count(t) for t in range(self.raw.vocab_size)]
+        s = _Processors(Fraction(1, self.s.power), self.s.bias if bonus else (), self.s.repetition,
+                        self.s.frequency, self.s.presence)  # fmt: skip
+        return process(self.raw.row(list(c)), s, counts, c, where=f"row {list(c)}")
+
+    def _stated(self, q: Row) -> Row:
+        """The q row handed to vLLM: the drafter's, with q(zero_token) stated 0 (not renormalised: a probability
+        that underflowed), or all zero; a NaN row is modelled in `_recovered` (its every entry fails `> 0`)."""
+        if self.q_row is not None:
+            return tuple(ZERO for _ in q)
+        if self.zero_token is not None:
+            return tuple(ZERO if y == self.zero_token else x for y, x in enumerate(q))
+        return q
+
+    def _recovered(self, p: Row, v: Row) -> Row:
+        """`sample_recovered_tokens_kernel` (lines 1071-1152): the argmax of max(p - v, 0) / E. A NaN q row:
+        `tl.maximum(target_prob - draft_prob, 0.0)` (line 1128; PropagateNan.NONE, a maxnum: NaN gives 0) is 0
+        everywhere, every score 0, and `tl.max(score, axis=0, return_indices=True)` (line 1144) takes the first: token 0."""
+        if self.q_row == "nan":
+            return self._point(0)
+        return normalise([max(ZERO, p[y] - v[y]) for y in range(len(p))])
+
     def token_law(self, context: Sequence[int], n: int, *, progress: bool = False) -> Law:
         """Law of the first n tokens from `context` (rounds composed, `rheo_ref.laws.compose`; round laws
-        memoised by the tokens the models see and the tokens still wanted)."""
-        return token_law(self.round_law, context, n, label="vLLM", key=self._key, show=progress)
+        memoised by the tokens the models see and the tokens still wanted; with penalties, by the whole output)."""
+        self.prompt = len(context)
+        key = None if self.s.history else self._key
+        return token_law(self.round_law, context, n, label="vLLM", key=key, show=progress)
 
 
 class BlockLaw(VLLMLaw):  # (min-p: not driven on the V2 path)
