@@ -13,11 +13,13 @@ N the `Planner` uses the one that certifies the smaller TV (a choice made before
      (then the test does not reject: charged to β). The counts X_i are then independent
      Poisson(λP_i) under any sampler law P.
   2. *The statistic* S = Σ_i w_i [(X_i − λp_i)² − X_i] over every outcome of positive p (no pooling),
-     w_i = 1/max(p_i, τ), τ = FLOOR/K. With d = P − p: E S = λ² Σ w_i d_i² = λ²D and
+     w_i = max(p_i, τ)^(−2/3), τ = FLOOR/K (the 2/3-power weights: N grows with ‖p‖₂/₃). With d = P − p: E S = λ² Σ w_i d_i² = λ²D and
      Var S = Σ w_i² (2λ²P_i² + 4λ³ P_i d_i²).
   3. *The critical value* c: a Chernoff bound on the truncated null statistic (its cumulant
      generating function computed exactly) plus a union bound on the truncation: P_p(S ≥ c) ≤ α.
-  4. *The power.* For every P with TV(P, p) ≥ δ: D ≥ D₀ = 4δ²/Σ 1/w (Cauchy–Schwarz); S − E S
+  4. *The power*, by either of two certificates. The first (`rheo.lossless.dual`): one Chernoff
+     bound on the worst law, by weak duality, each cell's supremum bounded on its own. The second
+     (`miss_bound`): for every P with TV(P, p) ≥ δ, D ≥ D₀ = 4δ²/Σ 1/w (Cauchy–Schwarz); S − E S
      splits as L + Q, bounded by Bennett (L) and Maurer (Q); their variances are bounded over every
      P with D in an interval (`cell_reach`: how far one outcome can move; `spike_cubes`: how much
      of D spikes can carry), on a grid of intervals covering every D ≥ D₀.
@@ -31,6 +33,7 @@ record prints). `proofs/gate.py` checks the lemmas the argument uses.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,29 +41,33 @@ from typing import Any
 
 import numpy as np
 
+from .dual import Dual
+
 SPILL_SHARE = 0.01  # share of β spent on N' > N (the Poisson count overshooting the samples)
-OFF_SHARE = 0.25  # share of β spent on mass off the support that no sample reveals
+OFF_SHARE = 0.1  # share of β spent on mass off the support that no sample reveals
 TRUNC_SHARE = 0.05  # share of α spent on the truncation of the null statistic
-FLOOR = 0.5  # τ = FLOOR / K: the weights' floor (w_i = 1 / max(p_i, τ))
+FLOOR = 0.05  # τ = FLOOR / K: the weights' floor (w_i = max(p_i, τ)^(−2/3))
+POWER = 2 / 3  # the weights' exponent: Σ w_i²p_i² = Σ 1/w_i, the instance-optimal ‖p‖₂/₃ scaling
 
 
 @dataclass(frozen=True)
 class Weights:
     """The law's support (probabilities as floats, descending) and the statistic's weights
-    w_i = 1 / max(p_i, τ), τ = FLOOR / K: Pearson's weights, floored so that no outcome's weight
-    exceeds 2K (the truncated χ² of Balakrishnan & Wasserman)."""
+    w_i = max(p_i, τ)^(−POWER), τ = FLOOR / K: the 2/3-power weights of the instance-optimal identity
+    tests (Valiant & Valiant; Balakrishnan & Wasserman), floored so that no weight exceeds (K/FLOOR)^(2/3)."""
 
     p: np.ndarray  # [K]
     w: np.ndarray  # [K]
-    inv_w_sum: float  # Σ 1/w_i ≤ 1 + FLOOR: D ≥ 4δ² / inv_w_sum
+    inv_w_sum: float  # Σ 1/w_i: D ≥ 4δ² / inv_w_sum
 
     @staticmethod
     def of(probs: Any) -> Weights:
         p = np.sort(np.asarray([float(x) for x in probs if x > 0], dtype=float))[::-1]  # [K]
-        w = 1 / np.maximum(p, FLOOR / len(p))  # [K]
+        w = np.maximum(p, FLOOR / len(p)) ** -POWER  # [K]
         return Weights(p, w, float(np.sum(1 / w)))
 
 
+@functools.lru_cache(maxsize=4096)
 def poisson_rate(n: int, beta: float) -> float:
     """λ < n with P(Poisson(λ) > n) ≤ SPILL_SHARE·β: the Poisson count fits in n samples."""
     from scipy.stats import poisson
@@ -399,6 +406,7 @@ class Planner:
         self.alpha, self.beta = alpha, beta
         self.sets = SetTest(self.wt.p, alpha, beta) if 2 <= len(self.wt.p) <= SET_MAX else None
         self._nulls: dict[int, Null] = {}
+        self._duals: dict[int, Dual] = {}
         self._detectable: dict[tuple[str, int], float] = {}
         self._kinds: dict[int, str] = {}
         self._held: dict[tuple[str, int, float], bool] = {}  # (kind, n, δ) -> certified
@@ -441,7 +449,19 @@ class Planner:
         lam = poisson_rate(n, self.beta)
         if inner <= 0 or lam < 2:
             return False
-        return certified(self.wt, lam, self.null(n).critical, inner, _support_beta(self.beta))
+        null = self.null(n)
+        if certified(self.wt, lam, null.critical, inner, _support_beta(self.beta)):
+            return True
+        return self.dual(n).certified(inner, math.log(_support_beta(self.beta)))
+
+    def dual(self, n: int) -> Dual:
+        """The dual Chernoff bound at n samples (`rheo.lossless.dual`), its tables kept per n."""
+        if n not in self._duals:
+            if len(self._duals) > 4:
+                self._duals.clear()
+            null = self.null(n)
+            self._duals[n] = Dual(self.wt.p, self.wt.w, poisson_rate(n, self.beta), null.critical, null.sd)
+        return self._duals[n]
 
     def plan(self, delta: float, *, cap: int = 10**10, limit: int | None = None) -> int | None:
         """The least N (to within 0.5%, rounded up) that certifies `delta`; None when `limit` is
@@ -451,11 +471,16 @@ class Planner:
             return None if limit is not None and n > limit else n
         if limit is not None and not self.holds(limit, delta):
             return None
-        lo, hi = 1, 16
+        lo, hi = 0, max(16, self._guess(delta) // 4)  # the search starts near the answer (any start is valid)
         while not self.holds(hi, delta):
             lo, hi = hi, hi * 2
             if hi > cap:
                 raise ValueError(f"no N <= {cap} certifies TV {delta}")
+        if lo == 0:  # the start certifies: halve down to a failing n
+            lo = hi // 2
+            while lo > 1 and self.holds(lo, delta):
+                hi, lo = lo, lo // 2
+            lo = max(lo, 1)
         while hi - lo > max(1, lo // 200):
             mid = (lo + hi) // 2
             if self.holds(mid, delta):
@@ -463,6 +488,12 @@ class Planner:
             else:
                 lo = mid
         return hi
+
+    def _guess(self, delta: float) -> int:
+        """A rough N for `delta` (the weighted χ²'s Gaussian limit: λ²·4δ²/Σ(1/w) = 5·sd): where the
+        search starts, not a bound."""
+        sd_per_lam = math.sqrt(2 * float(np.sum(self.wt.w**2 * self.wt.p**2)))
+        return int(5 * sd_per_lam * self.wt.inv_w_sum / (4 * delta**2))
 
     def detectable(self, n: int) -> float:
         """The least δ (to 1e-4 of its value) certified at n samples; 1 when none is."""

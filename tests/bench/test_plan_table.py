@@ -4,12 +4,16 @@ The case is `tests/cases/v12-first-order.json` (V = 12, a first-order target), i
 tokens, at α = 1e-3, β = 0.01, δ = 0.1. "old" is the planner the gate used before the promise was
 proved (Pearson over cells pooled below an expected count of 10, N from the noncentral χ² at
 β/2, plus the pooled mass charged to δ), kept here only as this table's baseline: its N carried no
-finite-N guarantee. "proved" is `rheo.lossless.stats.samples_for` (docs/GATE.md, "What the
-statistics promise"). Run: `pytest -m bench tests/bench/test_plan_table.py -s`.
+finite-N guarantee. "variance bounds" is the first proved planner (Pearson's weights floored at
+1/(2K), the variance-bound certificate alone, β/4 on the mass off the support), recomputed here by
+setting those constants back. "proved" is `rheo.lossless.stats.samples_for` as it is: the 2/3-power
+weights and the dual certificate (docs/STATISTICS.md). Run:
+`pytest -m bench tests/bench/test_plan_table.py -s`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -58,21 +62,46 @@ def old_samples_for(law: dict, tv: float, alpha: float, beta: float) -> int:
     return hi
 
 
+@contextlib.contextmanager
+def variance_bounds_only():
+    """The first proved planner: Pearson's weights floored at 1/(2K), no dual certificate, β/4 off the support."""
+    from rheo.lossless import promise
+
+    saved = promise.POWER, promise.FLOOR, promise.OFF_SHARE, promise.Planner.dual
+
+    class Never:
+        def certified(self, delta: float, log_target: float) -> bool:
+            return False
+
+    promise.POWER, promise.FLOOR, promise.OFF_SHARE = 1.0, 0.5, 0.25
+    promise.Planner.dual = lambda self, n: Never()
+    promise._PLANNERS.clear()
+    try:
+        yield
+    finally:
+        promise.POWER, promise.FLOOR, promise.OFF_SHARE, promise.Planner.dual = saved
+        promise._PLANNERS.clear()
+
+
 @pytest.mark.bench
 def test_n_against_support_and_two_thirds_norm():
     case = load_case(str(CASE))
     rows = [
-        "| tokens | support | ‖p‖₂/₃ | old N | proved N | proved / old | seconds to plan |",
-        "|---|---|---|---|---|---|---|",
+        "| tokens | support | ‖p‖₂/₃ | old N (no guarantee) | variance bounds | proved N | proved / old | seconds to plan |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for tokens in range(1, 5):  # 5 tokens: 248,832 outcomes, past the planner's [grid × K] arrays
         law = target_law(case, tokens)
         probs = [float(v) for v in law.values() if v > 0]
         norm = sum(x ** (2 / 3) for x in probs) ** 1.5
         old = old_samples_for(law, DELTA, ALPHA, BETA)
+        with variance_bounds_only():
+            first = samples_for(law, DELTA, ALPHA, BETA)
         t0 = time.perf_counter()
         new = samples_for(law, DELTA, ALPHA, BETA)
         sec = time.perf_counter() - t0
-        rows.append(f"| {tokens} | {len(probs):,} | {norm:.1f} | {old:,} | {new:,} | {new / old:.2f} | {sec:.1f} |")
+        rows.append(
+            f"| {tokens} | {len(probs):,} | {norm:.1f} | {old:,} | {first:,} | {new:,} | {new / old:.2f} | {sec:.1f} |"
+        )
         print(rows[-1], flush=True)
     print("\n".join(rows))

@@ -1,0 +1,288 @@
+"""The weighted χ²'s power by one Chernoff bound on the worst law (docs/STATISTICS.md, "The power,
+by duality").
+
+With the Poisson count of `rheo.lossless.promise`, the counts X_i are independent Poisson(m_i),
+m_i = λP_i, and S = Σ_i f_i(X_i), f_i(x) = w_i[(x − a_i)² − x], a_i = λp_i. For every θ > 0
+(Markov's inequality on e^{−θS})
+
+    P_P(S ≤ c) ≤ exp(θc + Σ_i G_i(m_i)),   G_i(m) = log E_{X ~ Poisson(m)} e^{−θ f_i(X)}.
+
+Every law P on the support at TV ≥ δ has Σ_i |m_i − a_i| ≥ 2δλ, so for every μ ≥ 0 (weak duality:
+the added term is ≥ 0)
+
+    Σ_i G_i(m_i) ≤ Σ_i G_i(m_i) + (μ/λ)(Σ_i |m_i − a_i| − 2δλ) ≤ Σ_i H_i − 2μδ,
+    H_i = sup_{0 ≤ m ≤ λ} [G_i(m) + (μ/λ)|m − a_i|],
+
+a bound on the miss probability of **every** such P at once, that needs no variance bound and no
+spike lemma: each H_i is a one-dimensional supremum. It is bounded above rigorously
+(`cell_sup`): on a grid, every interval [m_l, m_r] not containing a_i in its interior is bounded
+with the tilted mean T(m) = E_t X (the mean of X under the law ∝ Poisson(x; m)·e^{−θf_i(x)}),
+which rises with m (an exponential family in log m), so G′(m) = T(m)/m − 1 lies in
+[T(m_l)/m_r − 1, T(m_r)/m_l − 1] on the interval; past the grid (m ≥ M_i) by
+E e^{−θf(X)} ≤ P(X ≤ x₀)·e^{θw(a + 1/4)} + e^{−θf(x₀ + 1)} (f ≥ −w(a + 1/4) everywhere, and f rises
+past a + 1/2), P(X ≤ x₀) falling in m. Sums over x are cut at a point X̄ past which f rises, and the
+rest bounded by P(Poisson(m) > X̄)·e^{−θf(X̄ + 1)} (Chernoff's Poisson tail), so every number used
+is an upper bound where the argument needs one.
+
+The choice of θ and μ affects only how tight the bound is, never its validity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+GRID_BELOW = 12  # grid points on [0, a_i]
+GRID_ABOVE = 20  # grid points on [a_i, M_i]
+FAR_RATIO = 1.25  # the far intervals [m_k, 1.25 m_k] past M_i
+THETA_START, THETA_STEP, THETA_TRIES = 1.5, 1.5, 6  # θ·sd searched from 1.5 by factors of 1.5 (sd: the null's sd)
+
+
+def _log_poisson_tail(m: np.ndarray, k: np.ndarray, *, upper: bool) -> np.ndarray:
+    """log of Chernoff's bound e^{−m}(em/k)^k on P(Poisson(m) ≥ k) (k > m, `upper`) or on
+    P(Poisson(m) ≤ k) (k < m); 0 (probability ≤ 1) otherwise, −∞ for an empty tail (k < 0 below)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kk = np.maximum(k, 1e-300)
+        out = -m + k * (1 + np.log(np.maximum(m, 1e-300)) - np.log(kk))
+        out = np.where(k == 0, -m, out)
+    side = (k > m) if upper else (k < m)
+    out = np.where(side, np.minimum(out, 0.0), 0.0)
+    if not upper:
+        out = np.where(k < 0, -np.inf, out)
+    return out
+
+
+_LOG_FACTORIAL = np.zeros(1)
+
+
+def _log_factorial(n: int) -> np.ndarray:
+    """log x! for x = 0..n (a table, extended as needed)."""
+    global _LOG_FACTORIAL
+    if len(_LOG_FACTORIAL) <= n:
+        _LOG_FACTORIAL = gammaln(np.arange(max(n + 1, 2 * len(_LOG_FACTORIAL))) + 1.0)
+    return _LOG_FACTORIAL
+
+
+def _points(a: np.ndarray, lam: float) -> np.ndarray:
+    """[K, J] the grid of Poisson means per cell, rising: 0, geometric up to a_i/2, linear to a_i
+    (a point), then on to M_i = min(3a_i + 16√a_i + 26, λ)."""
+    s = np.sqrt(a) + 1  # [K]
+    top = np.minimum(3 * a + 16 * s + 10, lam)  # [K] M_i
+    rel = np.concatenate(
+        [[0.0], np.geomspace(1e-9, 0.5, GRID_BELOW // 2, endpoint=False), np.linspace(0.5, 1, GRID_BELOW // 2)]
+    )
+    u = np.concatenate([np.linspace(0, 1, GRID_ABOVE // 2, endpoint=False), np.geomspace(1, 12, GRID_ABOVE // 2)]) / 12
+    below = a[:, None] * rel[None, :]  # [K, GB + 1] 0 … a
+    above = a[:, None] + (top - a)[:, None] * u[None, 1:]  # [K, GA - 1] past a, up to M
+    return np.concatenate([below, above], axis=1)
+
+
+def _log_mgf(a: np.ndarray, w: np.ndarray, theta: float, m: np.ndarray) -> np.ndarray:
+    """[K, J] an upper bound on G(m) = log E_{Poisson(m)} e^{−θ f(X)} at the points m (row i: cell i).
+
+    The sum runs exactly (log-sum-exp) over a window x₋ ≤ x ≤ x₊ around m (x₊ past a + 1/2, where f
+    rises); the rest is bounded by Chernoff's Poisson tails: P(X > x₊)·e^{−θf(x₊ + 1)} above and
+    P(X < x₋)·e^{θw(a + 1/4)} below (f ≥ −w(a + 1/4) everywhere)."""
+    k, j = m.shape
+    mm = m.ravel()  # [K·J]
+    aa, ww = np.repeat(a, j), np.repeat(w, j)
+    spread = 8 * np.sqrt(mm) + 12
+    x_lo = np.floor(np.maximum(mm - spread, 0.0))
+    x_hi = np.ceil(np.maximum(mm + spread, aa + 2))
+    width = (x_hi - x_lo + 1).astype(np.int64)
+    out = np.empty(len(mm))
+    order = np.argsort(width, kind="stable")
+    start = 0
+    while start < len(mm):
+        cap = int(width[order[min(start + 4095, len(mm) - 1)]])
+        size = max(1, min(4096, int(4e6 // max(cap, 1))))
+        idx = order[start : start + size]
+        cap = int(width[idx].max())
+        xs = x_lo[idx, None] + np.arange(cap)[None, :]  # [C, W]
+        m1 = mm[idx, None]
+        ell = xs * np.log(np.maximum(m1, 1e-300))
+        ell -= m1
+        ell -= _log_factorial(int(xs.max()))[xs.astype(np.int64)]
+        ell -= theta * ww[idx, None] * ((xs - aa[idx, None]) ** 2 - xs)
+        zero = m1[:, 0] == 0  # Poisson(0) is a point mass at 0 (x₋ = 0 there)
+        if zero.any():
+            ell[zero] = -np.inf
+            ell[zero, 0] = -theta * ww[idx][zero] * aa[idx][zero] ** 2
+        ell[xs > x_hi[idx, None]] = -np.inf
+        top = np.max(ell, axis=1)
+        body = top + np.log(np.sum(np.exp(ell - top[:, None]), axis=1))
+        xh, xl, mi, ai, wi = x_hi[idx], x_lo[idx], mm[idx], aa[idx], ww[idx]
+        f_next = wi * ((xh + 1 - ai) ** 2 - (xh + 1))  # f(x₊ + 1): f rises past x₊
+        upper = _log_poisson_tail(mi, xh + 1, upper=True) - theta * f_next
+        lower = _log_poisson_tail(mi, xl - 1, upper=False) + theta * wi * (ai + 0.25)
+        out[idx] = np.logaddexp(body, np.logaddexp(upper, lower))
+        start += len(idx)
+    return out.reshape(k, j)
+
+
+def _interval_sup(m_l, m_r, g_l, g_r, kappa, a):
+    """An upper bound on sup over [m_l, m_r] of G(m) + κ(m − a) (κ fixed on the interval).
+
+    In u = log m, L(u) = G(e^u) + e^u = log Σ_x (m^x/x!) e^{−θf(x)} is convex (a log-sum-exp of lines
+    in u), so L lies below its chord on [u_l, u_r], and G + κ(m − a) ≤ chord(u) + (κ − 1)e^u − κa,
+    a concave function of u when κ < 1, maximised in closed form (at e^u = slope/(1 − κ), clipped).
+    On [0, m_r] with m_l = 0: G(m) ≤ G(m_r) + m_r (E_m g ≤ e^{m_r − m} E_{m_r} g, the power series
+    rising in m). Where κ ≥ 1 the endpoints' maxima of each part are added."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ul, ur = np.log(m_l), np.log(m_r)
+        l_l, l_r = g_l + m_l, g_r + m_r
+        slope = (l_r - l_l) / (ur - ul)
+        star = np.clip(np.where(kappa < 1, slope / (1 - kappa), m_r), m_l, m_r)
+        chord = l_l + slope * (np.log(star) - ul) + (kappa - 1) * star - kappa * a
+        crude = np.maximum(l_l, l_r) + np.maximum((kappa - 1) * m_l, (kappa - 1) * m_r) - kappa * a
+        val = np.where(kappa < 1, chord, crude)
+        lin = np.maximum(kappa * (m_l - a), kappa * (m_r - a))
+        at_zero = g_r + m_r + lin
+        val = np.where(m_l > 0, val, at_zero)
+        val = np.where(m_r > m_l, val, np.maximum(g_l + kappa * (m_l - a), g_r + kappa * (m_r - a)))
+    return val
+
+
+def _far(a: np.ndarray, w: np.ndarray, theta: float, top: np.ndarray, lam: float, slope: float) -> np.ndarray:
+    """[K] an upper bound on sup over m in [M_i, λ] of G_i(m) + slope·(m − a_i), interval by interval.
+
+    On [m_k, m_{k+1}], with thresholds a + 1/2 ≤ x_0 < x_1 < … < x_L (f rises past a + 1/2, and
+    f ≥ −w(a + 1/4) everywhere): E e^{−θf(X)} ≤ P(X ≤ x_0)e^{θw(a + 1/4)} + Σ_l P(X ≤ x_{l+1})e^{−θf(x_l + 1)}
+    + e^{−θf(x_L + 1)}, each P_m(X ≤ x) at most its value at m_k (it falls as m rises)."""
+    from scipy.stats import poisson
+
+    n_int = max(1, int(np.ceil(np.log(lam / max(float(top.min()), 1e-9)) / np.log(FAR_RATIO))) + 1)
+    ks = np.arange(n_int)
+    lo = np.minimum(top[:, None] * FAR_RATIO ** ks[None, :], lam)  # [K, I]
+    hi = np.minimum(lo * FAR_RATIO, lam)  # [K, I]
+    floor = np.ceil(a[:, None] + 1)  # [K, 1] every threshold ≥ a + 1/2
+    fracs = (0.25, 0.4, 0.55, 0.7, 0.8, 0.88, 0.94)
+    cuts = [np.maximum(np.floor(r * lo), floor) for r in fracs] + [np.maximum(np.floor(lo - 4 * np.sqrt(lo)), floor)]
+    xs = np.sort(np.stack(cuts), axis=0)  # [L+1, K, I] rising thresholds
+
+    def f_at(x: np.ndarray) -> np.ndarray:
+        return w[:, None] * ((x - a[:, None]) ** 2 - x)
+
+    terms = [poisson.logcdf(xs[0], lo) + theta * w[:, None] * (a[:, None] + 0.25)]
+    for j in range(len(xs) - 1):
+        terms.append(poisson.logcdf(xs[j + 1], lo) - theta * f_at(xs[j] + 1))
+    terms.append(-theta * f_at(xs[-1] + 1))
+    g = np.logaddexp.reduce(np.stack(terms), axis=0)  # [K, I]
+    val = np.where(lo < hi, g + slope * (hi - a[:, None]), -np.inf)
+    return np.max(val, axis=1)
+
+
+class Dual:
+    """The dual Chernoff bound for one (law, λ, critical value c): G tables per θ, the bound per (θ, μ, δ)."""
+
+    def __init__(self, p: np.ndarray, w: np.ndarray, lam: float, c: float, sd: float):
+        self.p, self.w, self.lam, self.c, self.sd = p, w, lam, c, sd
+        self.a = lam * p
+        self.m = _points(self.a, lam)  # [K, J]
+        self.top = self.m[:, -1]
+        self._tables: dict[float, np.ndarray] = {}
+
+    def table(self, theta: float) -> np.ndarray:
+        if theta not in self._tables:
+            if len(self._tables) > 8:
+                self._tables.clear()
+            self._tables[theta] = _log_mgf(self.a, self.w, theta, self.m)
+        return self._tables[theta]
+
+    def grid_value(self, theta: float, mu: float, delta: float) -> float:
+        """θc − 2μδ + Σ_i max over the grid: below the bound (used to choose μ), not a bound."""
+        g = self.table(theta)
+        lin = (mu / self.lam) * np.abs(self.m - self.a[:, None])
+        return float(theta * self.c - 2 * mu * delta + np.sum(np.max(g + lin, axis=1)))
+
+    def log_miss(self, theta: float, mu: float, delta: float, *, rounds: int = 4, split: int = 8) -> float:
+        """The rigorous bound: log P_P(S ≤ c) ≤ this for every P on the support at TV ≥ δ.
+
+        Each cell's supremum is bounded on the grid's intervals (`_interval_sup`); an interval whose
+        bound exceeds the cell's best grid value by more than 0.02/K is split (`split` parts, `rounds`
+        times), so the bound's excess over the grid value stays small. Past the grid: `_far`."""
+        g = self.table(theta)
+        a, m, lam = self.a, self.m, self.lam
+        k = len(a)
+        slope = mu / lam
+        cell = np.repeat(np.arange(k), m.shape[1] - 1)  # [I] the interval's cell
+        m_l, m_r = m[:, :-1].ravel(), m[:, 1:].ravel()
+        g_l, g_r = g[:, :-1].ravel(), g[:, 1:].ravel()
+        best = np.max(g + slope * np.abs(m - a[:, None]), axis=1)  # [K] the best grid value
+        tol = 0.02 / k
+        for r in range(rounds + 1):
+            kappa = np.where(m_l >= a[cell], slope, -slope)
+            bound = _interval_sup(m_l, m_r, g_l, g_r, kappa, a[cell])
+            loose = bound > best[cell] + tol
+            if r == rounds or not loose.any():
+                break
+            lc, ll, lr, gl, gr = cell[loose], m_l[loose], m_r[loose], g_l[loose], g_r[loose]
+            frac = np.linspace(0, 1, split + 1)[1:-1]  # interior points
+            pts = ll[:, None] + (lr - ll)[:, None] * frac[None, :]  # [F, split - 1]
+            if r == 0:  # near 0 the intervals are geometric: split them geometrically
+                geo = ll[:, None] * (lr / np.where(ll > 0, ll, 1.0))[:, None] ** frac[None, :]
+                pts = np.where((ll > 0)[:, None], geo, pts)
+            gp = _log_mgf(a[lc], self.w[lc], theta, pts)  # [F, split - 1]
+            best_new = np.max(gp + slope * np.abs(pts - a[lc][:, None]), axis=1)
+            np.maximum.at(best, lc, best_new)
+            nodes = np.concatenate([ll[:, None], pts, lr[:, None]], axis=1)  # [F, split + 1]
+            gnodes = np.concatenate([gl[:, None], gp, gr[:, None]], axis=1)
+            keep = ~loose
+            cell = np.concatenate([cell[keep], np.repeat(lc, split)])
+            m_l = np.concatenate([m_l[keep], nodes[:, :-1].ravel()])
+            m_r = np.concatenate([m_r[keep], nodes[:, 1:].ravel()])
+            g_l = np.concatenate([g_l[keep], gnodes[:, :-1].ravel()])
+            g_r = np.concatenate([g_r[keep], gnodes[:, 1:].ravel()])
+        near = np.full(k, -np.inf)
+        np.maximum.at(near, cell, bound)
+        far = _far(a, self.w, theta, self.top, lam, slope)
+        self.last = (near, best, far)
+        return float(theta * self.c - 2 * mu * delta + np.sum(np.maximum(near, far)))
+
+    def best_mu(self, theta: float, delta: float) -> float:
+        """μ minimising the grid value (convex in μ: a sum of maxima of lines in μ, minus a line)."""
+        hi = 1.0
+        while self.grid_value(theta, 2 * hi, delta) < self.grid_value(theta, hi, delta) and hi < 1e12:
+            hi *= 2
+        lo, hi = 0.0, 2 * hi
+        for _ in range(24):
+            x1, x2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+            if self.grid_value(theta, x1, delta) <= self.grid_value(theta, x2, delta):
+                hi = x2
+            else:
+                lo = x1
+        return (lo + hi) / 2
+
+    def screen(self, delta: float) -> tuple[float, float, float]:
+        """(grid value, θ, μ) at the θ of a walk by factors of THETA_STEP from THETA_START/sd that
+        stops where the grid value stops falling (μ the best for each θ): a choice, not a bound."""
+
+        def value(k: float) -> tuple[float, float, float]:
+            theta = k / self.sd
+            mu = self.best_mu(theta, delta)
+            return self.grid_value(theta, mu, delta), theta, mu
+
+        best = value(THETA_START)
+        for step in (THETA_STEP, 1 / THETA_STEP):
+            k = THETA_START
+            for _ in range(THETA_TRIES):
+                k *= step
+                cand = value(k)
+                if cand[0] >= best[0]:
+                    break
+                best = cand
+            if k != THETA_START * step:  # the first direction improved: no need to try the other
+                break
+        return best
+
+    def certified(self, delta: float, log_target: float) -> bool:
+        """The screen's (θ, μ) bounds every miss probability at TV ≥ δ by e^{log_target} (`log_miss`)."""
+        value, theta, mu = self.screen(delta)
+        return value <= log_target and self.log_miss(theta, mu, delta) <= log_target
+
+
+def log_miss_bound(p, w, lam, c, sd, delta) -> float:
+    """The rigorous log miss bound at the screen's (θ, μ) (for tables and tests)."""
+    d = Dual(np.asarray(p, float), np.asarray(w, float), lam, c, sd)
+    _, theta, mu = d.screen(delta)
+    return d.log_miss(theta, mu, delta)
