@@ -27,6 +27,11 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   `PIN_MEMORY` set as vLLM's CpuPlatform has it (`no_pinned_memory`).
 - verifier inputs an engine produces (`stated`): padded draft ids -1 (`pad`), q rows that state q(t) = 0
   (`zero_token`), all-zero or all-NaN q rows (`q_row`); the draft is always drawn from the drafter's own q.
+- `"method": "adaptive"`: adaptive verification (the V2 runner): vLLM's `assign_draft_token_budget` decides each
+  request's admitted prefix (a batch of the judged request and a companion, `admitted_counts`), then
+  `rejection_sample` verifies it; `"runner": "v2"`: the V2 runner's own `apply_bad_words` / `apply_min_p` on the
+  target logits before `rejection_sample` (`v2_processing`); bad words on the V1 path through
+  `SamplingMetadata.bad_words_token_ids`.
 - `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
   i-th draft with a fixed rate, whatever p and q): the negative control.
 No rheo module beyond this file's standard-library imports is needed here.
