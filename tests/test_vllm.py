@@ -335,3 +335,98 @@ def test_quick_vllm_processors_and_verifier_inputs(gen, verdict, rheo_seed):
     r = gate_decoder(NAME, gen, rheo_seed, tv=0.3, tokens=2, case=CASES / "hf.json")
     assert r["verdict"] == verdict, r["summary"]
     assert r.get("own_law_p") is None or r["own_law_p"] >= 1e-3, r
+
+
+# --- adaptive verification, bad words, and the V2 runner's own min-p (vLLM 0.34's V2 runner; 0.33 where present) ----
+
+
+@pytest.mark.parametrize("draft_probs", [1, 0])
+@pytest.mark.parametrize("budget", [1, 2, 3, 4, 5])
+def test_adaptive_verification_with_a_state_confidence_is_lossless_exactly(budget, draft_probs):
+    """`assign_draft_token_budget` admits a prefix of each request's drafts by survival (the running product of the
+    drafter's confidences): with a confidence that is a function of the state before the draft (DSpark's head), the
+    admitted count is a stopping time of the drafts and the law is the target's, at every budget."""
+    gen = {**vllm.ADAPTIVE_ROW, "adaptive_budget": budget, "draft_probs": draft_probs}
+    assert tv(vllm.law(CASE, gen, 4), vllm.target(CASE, gen, 4)) == 0
+
+
+def test_the_adaptive_rows_admitted_count_varies_with_the_drafts_and_never_ties():
+    """The row's companion makes the admitted count depend on the drafts (1 or 2 in the first round, so the test
+    exercises the trimming), with no tie at the threshold (0.33 breaks ties by torch.topk, 0.34 by request order)."""
+    import itertools
+
+    from rheo.decoders.vllm.law import AdaptiveLaw
+
+    law = AdaptiveLaw(CASE.target, CASE.q_samp_model, Setting(k=3), **vllm._adaptive(vllm.ADAPTIVE_ROW, 3))
+    ctx = tuple(CASE.context)
+    counts = {law.admitted(ctx, xs) for xs in itertools.product(range(4), repeat=3)}
+    assert counts == {1, 2}
+    for xs in itertools.product(range(4), repeat=3):
+        s, ours = Fraction(1), []
+        for i in range(3):
+            s *= max(CASE.q_samp_model.row(list(ctx + xs[:i])))
+            ours.append(s)
+        assert not set(ours) & set(law.companion)
+
+
+def test_adaptive_verification_with_a_confidence_that_sees_its_draft_is_lossy_exactly():
+    """The counterfactual: c_i = q(x_i) makes the admitted count depend on the first unverified draft, so the verified
+    drafts are drawn from q conditioned on what follows them: lossy (TV 1579/11592 over 2 tokens at budget 2)."""
+    gen = {**vllm.ADAPTIVE_ROW, "adaptive_budget": 2, "adaptive_confidence": "draft"}
+    assert tv(vllm.law(CASE, gen, 2), vllm.target(CASE, gen, 2)) == Fraction(1579, 11592)
+
+
+@pytest.mark.parametrize("runner", [{}, {"runner": "v2"}])
+@pytest.mark.parametrize("draft_probs", [1, 0])
+@pytest.mark.parametrize("k", [0, 1, 3])
+@pytest.mark.parametrize("words", ["2", "1-3", "0-1,2"])
+def test_bad_words_on_the_output_and_drafts_are_lossless_exactly(words, k, draft_probs, runner):
+    """vLLM's bad words at the verified positions read the output and the drafts before each (0.33
+    apply_bad_words_with_drafts, 0.34 _bad_words_kernel), at the bonus the output and all the drafts: the law is the
+    target with the words banned on the output so far, which differs from the raw p's."""
+    from rheo_ref.exact import target_law
+
+    gen = {"k": k, "draft_probs": draft_probs, "bad_words": words, **runner}
+    claimed = vllm.claimed(CASE, gen, 3)
+    assert tv(vllm.law(CASE, gen, 3), claimed) == 0
+    assert tv(claimed, target_law(CASE, 3)) > Fraction(1, 50)
+
+
+def test_the_v2_runners_min_p_applies_at_every_position_exactly():
+    """0.34's Sampler.apply_sampling_params runs apply_min_p on every logits row, verified and bonus: the law is min-p's
+    target (TV 0), where 0.33's V1 RejectionSampler, min-p at the bonus only, is at TV 3/8."""
+    gen = {"k": 3, "min_p": 0.5}
+    assert tv(vllm.law(CASE, {**gen, "runner": "v2"}, 2), vllm.claimed(CASE, gen, 2)) == 0
+    assert tv(vllm.law(CASE, gen, 2), vllm.claimed(CASE, gen, 2)) == Fraction(3, 8)
+
+
+@pytest.mark.parametrize(
+    "gen, message",
+    [({"method": "adaptive", "k": 3, "adaptive_budget": 6}, "budget=6"), ({"adaptive_budget": 2}, "without method"),
+     ({"method": "adaptive", "k": 2, "adaptive_companion": "1/2"}, "k=2 values"),
+     ({"method": "adaptive", "k": 2, "adaptive_confidence": "peek"}, "state, draft"),
+     ({"bad_words": "a"}, "token ids"), ({"runner": "v1"}, "runner='v1'"),
+     ({"runner": "v2", "repetition": 2}, "runner=v2 drives"), ({"runner": "v2", "method": "block"}, "V2 already"),
+     ({"bad_words": "2", "temperature": 0}, "temperature 0")],
+)  # fmt: skip
+def test_bad_adaptive_bad_words_and_runner_settings_are_refused(gen, message):
+    with pytest.raises(CaseError, match=message):
+        vllm.check(gen)
+        vllm.law(CASE, gen, 2)
+
+
+NEW_ROWS = ("adaptive", "bad-words-v2", "min-p-v2")
+
+
+@pytest.mark.slow
+@served034
+@pytest.mark.lossless
+@pytest.mark.parametrize("setting", NEW_ROWS)
+def test_slow_vllm_034_v2_rows(setting, request, monkeypatch):
+    """The V2 runner's adaptive verification, bad words and min-p rows on vLLM 0.34.0 (--python its environment),
+    two seeds; the records carry the installed version."""
+    from rheo.decoders.served import PYTHON_VAR, REPO
+
+    monkeypatch.setenv(PYTHON_VAR, str(REPO / ".venv-vllm034" / "bin" / "python"))
+    r = verdict_row(NAME, setting, request.node.nodeid)
+    assert r["package"] == "vllm 0.34.0", r

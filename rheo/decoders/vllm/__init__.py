@@ -20,7 +20,7 @@ from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
 from ..served import Served
-from .law import PENALTY_KEYS, BlockLaw, FlyLaw, Law, Setting, VLLMLaw, min_p_table
+from .law import PENALTY_KEYS, AdaptiveLaw, BlockLaw, FlyLaw, Law, Setting, VLLMLaw, bad_words_row, min_p_table
 from .mixed import judge_mixed
 
 ENV, MODULE, VERSION = "vllm", "rheo.decoders.vllm.driver", "0.33.0"  # VERSION: the release rheo's CI pins
@@ -44,7 +44,16 @@ GEN_KEYS = {
     "min_p": "vLLM's own MinPLogitsProcessor (unmodified, 0.33's V1 path), a number in [0, 1]; 0: off",
     "seed": "a per-request seed (vLLM draws this request's randomness from its own torch.Generator)",
     "method": "token (default: 0.33's vllm.v1.sample.rejection_sampler, 0.34's V2 rejection_sample), block (the\n"
-    "V2 runner's block verification, T = 1) or fly (0.34's lossy FLy, T = 1: a negative control)",
+    "V2 runner's block verification, T = 1), fly (0.34's lossy FLy, T = 1: a negative control) or adaptive\n"
+    "(0.34's adaptive verification: assign_draft_token_budget admits a prefix of the drafts, T = 1)",
+    "adaptive_budget": "method=adaptive: the draft budget of the batch (the judged request and a companion, 2k slots)",
+    "adaptive_companion": "method=adaptive: the companion's k per-step confidences, e.g. 15/32,7/16,1/2",
+    "adaptive_confidence": "method=adaptive: state (default: c_i = max q at the step's context, as DSpark's head sees\n"
+    "the state before x_i) or draft (c_i = q(x_i): a confidence that sees its own draft)",
+    "bad_words": "token ids joined by '-', words by ',' (3: ban 3; 1-3: ban 3 right after 1 in the output): vLLM's bad\n"
+    "words (0.33: SamplingMetadata.bad_words_token_ids; runner=v2: the V2 runner's apply_bad_words), T = 1",
+    "runner": "v2: drive the V2 runner's rejection_sample with its own min-p / bad words (apply_min_p,\n"
+    "apply_bad_words: applied at every position, as Sampler.apply_sampling_params does)",
     "fly_window": "method=fly: FLy's window W, 1..k-1; default min(6, k - 1) (vLLM's SpeculativeConfig)",
     "fly_threshold": "method=fly: the top-k entropy threshold; default 0.3 (vLLM's)",
     "fly_top_k": "method=fly: the tokens of the entropy; default 3 (vLLM's)",
@@ -65,8 +74,18 @@ VERIFIER_KEYS = ("pad", "zero_token", "q_row")  # the verifier inputs the harnes
 
 def _method(gen: dict[str, Any]) -> str:
     m = gen.get("method", "token")
-    if m not in ("token", "block", "fly"):
-        raise CaseError(f"method={m!r}; allowed: token, block, fly")
+    if m not in ("token", "block", "fly", "adaptive"):
+        raise CaseError(f"method={m!r}; allowed: token, block, fly, adaptive")
+    if m != "adaptive" and any(k.startswith("adaptive_") for k in gen):
+        raise CaseError(f"{sorted(k for k in gen if k.startswith('adaptive_'))[0]} without method=adaptive")
+    if gen.get("runner") not in (None, "v2"):
+        raise CaseError(f"runner={gen['runner']!r}; allowed: v2")
+    if gen.get("runner") and (m != "token" or gen.get("synthetic") is not None):
+        raise CaseError("runner=v2 is token-level verification; block, fly, adaptive and synthetic are V2 already")
+    if gen.get("runner") and any(gen.get(x) is not None for x in (*PENALTY_KEYS, *VERIFIER_KEYS) if x != "bad_words"):
+        raise CaseError(
+            "runner=v2 drives min_p and bad_words; logit bias, penalties and verifier inputs: 0.33's V1 path"
+        )
     if m != "token" and gen.get("synthetic") is not None:
         raise CaseError(f"method={m} with synthetic: vLLM refuses the pair (synthetic is a method of its own)")
     if m != "token" and any(gen.get(k) is not None for k in (*PENALTY_KEYS, *VERIFIER_KEYS)):
@@ -88,6 +107,19 @@ def _fly(gen: dict[str, Any], k: int) -> dict[str, Any]:
     if not w < k:
         raise CaseError(f"fly_window={w} with k={k}; allowed: 1..k-1 (vLLM's SpeculativeConfig)")
     return {"window": w, "threshold": float(thr), "top_k": top}
+
+
+def _adaptive(gen: dict[str, Any], k: int) -> dict[str, Any]:
+    """Adaptive verification's budget, companion confidences and confidence rule."""
+    b = gen.get("adaptive_budget", k)
+    if isinstance(b, bool) or not isinstance(b, int):
+        raise CaseError(f"adaptive_budget={b!r} must be an integer")
+    comp = gen.get("adaptive_companion", ",".join(["1/2"] * k))
+    try:
+        cs = [Fraction(x.strip()) for x in str(comp).split(",")]
+    except (ValueError, ZeroDivisionError):
+        raise CaseError(f"adaptive_companion={comp!r}: k rational confidences, e.g. 15/32,7/16,1/2") from None
+    return {"budget": b, "companion": cs, "confidence": gen.get("adaptive_confidence", "state")}
 
 
 def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
@@ -120,8 +152,17 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
     if s.repetition != 1 or s.frequency != 1 or s.presence != 1:
         spec.update(repetition_penalty=float(s.repetition), frequency_penalty=-math.log(s.frequency),
                     presence_penalty=-math.log(s.presence))  # fmt: skip
+    if s.bad_words:
+        spec["bad_words"] = [list(w) for w in s.bad_words]
     spec.update(_verifier(gen, s))
+    extra: dict[str, Any] = {"runner": "v2"} if gen.get("runner") else {}
+    if _method(gen) == "adaptive":
+        a = _adaptive(gen, s.k)
+        AdaptiveLaw.validate(s, **a)
+        extra["adaptive"] = {"budget": a["budget"], "companion": [float(c) for c in a["companion"]],
+                             "confidence": a["confidence"]}  # fmt: skip
     return {
+        **extra,
         "target": case.target.to_json(),
         "draft": case.q_samp_model.to_json(),
         "context": list(case.context),
@@ -172,12 +213,16 @@ def law(case: Case, gen: dict[str, Any], n: int, *, progress: bool = False) -> L
         return FlyLaw(case.target, case.q_samp_model, s, draft_probs=dp, **_fly(gen, s.k)).token_law(
             case.context, n, progress=progress
         )
+    if _method(gen) == "adaptive":
+        return AdaptiveLaw(case.target, case.q_samp_model, s, draft_probs=dp, **_adaptive(gen, s.k)).token_law(
+            case.context, n, progress=progress
+        )
     if _method(gen) == "block":
         return BlockLaw(case.target, case.q_samp_model, s, draft_probs=dp).token_law(case.context, n, progress=progress)
     v = _verifier(gen, s)
     return VLLMLaw(
         case.target, case.q_samp_model, s, draft_probs=dp, synthetic_rates=rates, pad=v.get("pad", 0),
-        zero_token=v.get("zero_token"), q_row=v.get("q_row"),
+        zero_token=v.get("zero_token"), q_row=v.get("q_row"), v2=bool(gen.get("runner")),
     ).token_law(case.context, n, progress=progress)  # fmt: skip
 
 
@@ -204,7 +249,8 @@ def target(case: Case, gen: dict[str, Any], n: int) -> Law:
 
         def row_of(c: tuple[int, ...]) -> tuple:
             out = c[lead:]
-            return process(case.target.row(list(c)), proc, [out.count(t) for t in range(case.target.vocab_size)], c)
+            row = process(case.target.row(list(c)), proc, [out.count(t) for t in range(case.target.vocab_size)], c)
+            return bad_words_row(row, s.bad_words, out, repr(list(c))) if s.bad_words else row
 
         return single_token_law(row_of, case.context, n)
     c = s.processing.case(case)
@@ -223,6 +269,8 @@ def check(gen: dict[str, Any]) -> None:
     _verifier(gen, s)
     if _method(gen) == "fly":
         _fly(gen, s.k)
+    if _method(gen) == "adaptive":
+        AdaptiveLaw.validate(s, **_adaptive(gen, s.k))
 
 
 def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
@@ -233,6 +281,12 @@ def claimed(case: Case, gen: dict[str, Any], n: int) -> Law | None:
 
 BLOCK_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample, block)"
 V2_PATH = "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py (rejection_sample)"
+ADAPTIVE_PATH = (
+    "vllm/v1/worker/gpu/spec_decode/adaptive_verification.py (assign_draft_token_budget; 0.33: "
+    "_assign_draft_token_budget) and rejection_sampler_utils.py (rejection_sample)"
+)
+V2_SAMPLE_PATH = "vllm/v1/worker/gpu/sample/{bad_words.py (apply_bad_words), min_p.py (apply_min_p)} and " + V2_PATH
+ADAPTIVE_ROW = {"k": 3, "method": "adaptive", "adaptive_budget": 3, "adaptive_companion": "15/32,7/16,1/2"}
 # Block verification with draft logits resamples through `tldevice.log1p` (_resample_kernel: 0.33.0 line 946,
 # 0.34.0 line 986), CUDA libdevice, which Triton's interpreter lacks: the driver gives the interpreter a log1p
 # (numpy's, on Triton's libdevice module; driver.interpreter_libdevice), never an edit of vLLM's files.
@@ -342,6 +396,38 @@ DECODER = SERVED.decoder(
                 control=True,
                 tv=0.15,
                 path=V2_PATH,
+            ),
+            Row(
+                "adaptive",
+                ADAPTIVE_ROW,
+                "adaptive verification (the V2 runner, DSpark): a batch of the judged request and a companion "
+                "(confidences 15/32, 7/16, 1/2), budget 3 of 6 draft slots; the drafter's confidence for step i is max "
+                "q at the state before x_i, as DSpark's confidence head; 1 or 2 drafts admitted in the first round",
+                path=ADAPTIVE_PATH,
+                slow=True,
+            ),
+            Row(
+                "bad-words",
+                {"k": 3, "bad_words": "0-1,2"},
+                "vLLM's bad words [[0, 1], [2]] through 0.33's RejectionSampler (SamplingMetadata.bad_words_token_ids: "
+                "apply_bad_words_with_drafts at the verified positions, apply_bad_words at the bonus)",
+                slow=True,
+            ),
+            Row(
+                "bad-words-v2",
+                {"k": 3, "bad_words": "0-1,2", "runner": "v2"},
+                "vLLM's bad words [[0, 1], [2]] through the V2 runner's apply_bad_words (its Triton kernel reads the "
+                "output, then the drafts from the input ids), then rejection_sample",
+                path=V2_SAMPLE_PATH,
+                slow=True,
+            ),
+            Row(
+                "min-p-v2",
+                {"k": 3, "min_p": 0.5, "runner": "v2"},
+                "min_p = 0.5 through the V2 runner's apply_min_p at every position (Sampler.apply_sampling_params), "
+                "then rejection_sample: the V1 min-p-0.5 row's defect is not in the V2 runner",
+                path=V2_SAMPLE_PATH,
+                slow=True,
             ),
             Row(
                 "synthetic",

@@ -27,6 +27,11 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   `PIN_MEMORY` set as vLLM's CpuPlatform has it (`no_pinned_memory`).
 - verifier inputs an engine produces (`stated`): padded draft ids -1 (`pad`), q rows that state q(t) = 0
   (`zero_token`), all-zero or all-NaN q rows (`q_row`); the draft is always drawn from the drafter's own q.
+- `"method": "adaptive"`: adaptive verification (the V2 runner): vLLM's `assign_draft_token_budget` decides each
+  request's admitted prefix (a batch of the judged request and a companion, `admitted_counts`), then
+  `rejection_sample` verifies it; `"runner": "v2"`: the V2 runner's own `apply_bad_words` / `apply_min_p` on the
+  target logits before `rejection_sample` (`v2_processing`); bad words on the V1 path through
+  `SamplingMetadata.bad_words_token_ids`.
 - `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
   i-th draft with a fixed rate, whatever p and q): the negative control.
 No rheo module beyond this file's standard-library imports is needed here.
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import cProfile
 import io
+import itertools
 import json
 import math
 import os
@@ -123,7 +129,8 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         repetition_penalties=torch.tensor([float(s.get("repetition_penalty", 1.0)) for s in specs], device=device),
         output_token_ids=[list(o) for o in outputs] if outputs is not None else [[] for _ in range(B)],
         allowed_token_ids_mask=None,
-        bad_words_token_ids={},
+        # bad words as the input batch builds them: {batch index: [token ids of each word]} for the requests with any
+        bad_words_token_ids={i: [list(w) for w in s["bad_words"]] for i, s in enumerate(specs) if s.get("bad_words")},
         logitsprocs=LogitsProcessors(_processors(specs, device)),
         spec_token_ids=drafts,
     )
@@ -215,30 +222,117 @@ def interpreter_libdevice() -> list[str]:
     return ["log1p"]
 
 
-def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, **method):
-    """One verification step of the V2 runner's `rejection_sample` for a batch of requests with K drafts: the
-    tensors the runner builds (processed target logits at temperature 1, one seed a request, positions)."""
+def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, *, process=None, **method):
+    """One verification step of the V2 runner's `rejection_sample` for a batch of requests, each with its own number
+    of drafts m <= K (adaptive verification admits a prefix): the tensors the runner builds (target logits at
+    temperature 1, one seed a request, positions; per request m + 1 rows, `cu_num_logits` = cumsum(m + 1) as
+    `AdaptiveVerificationManager.reallocate_drafts` lays it). `dprobs`: per request K q rows (the draft logits cache
+    holds every step; rows past m are not read). `process(logits, expanded_idx_mapping, local_pos, input_ids)`:
+    vLLM's own V2 processing applied to the logits first (bad words, min-p), as `Sampler.apply_sampling_params`."""
     import inspect
     from types import SimpleNamespace
 
     import torch
 
     B = len(drafts)
-    n = B * (K + 1)
-    tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [B*(K+1), V] processed target logits
-    # [B*(K+1)]: per request the last context token, then its drafts (row i verifies entry i + 1)
+    ms = [len(d) for d, _ in drafts]
+    tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [sum(m+1), V] target logits
+    # per request the last context token, then its drafts (row i verifies entry i + 1)
     ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64)
     dl: Any = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
     if dl is not None and "draft_logits_cache" in inspect.signature(rejection_sample).parameters:
         dl = SimpleNamespace(values=dl, row_mapping=None)  # 0.34: a DraftLogitsCache, replicated (indexed by request)
-    cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
+    cu = torch.tensor([0, *itertools.accumulate(m + 1 for m in ms)], dtype=torch.int32)
     idx = torch.arange(B, dtype=torch.int32)
+    expanded = idx.repeat_interleave(torch.tensor([m + 1 for m in ms]))
+    local = torch.tensor([j for m in ms for j in range(m + 1)], dtype=torch.int32)
+    if process is not None:
+        tl_ = process(tl_, expanded, local, ds)
     out, num = rejection_sample(
-        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64), idx, idx.repeat_interleave(K + 1),
-        torch.arange(K + 1, dtype=torch.int32).repeat(B), torch.ones(B), torch.tensor(seeds, dtype=torch.int64), K,
-        **method,
+        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64), idx, expanded, local, torch.ones(B),
+        torch.tensor(seeds, dtype=torch.int64), K, **method,
     )  # fmt: skip
     return [out[b, : int(num[b])].tolist() for b in range(B)]
+
+
+def admitted_counts(drafts: list[list[int]], confidences: list[list[float]], adaptive: dict, K: int) -> list[int]:
+    """Adaptive verification (V2 runner): each request's admitted draft count, decided by vLLM's own
+    `assign_draft_token_budget` (0.34 `vllm/v1/worker/gpu/spec_decode/adaptive_verification.py`, its Triton kernel
+    `_assign_draft_token_budget_kernel`, unmodified) for a batch of two: the judged request (its drafter's
+    confidences, float32) and a companion with fixed confidences, `draft_budget` slots of 2K; called as
+    `reallocate_drafts` calls it (capacities = the scheduled draft counts, an int32 survival scratch). One call a
+    judged request, so that the samples stay independent."""
+    import torch
+    import vllm.v1.worker.gpu.spec_decode.adaptive_verification as av
+
+    assign = getattr(av, "assign_draft_token_budget", None)
+    if assign is None:  # 0.33: the function its runner torch.compiles (adaptive_verification.py line 75), eager
+        eager = getattr(av, "_assign_draft_token_budget", None)
+        if eager is None:
+            moved("vllm.v1.worker.gpu.spec_decode.adaptive_verification.assign_draft_token_budget")
+
+        def assign(probs, idx, capacities, budget, survival):
+            eager(probs, idx, capacities, budget, probs.shape[1])
+
+    companion, budget = [float(c) for c in adaptive["companion"]], int(adaptive["budget"])
+    out = []
+    for d, conf in zip(drafts, confidences):
+        probs = torch.tensor([conf, companion], dtype=torch.float32)
+        capacities = torch.tensor([len(d), K], dtype=torch.int32)
+        survival = torch.empty(2 * K, dtype=torch.int32)
+        assign(probs, torch.tensor([0, 1], dtype=torch.int64), capacities, budget, survival)
+        out.append(int(capacities[0]))
+    return out
+
+
+def confidence(q_rows: list[list[float]], drafts: list[int], rule: str) -> list[float]:
+    """The harness drafter's per-step confidences (float32, as the drafter hands them): `state`, the largest q
+    probability at the step's context (a function of the state before the draft, as DSpark's confidence head);
+    `draft`, the q probability of the drafted token itself."""
+    import numpy as np
+
+    vals = [max(q) if rule == "state" else q[x] for q, x in zip(q_rows, drafts)]
+    return [float(np.float32(v)) for v in vals]
+
+
+def v2_processing(req: dict, context: list[int], emitted: dict, live: list[int]):
+    """vLLM's own V2 processing of the target logits (`Sampler.apply_sampling_params`: logits processors, then
+    temperature, then min-p), for the settings of this request: bad words through
+    `vllm.v1.worker.gpu.sample.bad_words.apply_bad_words` (its Triton kernel, with the request's output and drafts
+    as the runner keeps them: `all_token_ids` = prompt + output, `prompt_len`, `total_len`, the input ids
+    [last, drafts]) and min-p through `vllm.v1.worker.gpu.sample.min_p.apply_min_p`, both unmodified. None when
+    the request sets neither."""
+    (spec,) = req["requests"]
+    words, min_p = spec.get("bad_words"), spec.get("min_p")
+    if not words and not min_p:
+        return None
+    import torch
+
+    try:
+        from vllm.v1.worker.gpu.sample.bad_words import apply_bad_words
+        from vllm.v1.worker.gpu.sample.min_p import apply_min_p
+    except ImportError as e:
+        moved(f"vllm.v1.worker.gpu.sample (apply_bad_words / apply_min_p) ({e})")
+
+    def process(logits, expanded, local, input_ids):
+        B = len(live)
+        if words:
+            hist = [context + emitted[r] for r in live]
+            width = max(len(h) for h in hist) + 1
+            all_ids = torch.tensor([h + [0] * (width - len(h)) for h in hist], dtype=torch.int32)
+            flat = [t for w in words for t in w]
+            offsets = [0, *itertools.accumulate(len(w) for w in words)]
+            apply_bad_words(
+                logits, expanded, torch.tensor([flat] * B, dtype=torch.int32),
+                torch.tensor([offsets] * B, dtype=torch.int32), torch.full((B,), len(words), dtype=torch.int32),
+                all_ids, torch.full((B,), len(context), dtype=torch.int32),
+                torch.tensor([len(h) for h in hist], dtype=torch.int32), input_ids.to(torch.int32), local, len(words),
+            )  # fmt: skip
+        if min_p:
+            apply_min_p(logits, expanded, torch.full((B,), float(min_p), dtype=torch.float32))
+        return logits
+
+    return process
 
 
 def v2_method(req: dict, K: int) -> dict:
@@ -248,6 +342,8 @@ def v2_method(req: dict, K: int) -> dict:
     m = req.get("method", "token")
     if m == "block":
         return {"use_block_verification": True}
+    if m == "adaptive":  # token-level verification of the admitted prefix (driven in decode_v2)
+        return {}
     if req.get("synthetic_rates"):
         from vllm.v1.worker.gpu.spec_decode.rejection_sampler import unconditional_to_conditional_rates
 
@@ -276,6 +372,7 @@ def decode_v2(req: dict) -> dict:
     (spec,) = req["requests"]
     K, N, seed = int(spec.get("k", 2)), int(spec["num_samples"]), int(req["seed"])
     method = v2_method(req, K)
+    adaptive = req.get("adaptive")
     import inspect
 
     absent = sorted(set(method) - set(inspect.signature(rejection_sample).parameters))
@@ -290,21 +387,29 @@ def decode_v2(req: dict) -> dict:
         emitted: dict[int, list[int]] = {r: [] for r in live}
         seeds = {r: int(torch.randint(0, 2**62, (1,), generator=gen)) for r in live}
         while live:
-            drafts, logits, dprobs, positions = [], [], [], []
+            drafts, logits, dprobs, positions, qs = [], [], [], [], []
             for r in live:
-                ctx, d = context + emitted[r], list[int]()
-                for j in range(K + 1):
-                    logits.append(_row(logp, Lp, ctx + d))
-                    positions.append(len(ctx) - 1 + j)
-                    if j < K:
-                        q = _row(q_rows, Lq, ctx + d)
-                        dprobs.append(q)
-                        d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=gen)))
+                ctx, d, qr = context + emitted[r], list[int](), list[list[float]]()
+                for _ in range(K):
+                    q = _row(q_rows, Lq, ctx + d)
+                    qr.append(q)
+                    d.append(int(torch.multinomial(torch.tensor(q, dtype=torch.float64), 1, generator=gen)))
+                dprobs += qr
+                qs.append(qr)
                 drafts.append((d, ctx[-1]))
+            if adaptive:  # the admitted prefix of each request's drafts (vLLM's assign_draft_token_budget)
+                ms = admitted_counts([d for d, _ in drafts], [confidence(qr, d, adaptive["confidence"])
+                                     for qr, (d, _) in zip(qs, drafts)], adaptive, K)  # fmt: skip
+                drafts = [(d[:m], last) for (d, last), m in zip(drafts, ms)]
+            for r, (d, _) in zip(live, drafts):
+                ctx = context + emitted[r]
+                for j in range(len(d) + 1):
+                    logits.append(_row(logp, Lp, ctx + d[:j]))
+                    positions.append(len(ctx) - 1 + j)
             t1 = time.perf_counter()
             toks = _v2_round(
                 rejection_sample, drafts, logits, dprobs if use_q else None, [seeds[r] for r in live], positions, K, V,
-                **method,
+                process=v2_processing(req, context, emitted, live), **method,
             )  # fmt: skip
             t_vllm += time.perf_counter() - t1
             calls += 1
@@ -318,7 +423,8 @@ def decode_v2(req: dict) -> dict:
         "samples": [out],
         "seconds": {"total": round(time.perf_counter() - t0, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
         "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "runner": "v2",
-                 "method": req.get("method", "token"), "interpreter_libdevice": provided},
+                 "method": req.get("method", "token"), "interpreter_libdevice": provided,
+                 "adaptive": adaptive is not None},
     }  # fmt: skip
 
 
@@ -343,10 +449,18 @@ def check_v2(req: dict) -> None:
             "is not in this release; its V2 runner applies logit bias and penalties in Sampler.apply_sampling_params "
             "and builds its draft ids in its input batch, neither driven here"
         )
-    if any(s.get("min_p") for s in specs):
+    v2 = req.get("runner") == "v2"  # min-p and bad words through the V2 runner's own functions (v2_processing)
+    if any(s.get("min_p") for s in specs) and not v2:
         moved(
             "vllm.v1.sample.logits_processor (MinPLogitsProcessor, applied by 0.33's RejectionSampler and Sampler) "
-            "is not in this release; its V2 runner applies min-p in Sampler.apply_sampling_params, not driven here"
+            "is not in this release; its V2 runner applies min-p in Sampler.apply_sampling_params at every position "
+            "(--gen runner=v2 drives its apply_min_p)"
+        )
+    if any(s.get("bad_words") for s in specs) and not v2:
+        moved(
+            "vllm.v1.sample.ops.bad_words (apply_bad_words_with_drafts, applied by 0.33's RejectionSampler) is not in "
+            "this release; its V2 runner applies bad words in Sampler.apply_sampling_params (--gen runner=v2 drives "
+            "its apply_bad_words)"
         )
     bad = len(specs) != 1 or any(
         float(s.get("temperature", 1.0)) != 1.0 or s.get("top_k") or (s.get("top_p") or 1.0) < 1.0 for s in specs

@@ -53,11 +53,12 @@ class Setting:
     repetition: int = 1  # repetition_penalty θ (an integer: the weight w^θ on prompt and output tokens)
     frequency: Fraction = ONE  # frequency_penalty = -ln(ρ): the weight times ρ^count in the output
     presence: Fraction = ONE  # presence_penalty = -ln(π): the weight times π once a token is in the output
+    bad_words: tuple[tuple[int, ...], ...] = ()  # vLLM's bad words, as token ids: the last is banned after the rest
 
     @property
     def history(self) -> bool:
         """Whether the rows depend on the output so far (penalties) or on processing the law applies per row."""
-        return bool(self.bias) or self.repetition != 1 or self.frequency != 1 or self.presence != 1
+        return bool(self.bias or self.bad_words) or self.repetition != 1 or self.frequency != 1 or self.presence != 1
 
     @classmethod
     def from_gen(cls, gen: dict) -> Setting:
@@ -75,11 +76,13 @@ class Setting:
                 raise CaseError("min_p with top_k / top_p: vLLM applies min-p between temperature and top-k / top-p; "
                                 "modelled here without them")  # fmt: skip
         extra = _penalties(gen)
+        if gen.get("bad_words") is not None:
+            extra["bad_words"] = parse_bad_words(gen["bad_words"])
         if extra and (gen.get("temperature") == 0 or m or gen.get("top_k") is not None or gen.get("top_p") is not None):
             raise CaseError(f"{sorted(extra)[0]} with temperature 0, min_p, top_k or top_p: modelled here without them")
         if gen.get("temperature") == 0:
             return cls(k=k, greedy=True, min_p=m or None)
-        own = ("min_p", *PENALTY_KEYS)
+        own = ("min_p", "bad_words", *PENALTY_KEYS)
         proc = Processing.from_gen({x: v for x, v in gen.items() if x not in own})
         return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties, min_p=m or None, **extra)
 
@@ -88,7 +91,33 @@ class Setting:
         return Processing(self.power, self.top_k, self.top_p, self.ties)
 
 
-PENALTY_KEYS = ("logit_bias", "repetition", "frequency", "presence")
+PENALTY_KEYS = ("logit_bias", "repetition", "frequency", "presence", "bad_words")
+
+
+def parse_bad_words(v: object) -> tuple[tuple[int, ...], ...]:
+    """--gen bad_words: words separated by commas, a word's token ids by '-' (`3` bans 3 everywhere, `1-3` bans 3
+    right after 1 in the output), as vLLM's `SamplingParams.bad_words` reach the sampler once tokenised."""
+    words = []
+    for part in str(v).split(","):
+        ids = part.strip().split("-")
+        if not all(t.strip().isdigit() for t in ids):
+            raise CaseError(f"bad_words={v!r}: write token ids joined by '-', words separated by ',', e.g. 3,1-2")
+        words.append(tuple(int(t) for t in ids))
+    return tuple(words)
+
+
+def bad_words_row(row: Row, words: Sequence[tuple[int, ...]], out: Sequence[int], where: str = "") -> Row:
+    """vLLM's bad words on one row (0.33 `vllm/v1/sample/ops/bad_words.py` `_apply_bad_words_single_batch`; 0.34
+    `vllm/v1/worker/gpu/sample/bad_words.py` `_bad_words_kernel`): a word's last token gets logit -inf when the output
+    so far (not the prompt) ends with the word's other tokens; the row renormalised."""
+    kept = list(row)
+    for w in words:
+        if len(w) - 1 <= len(out) and tuple(out[len(out) - (len(w) - 1) :]) == w[:-1]:
+            if w[-1] < len(kept):
+                kept[w[-1]] = ZERO
+    if not any(kept):
+        raise CaseError(f"bad_words ban every token of row {where}")
+    return normalise(kept)
 
 
 def _factor(name: str, v: object, *, upper: bool) -> Fraction:
@@ -188,6 +217,7 @@ class VLLMLaw:
         pad: int = 0,
         zero_token: int | None = None,
         q_row: str | None = None,
+        v2: bool = False,
     ) -> None:
         self.raw, self.q, self.s, self.use_q = p, q, setting, draft_probs
         if not 0 <= pad <= setting.k:
@@ -206,6 +236,8 @@ class VLLMLaw:
         # vLLM 0.33: the bonus row goes through the Sampler (temperature, then every argmax-invariant processor:
         # min-p), the verified rows through apply_logits_processors, which runs only the non-argmax-invariant ones
         self.bonus = self.p if not setting.min_p or setting.greedy else min_p_table(self.p, setting.min_p)
+        if v2 and setting.min_p:  # the V2 runner: Sampler.apply_sampling_params applies min-p at every position
+            self.p = self.bonus
         self.rates = None if synthetic_rates is None else conditional_rates([Fraction(r) for r in synthetic_rates])
         if self.rates is not None and len(self.rates) < setting.k:
             raise CaseError(f"synthetic_rates has {len(self.rates)} entries; k={setting.k} drafts need one each")
@@ -281,7 +313,11 @@ class VLLMLaw:
         counts = [out.count(t) for t in range(self.raw.vocab_size)]
         s = _Processors(Fraction(1, self.s.power), self.s.bias if bonus else (), self.s.repetition,
                         self.s.frequency, self.s.presence)  # fmt: skip
-        return process(self.raw.row(list(c)), s, counts, c, where=f"row {list(c)}")
+        row = process(self.raw.row(list(c)), s, counts, c, where=f"row {list(c)}")
+        # bad words at the verified positions on the output and the drafts before each (0.33 rejection_sampler.py
+        # lines 367-370, apply_bad_words_with_drafts), at the bonus on the output and all the drafts (sampler.py
+        # lines 445-447); 0.34's _bad_words_kernel reads the output, then the drafts from the input ids (lines 144-162)
+        return bad_words_row(row, self.s.bad_words, out, repr(list(c))) if self.s.bad_words else row
 
     def _stated(self, q: Row) -> Row:
         """The q row handed to vLLM: the drafter's, with q(zero_token) stated 0 (not renormalised: a probability
@@ -469,4 +505,112 @@ class FlyLaw(VLLMLaw):
                         recovered(xs, pending, w * qx * (1 - a))
 
         walk((), None, ONE)
+        return dict(out)
+
+
+SURVIVAL_MARGIN = 1e-6  # a survival this close to a companion's (and not equal) is refused: float32 decides it
+
+
+def _float32_exact(x: Fraction) -> bool:
+    """Whether x is a float32 value with no rounding (a dyadic rational with at most 24 significant bits)."""
+    d = x.denominator
+    return d & (d - 1) == 0 and x.numerator.bit_length() <= 24
+
+
+class AdaptiveLaw(VLLMLaw):
+    """Adaptive verification (vLLM 0.34's V2 runner, `enable_adaptive_verification`, DSpark speculative decoding):
+    the runner drafts k tokens a request, then `assign_draft_token_budget`
+    (`vllm/v1/worker/gpu/spec_decode/adaptive_verification.py`, `_assign_draft_token_budget_kernel`) admits the
+    batch's best `budget` draft slots by survival, the running product of the drafter's per-step confidences
+    (lines 84-92), at the largest threshold that still admits `budget` slots (lines 95-110), ties handed out in
+    request order (lines 113-125); each request verifies the admitted prefix of its drafts
+    (`reallocate_drafts`, lines 551-555: cu_num_logits = cumsum(admitted + 1)) with token-level
+    `rejection_sample`, and its bonus after the last admitted draft.
+
+    Here the judged request is request 0 of a batch of two; request 1 is a companion whose confidences are fixed
+    (`companion`). The drafter's confidence for step i is a function of the state before x_i, as DSpark's
+    confidence head (`qwen3_dspark.compute_confidence` on the Markov embedding of x_{i-1}): c_i = max_y q(y | c +
+    x_<i) (`confidence="state"`). `confidence="draft"` (c_i = q(x_i | c + x_<i), a confidence that sees its own
+    draft) is the rule's counterfactual: the admitted count then depends on the first unverified draft."""
+
+    def __init__(
+        self, p: TableModel, q: TableModel, setting: Setting, *, budget: int, companion: Sequence[Fraction],
+        confidence: str = "state", draft_probs: bool = True,
+    ) -> None:  # fmt: skip
+        self.validate(setting, budget=budget, companion=companion, confidence=confidence)
+        super().__init__(p, q, setting, draft_probs=draft_probs)
+        self.budget, self.confidence = budget, confidence
+        s, self.companion = ONE, []
+        for c in companion:
+            s *= c
+            self.companion.append(s)
+
+    @staticmethod
+    def validate(setting: Setting, *, budget: int, companion: Sequence[Fraction], confidence: str) -> None:
+        if setting.greedy or not setting.processing.identity or setting.history or setting.min_p:
+            raise CaseError("adaptive verification is modelled at temperature 1 without top-k / top-p / processors")
+        if len(companion) != setting.k or any(not 0 <= c <= 1 for c in companion):
+            raise CaseError(f"companion confidences {[str(c) for c in companion]}: k={setting.k} values in [0, 1]")
+        if not 1 <= budget < 2 * setting.k:
+            raise CaseError(f"budget={budget}; allowed: 1..2k-1 = {2 * setting.k - 1} (the runner calls the kernel "
+                            "only below 2k slots)")  # fmt: skip
+        if confidence not in ("state", "draft"):
+            raise CaseError(f"confidence={confidence!r}; allowed: state, draft")
+
+    def admitted(self, ctx: tuple[int, ...], xs: tuple[int, ...]) -> int:
+        """Request 0's admitted count for drafts xs from ctx, as `_assign_draft_token_budget_kernel` decides it."""
+        ours, s = [], ONE
+        for i in range(self.s.k):
+            row = self.q.row(list(ctx + xs[:i]))
+            s *= max(row) if self.confidence == "state" else row[xs[i]]
+            ours.append(s)
+        for a in ours:
+            for c in self.companion:
+                if a != c and abs(float(a) - float(c)) < SURVIVAL_MARGIN:
+                    raise CaseError(f"adaptive: survival {a} is within {SURVIVAL_MARGIN} of the companion's {c}")
+                if a == c and not (_float32_exact(a) and _float32_exact(c)):
+                    raise CaseError(f"adaptive: survival {a} ties the companion's in rationals, not surely in float32")
+        slots = sorted(ours + self.companion, reverse=True)
+        lo = slots[self.budget - 1]  # the largest threshold admitting `budget` slots (lines 95-107)
+        ties_left = self.budget - sum(1 for v in slots if v > lo)  # (lines 108-110)
+        return sum(1 for v in ours if v > lo) + min(sum(1 for v in ours if v == lo), ties_left)  # request 0 first
+
+    def round_law(self, ctx: tuple[int, ...], limit: int) -> Law:
+        out: Law = defaultdict(Fraction)
+        k, V = self.s.k, self.raw.vocab_size
+
+        def emit(acc: tuple[int, ...], row: Row, w: Fraction) -> None:
+            if len(acc) >= limit:
+                out[acc[:limit]] += w
+                return
+            for y, py in enumerate(row):
+                if py:
+                    out[acc + (y,)] += w * py
+
+        def verify(xs: tuple[int, ...], m: int, j: int, w: Fraction) -> None:
+            if j >= limit:
+                out[xs[:limit]] += w
+                return
+            c = ctx + xs[:j]
+            p = self.p.row(list(c))
+            if j == m:  # every admitted draft accepted: the bonus
+                emit(xs[:j], p, w)
+                return
+            x = xs[j]
+            v = self.q.row(list(c)) if self.use_q else self._point(x)
+            a = min(ONE, p[x] / v[x])
+            if a:
+                verify(xs, m, j + 1, w * a)
+            if a < 1:
+                emit(xs[:j], normalise([max(ZERO, p[y] - v[y]) for y in range(V)]), w * (1 - a))
+
+        def draft(xs: tuple[int, ...], w: Fraction) -> None:
+            if len(xs) == k:
+                verify(xs, self.admitted(ctx, xs), 0, w)
+                return
+            for x, qx in enumerate(self.q.row(list(ctx + xs))):
+                if qx:
+                    draft(xs + (x,), w * qx)
+
+        draft((), ONE)
         return dict(out)
