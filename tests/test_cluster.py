@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -23,7 +24,7 @@ from rheo.cli.main import main
 from rheo.lossless import cluster
 from rheo.lossless.cluster import chunk_plan, chunk_seed, chunked, on_dask
 from rheo.lossless.sequential import chunk_seed as look_seed
-from rheo_ref.errors import CaseError, MissingDependencyError
+from rheo_ref.errors import CaseError, EnvironmentFailure, MissingDependencyError
 
 distributed = pytest.importorskip("distributed")
 
@@ -32,21 +33,29 @@ ALPHA, TV = 1e-3, 0.15
 
 
 class Law:
-    """A sampler drawing from an exact law (the target's: lossless; `bias` moves mass: lossy), `pause`
-    seconds a chunk, leaving `started-<pid>-<seed>` in `marks` as a chunk begins. Pickled by value to the
-    workers (a class of a test module)."""
+    """A sampler drawing from an exact law (the target's: lossless; `bias` moves mass: lossy). With `marks` (a
+    folder) it leaves `started-<pid>-<seed>` there as a chunk begins, and the first chunk drawn anywhere writes
+    `held` (its pid and seed) and sleeps `hold` seconds before it draws: a worker to kill mid-chunk. Pickled by
+    value to the workers (a class of a test module)."""
 
-    def __init__(self, bias: float = 0.0, pause: float = 0.0, marks: str | None = None) -> None:
-        self.bias, self.pause, self.marks = bias, pause, marks
+    def __init__(self, bias: float = 0.0, marks: str | None = None, hold: float = 0.0) -> None:
+        self.bias, self.marks, self.hold = bias, marks, hold
 
     def __call__(self, case, seed, num_samples):
         if self.marks:
             Path(self.marks, f"started-{os.getpid()}-{seed}").touch()
+            try:  # (the claim stays: one chunk in all is held)
+                os.close(os.open(Path(self.marks, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                Path(self.marks, "held.tmp").write_text(f"{os.getpid()} {seed}")
+                os.rename(Path(self.marks, "held.tmp"), Path(self.marks, "held"))
+                time.sleep(self.hold)
         law = rheo.target_law(case, case.tokens)
         keys = sorted(law)
         weights = [float(law[k]) for k in keys]
         weights[0] += self.bias
-        time.sleep(self.pause)
         return random.Random(seed).choices(keys, weights, k=num_samples)
 
 
@@ -124,7 +133,7 @@ def test_a_killed_worker_changes_neither_the_samples_nor_the_verdict(client, tmp
     on a live worker, and the record equals the undisturbed run's, drawn here chunk by chunk."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    law = Law(bias=0.0, pause=0.4, marks=str(marks))
+    law = Law(marks=str(marks), hold=60)
     undisturbed = rheo.check_lossless(chunked(Law(), chunk=150), CASE, alpha=ALPHA, tv=TV, seed=2)
     rows_here = chunked(Law(), chunk=150)(CASE, 2, undisturbed.n)
     out: dict = {}
@@ -137,17 +146,60 @@ def test_a_killed_worker_changes_neither_the_samples_nor_the_verdict(client, tmp
     pids = set(client.run(os.getpid).values())
     t = threading.Thread(target=run)
     t.start()
+    held = marks / "held"
     deadline = time.monotonic() + 60
-    while not list(marks.iterdir()) and time.monotonic() < deadline:
+    while not held.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    victim_pid, victim_seed = map(int, sorted(marks.iterdir())[0].name.split("-")[1:])
+    victim_pid, victim_seed = map(int, held.read_text().split())
     assert victim_pid in pids
-    os.kill(victim_pid, signal.SIGKILL)
+    os.kill(victim_pid, signal.SIGKILL)  # (it sleeps inside its chunk: killed mid-chunk)
     t.join(120)
     assert not t.is_alive()
-    drawn_by = {int(p.name.split("-")[1]) for p in marks.iterdir() if int(p.name.split("-")[2]) == victim_seed}
+    drawn_by = {int(p.name.split("-")[1]) for p in marks.glob("started-*") if int(p.name.split("-")[2]) == victim_seed}
     assert victim_pid in drawn_by and len(drawn_by) >= 2, "the killed worker's chunk was not drawn again elsewhere"
     assert out["rows"] == rows_here and out["res"] == undisturbed
+
+
+def test_a_chunk_that_kills_every_worker_is_an_environment_failure(tmp_path):
+    """With Dask's `allowed-failures` at 0, the first death of a chunk's worker gives the chunk up: one
+    `EnvironmentFailure` (exit 1) naming the chunk, its seed and size, never a verdict on fewer samples."""
+    import dask
+
+    _by_value()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+        ) as local,
+        distributed.Client(local) as c,
+        on_dask(Law(marks=str(marks), hold=60), c, chunk=50) as s,
+    ):
+        caught: list = []
+        t = threading.Thread(target=lambda: _catch(caught, s, CASE, 4, 120))
+        t.start()
+        deadline = time.monotonic() + 60
+        while not (marks / "held").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pid, seed = map(int, (marks / "held").read_text().split())
+        os.kill(pid, signal.SIGKILL)
+        t.join(60)
+    assert not t.is_alive() and len(caught) == 1
+    err = caught[0]
+    assert isinstance(err, EnvironmentFailure) and err.exit_status == 1, err
+    m = re.match(r"chunk (\d+) \(seed (\d+), (\d+) samples\): every worker that drew it died", str(err))
+    assert m, err
+    i, said, size = map(int, m.groups())
+    assert said == chunk_seed(4, i) and size == min(50, 120 - 50 * i)  # (the killed one, or one queued on it)
+    assert seed in {chunk_seed(4, j) for j in range(3)}
+
+
+def _catch(caught: list, s, *args) -> None:
+    try:
+        s(*args)
+    except Exception as e:
+        caught.append(e)
 
 
 def test_a_served_driver_runs_as_a_child_of_the_worker(client, tmp_path):

@@ -398,10 +398,10 @@ def run_rows(args: argparse.Namespace, sampling: dict[str, Any]) -> int:
         check_writable(args.json)
     opts = dict(case=args.case, alpha=args.alpha, tv=args.tv, beta=args.beta, workers=args.workers)
     with cluster(args, sampling) as scheduler:
-        on = {} if scheduler is None else {"sampling": {"scheduler": scheduler, "chunk": sampling["chunk"]}}
+        on: dict[str, Any] | None = None if scheduler is None else {"scheduler": scheduler, "chunk": sampling["chunk"]}
         records = [
-            run_row(entry, r, entry.table, seeds=seeds, **opts, **on) for r in rows
-        ]  # (a failing row: its record)
+            run_row(entry, r, entry.table, seeds=seeds, sampling=on, **opts) for r in rows
+        ]  # (failing: a record)
     print(MARKDOWN_HEAD)
     for r in records:
         print(markdown_row(r))

@@ -170,7 +170,7 @@ class DaskSampler:
     the client and the local cluster it started (a Client passed in is the caller's and stays open)."""
 
     def __init__(self, sampler: Any, scheduler: Any, *, chunk: int = CHUNK, workers: int | None = None) -> None:
-        self._reference = Chunked(sampler, chunk)  # (checks the sampler and the chunk)
+        Chunked(sampler, chunk)  # (checks the sampler and the chunk)
         self.sampler, self.chunk = sampler, chunk
         check_scheduler(scheduler, workers)
         self.scheduler, self.workers = scheduler, workers
@@ -205,8 +205,11 @@ class DaskSampler:
                         f"chunk {i} (seed {plan[i][0]}, {plan[i][1]} samples): every worker that drew it died "
                         f"({e}); Dask gives a chunk up after distributed.scheduler.allowed-failures deaths"
                     ) from None
-                except (OSError, distributed.comm.CommClosedError) as e:
-                    raise EnvironmentFailure(f"the Dask scheduler was lost while chunk {i} was drawn: {e}") from None
+                except (distributed.comm.CommClosedError, distributed.client.FutureCancelledError) as e:
+                    # (an OSError the sampler raises is its own: raised as it is)
+                    raise EnvironmentFailure(
+                        f"chunk {i}: the Dask scheduler was lost or cancelled it ({type(e).__name__}: {e})"
+                    ) from None
         finally:
             client.cancel([f for f in futures if not f.done()])
         return join(parts)
