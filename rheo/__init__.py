@@ -26,6 +26,7 @@ work with a warning until the release `rheo.deprecated` names for each.
 from rheo import deprecated
 from rheo.decoders.settings import processed, unprocessed
 from rheo.lossless import stats as _stats
+from rheo.lossless.cluster import on_dask
 from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
 from rheo.lossless.stats import LawTest, assert_law, check_law, seed_for
@@ -63,6 +64,7 @@ __all__ = [
     "default_horizon",
     "detectable_tv",
     "load_case",
+    "on_dask",
     "plan_samples",
     "processed",
     "seed_for",

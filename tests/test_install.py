@@ -46,7 +46,7 @@ OPTIONAL = (
     "nbformat",
     "hypothesis",
 )
-EXTRAS = {"fast", "hf", "model", "sweep", "proofs", "notebooks", "test", "dev"}
+EXTRAS = {"fast", "hf", "model", "sweep", "dask", "proofs", "notebooks", "test", "dev"}
 PACKAGES = {"rheo", "rheo_ref", "rheo_fast"}  # the only top-level names the wheel may install
 # The doc recipe's broken twin: the rejected token is drawn from p, not from the residual max(0, p - q)
 BROKEN = ("draw(rng, [max(0, a - b) for a, b in zip(p, q)])", "draw(rng, p)")
@@ -103,7 +103,8 @@ def test_the_wheel_pins_nothing_has_the_extras_and_installs_only_rheo_packages(w
     assert set(meta.get_all("Provides-Extra") or []) == EXTRAS
     by_extra = {e: {_name(r) for r in requires if f'extra == "{e}"' in r} for e in EXTRAS}
     assert "torch" in by_extra["fast"] and "transformers" in by_extra["hf"]
-    assert {"dask", "distributed", "pyarrow"} <= by_extra["sweep"] and {"sympy", "z3-solver"} <= by_extra["proofs"]
+    assert {"dask", "distributed", "pyarrow"} <= by_extra["sweep"] and {"dask", "distributed"} == by_extra["dask"]
+    assert {"sympy", "z3-solver"} <= by_extra["proofs"]
     assert {"jupytext", "nbformat", "matplotlib"} <= by_extra["notebooks"]
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == PACKAGES, tops  # no top-level `proofs` (nor anything else generic)

@@ -11,14 +11,17 @@ the rows of the decoder's verdict table instead (docs/THIRD_PARTY.md). The decod
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rheo.cli import flags, user_sampler
 from rheo.decoders import DecoderRun, decoders
 from rheo.lossless import validate
+from rheo.lossless.cluster import CHUNK
 from rheo.lossless.validate import MAX_TOKENS, gate_size
 from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
@@ -44,6 +47,7 @@ output (one JSON object):
   package, path          a third party's distribution (its version) and the code under test
   seconds, ms_per_sample wall time of the sampling and the test
   horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
+  scheduler, chunk       with --scheduler: the cluster (local or its address) and the samples per chunk
   worst_conditional, worst_cells, summary  where the law deviates most (a rejection's diagnosis)
 exit status: 0 pass, 1 REJECT, 2 bad input.
 --rows all|quick|SETTING,...: the decoder's verdict table (its case, tokens, alpha, delta unless given), each
@@ -115,7 +119,28 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--gen", action="append", default=[], metavar="KEY=VALUE", help="a generate option (repeatable)")
     sp.add_argument("--tokens", type=int, default=None, help="tokens per sample (default: the case's `tokens`)")
     flags.seed(sp, of="the sampling")
-    flags.workers(sp, of="sampling processes")
+    sp.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="sampling processes (default 1); with --scheduler local: the local Dask cluster's processes (default "
+        "one a core)",
+    )
+    sp.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="draw the samples on a Dask cluster, in chunks seeded from --seed and the chunk's index (the verdict "
+        "does not depend on the workers; a dead worker's chunks are drawn again): tcp://HOST:PORT of a running "
+        "scheduler, or local (a cluster of --workers processes here); needs pip install 'rheo[dask]' (docs/GATE.md)",
+    )
+    sp.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        metavar="K",
+        help=f"with --scheduler: samples per chunk (default {CHUNK}; a served decoder starts its driver once a chunk)",
+    )
     sp.add_argument(
         "--horizon",
         type=int,
@@ -189,11 +214,11 @@ def device_check(device: str) -> None:
 def run_gate_hf(args: argparse.Namespace) -> int:
     import importlib.util
 
-    from rheo.decoders.gate import gate_hf
     from rheo.lossless.stats import min_num_samples
     from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
+    sampling = args.sampling = sampling_options(args)  # (--workers, --scheduler, --chunk: checked before any work)
     if getattr(args, "sampler", None) is not None or args.decoder is None:  # the user's own sampler (or neither)
         return user_sampler.gate(args, alpha=ALPHA, tv=TV, beta=BETA)
     entry = decoders().get(DecoderRun.head(args.decoder))
@@ -214,12 +239,11 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     for name in ("alpha", "tv", "beta"):  # up front, as --rows gates each row later: the library's one check
         if getattr(args, name) is not None:
             validate.rate(f"--{name}", getattr(args, name))
-    integer("--workers", args.workers, min=1, max=MAX_WORKERS)
     if args.rows is not None:
         if getattr(args, "sequential", False):
             raise CaseError("--sequential with --rows: the verdict table's rows run the fixed-N gate; allowed: "
                             "--sequential with one gate (CASE, no --rows)")  # fmt: skip
-        return run_rows(args)
+        return run_rows(args, sampling)
     given = [f"--{k}" for k in ROWS_ONLY if getattr(args, k) is not None]
     if given:
         raise CaseError(
@@ -249,6 +273,20 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         flags=True,
     )
     decoder = DecoderRun.parse(args.decoder, parse_gen(args.gen))
+    with cluster(args, sampling) as scheduler:
+        report = _one_gate(args, case, decoder, scheduler, sampling)
+    if args.plot:
+        from rheo.lossless.diagnosis import plot_worst
+
+        report["plot"] = plot_worst(report, args.plot)
+    print(strict_json.dumps(report))
+    return 0 if report["verdict"] == "pass" else 1
+
+
+def _one_gate(args: argparse.Namespace, case: Any, decoder: Any, scheduler: Any, sampling: dict) -> dict:
+    from rheo.decoders.gate import gate_hf
+
+    on = {} if scheduler is None else {"scheduler": scheduler, "chunk": sampling["chunk"]}
     report = gate_hf(  # (refuses a context shorter than the decoder's min_context first: Decoder.check_context)
         case,
         decoder,
@@ -257,16 +295,64 @@ def run_gate_hf(args: argparse.Namespace) -> int:
         beta=args.beta,
         seed=args.seed,
         tokens=args.tokens,
-        workers=args.workers,
+        workers=1 if scheduler is not None else args.workers,
         horizon=args.horizon,
         sequential=bool(getattr(args, "sequential", False)),
+        **on,
     )
-    if args.plot:
-        from rheo.lossless.diagnosis import plot_worst
+    if scheduler is not None:
+        report["scheduler"] = args.scheduler
+    return report
 
-        report["plot"] = plot_worst(report, args.plot)
-    print(strict_json.dumps(report))
-    return 0 if report["verdict"] == "pass" else 1
+
+def sampling_options(args: argparse.Namespace) -> dict[str, Any]:
+    """--workers, --scheduler, --chunk checked (CaseError, exit 2): {"workers", "scheduler", "chunk"}; with
+    --scheduler local, `args.workers` is the local cluster's size (None: one a core), else it is the sampling
+    processes (default 1)."""
+    from rheo.lossless.cluster import LOCAL, check_chunk, check_scheduler
+
+    scheduler = getattr(args, "scheduler", None)
+    chunk = getattr(args, "chunk", None)
+    if args.workers is not None:
+        integer("--workers", args.workers, min=1, max=MAX_WORKERS)
+    if scheduler is None:
+        if chunk is not None:
+            raise CaseError(f"--chunk {show(chunk)} without --scheduler: chunks are what a Dask cluster's workers "
+                            "draw; allowed: --chunk with --scheduler ADDRESS|local")  # fmt: skip
+        args.workers = 1 if args.workers is None else args.workers
+        return {"workers": args.workers, "scheduler": None, "chunk": None}
+    if scheduler != LOCAL and args.workers is not None:
+        raise CaseError(f"--workers {args.workers} with --scheduler {show(scheduler)}: a running cluster has its own "
+                        f"workers; allowed: --workers with --scheduler {LOCAL} (the local cluster's processes)")  # fmt: skip
+    try:
+        check_scheduler(scheduler, args.workers if scheduler == LOCAL else None)
+    except CaseError:
+        raise CaseError(f"--scheduler {show(scheduler)}; allowed: tcp://HOST:PORT of a running Dask scheduler (port "
+                        f"1-65535; tls:// and ws:// need a security configuration rheo does not take) or {LOCAL} (a "
+                        "cluster of --workers processes on this machine)") from None  # fmt: skip
+    try:
+        chunk = check_chunk(CHUNK if chunk is None else chunk)
+    except CaseError as e:
+        raise CaseError(f"--chunk {show(chunk)}: {str(e).partition('; ')[2]}") from None
+    from rheo.lossless.cluster import require_dask
+
+    require_dask()  # (no Dask: MissingDependencyError naming the extra, exit 2, before any work)
+    sampling = {"workers": args.workers, "scheduler": scheduler, "chunk": chunk}
+    args.workers = 1  # (the sampling processes: the cluster's workers draw)
+    return sampling
+
+
+@contextlib.contextmanager
+def cluster(args: argparse.Namespace, sampling: dict) -> Iterator[Any]:
+    """None without --scheduler; else a `distributed.Client` of the cluster (a local one started here, and
+    closed on leaving), one for every gate of the command (--rows: every row)."""
+    if sampling["scheduler"] is None:
+        yield None
+        return
+    from rheo.lossless.cluster import connect
+
+    with connect(sampling["scheduler"], sampling["workers"]) as client:
+        yield client
 
 
 def parse_seeds(text: str | None) -> tuple[int, ...]:
@@ -289,7 +375,7 @@ def parse_seeds(text: str | None) -> tuple[int, ...]:
 ONE_GATE_ONLY = ("gen", "tokens", "horizon", "plot")  # a row carries its own
 
 
-def run_rows(args: argparse.Namespace) -> int:
+def run_rows(args: argparse.Namespace, sampling: dict[str, Any]) -> int:
     """`--rows`: the decoder's verdict table, each row on every seed (`rheo.decoders.rows.run_row`)."""
     from rheo.decoders.rows import MARKDOWN_HEAD, markdown_row, run_row
     from rheo_ref.atomic import check_writable, write_text_atomic
@@ -297,7 +383,7 @@ def run_rows(args: argparse.Namespace) -> int:
     given = [f"--{k}" for k in ONE_GATE_ONLY if getattr(args, k) not in (None, [])]
     if given:
         raise CaseError(f"--rows with {', '.join(given)}: each row carries its own; allowed with --rows: "
-                        "CASE, --alpha, --tv, --beta, --seeds, --workers, --json")  # fmt: skip
+                        "CASE, --alpha, --tv, --beta, --seeds, --workers, --scheduler, --chunk, --json")  # fmt: skip
     known = decoders()
     name = DecoderRun.head(args.decoder)
     if name not in known or ":" in args.decoder:
@@ -311,7 +397,11 @@ def run_rows(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_writable(args.json)
     opts = dict(case=args.case, alpha=args.alpha, tv=args.tv, beta=args.beta, workers=args.workers)
-    records = [run_row(entry, r, entry.table, seeds=seeds, **opts) for r in rows]  # (a row that fails: its record)
+    with cluster(args, sampling) as scheduler:
+        on: dict[str, Any] | None = None if scheduler is None else {"scheduler": scheduler, "chunk": sampling["chunk"]}
+        records = [
+            run_row(entry, r, entry.table, seeds=seeds, sampling=on, **opts) for r in rows
+        ]  # (failing: a record)
     print(MARKDOWN_HEAD)
     for r in records:
         print(markdown_row(r))

@@ -51,8 +51,8 @@ EXTRAS = {
     "gguf": "model",
     "accelerate": "model",
     "safetensors": "model",
-    "dask": "sweep",
-    "distributed": "sweep",
+    "dask": "dask",
+    "distributed": "dask",
     "pyarrow": "sweep",
     "matplotlib": "notebooks",
 }

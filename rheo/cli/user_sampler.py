@@ -9,19 +9,21 @@ module imports that is not installed is a `MissingDependencyError` (exit 2) nami
 `gate(args, alpha=, tv=, beta=)` runs the gate on it: the library's `check_lossless` with the flags
 (`--alpha`, `--tv`, `--beta`, `--seed`, `--tokens`, `--horizon`; the library checks each), prints
 the verdict as one JSON object and returns the exit status (0 pass, 1 REJECT). `add_flag(parser)`
-declares `--sampler`. A decoder's own flags (`--gen`, `--rows`, `--workers`) are refused with it.
+declares `--sampler`. A decoder's own flags (`--gen`, `--rows`, `--workers` but with `--scheduler local`) are
+refused with it; `--scheduler` draws its samples on a Dask cluster (`rheo.on_dask`), the module sent by value.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import inspect
 import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rheo_ref.errors import CaseError, MissingDependencyError, RheoError
@@ -141,17 +143,62 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
     if args.sampler is None:
         raise CaseError("rheo gate needs --decoder NAME (a registered decoder) or --sampler MODULE:FUNCTION (yours)")
     given = [f"--{k}" for k in NOT_WITH_SAMPLER if getattr(args, k, None) not in (None, [])]
-    if getattr(args, "workers", 1) != 1:
+    if getattr(args, "workers", 1) not in (1, None):
         given.append(f"--workers {args.workers}")
     if given:
         raise CaseError(f"--sampler with {', '.join(given)}: those are a registered decoder's; allowed with --sampler: "
-                        "CASE, --alpha, --tv, --beta, --seed, --tokens, --horizon, --sequential, --plot")  # fmt: skip
+                        "CASE, --alpha, --tv, --beta, --seed, --tokens, --horizon, --sequential, --plot, --scheduler, "
+                        "--chunk, --workers with --scheduler local")  # fmt: skip
     if args.case is None:
         raise CaseError("rheo gate --sampler needs a CASE file (the tables your sampler's law is tested against)")
     case = load_case(args.case)
-    sampler = _guarded(args.sampler, resolve(args.sampler))
-    t0 = time.perf_counter()
-    res = check_lossless(
+    fn = resolve(args.sampler)
+    sampler = _guarded(args.sampler, fn)
+    sampling = getattr(args, "sampling", None) or {"scheduler": None}
+    with contextlib.ExitStack() as stack:
+        if sampling["scheduler"] is not None:
+            sampler = stack.enter_context(_on_cluster(fn, sampler, sampling))
+        t0 = time.perf_counter()
+        res = _check(check_lossless, sampler, case, args, alpha=alpha, tv=tv, beta=beta)
+        seconds = time.perf_counter() - t0
+    report: dict[str, Any] = {
+        "sampler": args.sampler,
+        **verdict_fields(res),
+        "seed": args.seed,
+        "seconds": round(seconds, 3),
+        **horizon_fields(res),
+    }
+    if sampling["scheduler"] is not None:
+        report["scheduler"], report["chunk"] = sampling["scheduler"], sampling["chunk"]
+    if getattr(args, "plot", None):
+        from rheo.lossless.diagnosis import plot_worst
+
+        report["plot"] = plot_worst(report, args.plot)
+    print(strict_json.dumps(report))
+    return 1 if res.rejected else 0
+
+
+@contextlib.contextmanager
+def _on_cluster(fn: Callable[..., Any], sampler: Callable[..., Any], sampling: dict) -> Iterator[Any]:
+    """`--scheduler`: the sampler on the cluster (rheo.on_dask); its module goes by value (cloudpickle), so a
+    remote cluster's workers need not have it on their path (what it imports, they need)."""
+    import cloudpickle
+
+    from rheo.lossless.cluster import connect, on_dask
+
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    if module is not None and module.__name__ != "__main__":
+        cloudpickle.register_pickle_by_value(module)
+    with (
+        connect(sampling["scheduler"], sampling["workers"]) as client,
+        on_dask(sampler, client, chunk=sampling["chunk"]) as on,
+    ):
+        yield on
+
+
+def _check(check_lossless: Any, sampler: Any, case: Any, args: argparse.Namespace, *, alpha: float, tv: float,
+           beta: float) -> Any:  # fmt: skip
+    return check_lossless(
         sampler,
         case,
         alpha=alpha if args.alpha is None else args.alpha,
@@ -162,20 +209,6 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
         horizon=args.horizon,
         sequential=bool(getattr(args, "sequential", False)),
     )
-    seconds = time.perf_counter() - t0
-    report: dict[str, Any] = {
-        "sampler": args.sampler,
-        **verdict_fields(res),
-        "seed": args.seed,
-        "seconds": round(seconds, 3),
-        **horizon_fields(res),
-    }
-    if getattr(args, "plot", None):
-        from rheo.lossless.diagnosis import plot_worst
-
-        report["plot"] = plot_worst(report, args.plot)
-    print(strict_json.dumps(report))
-    return 1 if res.rejected else 0
 
 
 __all__ = ["add_flag", "gate", "resolve"]

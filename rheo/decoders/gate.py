@@ -1,5 +1,5 @@
 """The gate of a decoder under test (`rheo gate --decoder NAME`): its sampler on the `TableLM`s of a case
-(one process, or `workers` spawned ones), the test of its first n tokens (or, with `horizon`, every
+(one process, `workers` spawned ones, or the workers of a Dask cluster in chunks: `scheduler`), the test of its first n tokens (or, with `horizon`, every
 window) against the exact processed target law (`rheo.lossless`), and the verdict as one JSON-ready
 dict with the decoder's own exact TV where rheo knows its law (docs/THIRD_PARTY.md).
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -21,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from rheo.decoders import DecoderRun
+from rheo.lossless.cluster import CHUNK
 from rheo.lossless.horizon import HorizonTest, check_lossless
 from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
@@ -53,6 +55,22 @@ def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
 
     sample.__name__ = f"hf_sampler[{decoder.name}]"
     return sample
+
+
+class WithServedPython:
+    """A sampler that sets `RHEO_SERVED_PYTHON` (`--python PATH`) where it runs before it samples: a Dask
+    worker does not inherit this process's environment, and a served decoder's driver is started there."""
+
+    def __init__(self, sampler: Sampler, python: str) -> None:
+        self.sampler, self.python = sampler, python
+
+    def __call__(self, case: Case, seed: int, num_samples: int) -> Any:
+        import os
+
+        from rheo.decoders.served import PYTHON_VAR
+
+        os.environ[PYTHON_VAR] = self.python
+        return self.sampler(case, seed, num_samples)
 
 
 def _spawn() -> Any:
@@ -112,14 +130,43 @@ def gate_hf(
     workers: int = 1,
     horizon: int | None = None,
     sequential: bool = False,
+    scheduler: Any = None,
+    chunk: int = CHUNK,
 ) -> dict[str, Any]:
     """Run `decoder` on the case's table models and test its first n tokens against the exact
     (processed) target law, or with `horizon` every window (x_{k−1}, x_k), k ≤ H (`alpha` the
-    family-wise total; rheo.lossless.horizon). Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
+    family-wise total; rheo.lossless.horizon). With `scheduler` (what `rheo.on_dask` takes: 'local',
+    tcp://HOST:PORT or a `distributed.Client`) the samples are drawn on that Dask cluster in chunks of
+    `chunk` (rheo.lossless.cluster), each chunk one call of the decoder (a served decoder: one driver run,
+    started by the worker). Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
     n = case.tokens if tokens is None else tokens
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
+    if scheduler is not None and workers != 1:
+        raise CaseError(f"workers={workers!r} with scheduler={scheduler!r}: the cluster's workers draw the chunks; "
+                        "allowed: workers=1 (or a local cluster of that many: scheduler='local', rheo.on_dask)")  # fmt: skip
     sample = sampler(decoder, case, workers=workers)  # checks the case first (before the exact law's cost)
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            from rheo.decoders.served import PYTHON_VAR
+            from rheo.lossless.cluster import on_dask
+
+            given = os.environ.get(PYTHON_VAR)
+            if decoder.entry.served is not None and given:
+                sample = WithServedPython(sample, given)
+            sample = stack.enter_context(on_dask(sample, scheduler, chunk=chunk))
+        report = _gate(case, decoder, sample, n, alpha=alpha, tv=tv, beta=beta, seed=seed, workers=workers,
+                       horizon=horizon, sequential=sequential)  # fmt: skip
+    if scheduler is not None:
+        report["scheduler"] = scheduler if isinstance(scheduler, str) else str(scheduler.scheduler.address)
+        report["chunk"] = chunk
+    return report
+
+
+def _gate(
+    case: Case, decoder: DecoderRun, sample: Sampler, n: int, *, alpha: float, tv: float, beta: float, seed: int,
+    workers: int, horizon: int | None, sequential: bool,
+) -> dict[str, Any]:  # fmt: skip
     claimed = decoder.entry.target_law(case, n, decoder)  # None: the processed p
     if claimed is not None and horizon is not None:
         raise CaseError(

@@ -107,9 +107,11 @@ def run_row(
     tv: float | None = None,
     beta: float | None = None,
     workers: int = 1,
+    sampling: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One row of `decoder`'s verdict table on each seed: one record (docs/THIRD_PARTY.md). `case`,
-    `alpha`, `tv` and `beta` override the row's and the table's."""
+    `alpha`, `tv` and `beta` override the row's and the table's; `sampling` (`scheduler=`, `chunk=`) is
+    handed to `gate_hf` (a row with its own judge draws one batch in this process, and its record says so)."""
     row = table.resolved(row, case)
     row = replace(row, alpha=alpha or row.alpha, tv=tv or row.tv)
     table = replace(table, beta=beta or table.beta)
@@ -134,9 +136,13 @@ def run_row(
         "control": row.control,
         "seeds": list(seeds),
     }
+    on = (sampling or {}).get("scheduler")
+    if on is not None:  # where the samples were drawn (the address of a Client's scheduler)
+        out["scheduler"] = on if isinstance(on, str) else str(on.scheduler.address)
+        out["chunk"] = (sampling or {}).get("chunk")
     t0 = time.perf_counter()
     try:
-        return _judged(decoder, row, table, seeds, name, out, workers, t0)
+        return _judged(decoder, row, table, seeds, name, out, workers, t0, sampling or {})
     except RheoError as e:  # (not a verdict: the row's one-line error; the table's other rows still run)
         if isinstance(e, CaseError) and not isinstance(e, TooLargeError):
             raise  # a row the table declares wrongly, or bad flags: the table itself is wrong
@@ -147,7 +153,7 @@ def run_row(
 
 def _judged(
     decoder: Any, row: Row, table: Table, seeds: tuple[int, ...], name: str, out: dict[str, Any], workers: int,
-    t0: float,
+    t0: float, sampling: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
     from rheo.decoders import DecoderRun
     from rheo.decoders.gate import gate_hf
@@ -155,6 +161,8 @@ def _judged(
 
     assert row.case is not None and row.tv is not None and row.alpha is not None
     if row.judge is not None:
+        if sampling.get("scheduler") is not None:
+            out["sampled"] = "in this process (the row's own judge: one batch, one driver call)"
         runs = [row.judge(decoder, row, table, s) for s in seeds]
     else:
         run = DecoderRun.parse(name, dict(row.gen))
@@ -164,7 +172,7 @@ def _judged(
             return {**out, **_not_run(run, row, c, seeds[0]), "seconds_row": round(time.perf_counter() - t0, 3)}
         runs = [
             gate_hf(c, run, alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers, seed=s, tokens=row.tokens,
-                    horizon=row.horizon)
+                    horizon=row.horizon, **sampling)
             for s in seeds
         ]  # fmt: skip
     first = runs[0]
