@@ -299,8 +299,10 @@ def repo_env_with(package: str, version: str | None) -> Path | None:
 
 def ensure_base(package: str, env: str, say: Callable[[str], None]) -> Path:
     """The site-packages of the base environment of `package` (see the module's docstring)."""
-    built = repo_env_with(package, None)
-    if built is not None and built.name == f".venv-{env}":
+    from rheo.decoders.served import REPO
+
+    built = REPO / f".venv-{env}"
+    if (built / ".installed").exists():  # the checkout's own (make .venv-ENV/.installed)
         return site_packages(built)
     base = base_dir(package)
     stamp = base / ".installed"
