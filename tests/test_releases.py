@@ -156,6 +156,19 @@ def test_sampler_diff_names_the_file_and_line(tmp_path: Path) -> None:
     assert digest_old[f[3]] is None and digest_new[f[2]] is None
 
 
+def test_rows_separated_by_semicolons_keep_their_commas() -> None:
+    from rheo.decoders import decoders
+
+    table = decoders()["flashspec"].table
+    rows = R.select_rows(table, "rejection T=1, batch 64; control: typical top_p=0.9")
+    assert [r.setting for r in rows] == ["rejection T=1, batch 64", "control: typical top_p=0.9"]
+    assert len(R.select_rows(table, "quick")) == len(table.select("quick"))
+    with pytest.raises(CaseError, match="no row"):
+        R.select_rows(table, "rejection T=1; no such row")
+    with pytest.raises(CaseError, match="empty setting"):
+        R.select_rows(table, "rejection T=1, batch 64;;")
+
+
 def test_outcome_tells_verdicts_errors_and_rows_apart() -> None:
     ok = {"setting": "a", "verdicts": ["pass", "pass"]}
     assert R.outcome([ok]) != R.outcome([{**ok, "verdicts": ["pass", "REJECT"]}])

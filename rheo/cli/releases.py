@@ -84,7 +84,9 @@ def register(subparsers: Any) -> None:
         help="releases to judge: comma-separated versions, or a range such as '>=0.5.0,<0.6' (default: every "
         "release on the index)",
     )
-    sp.add_argument("--rows", default="quick", metavar="ROWS", help="all | quick | SETTING,... (default quick)")
+    sp.add_argument(
+        "--rows", default="quick", metavar="ROWS", help="all | quick | SETTING,... | SETTING;... (default quick)"
+    )
     sp.add_argument("--seeds", default=None, help="comma-separated seeds for each row (default 1,2)")
     sp.add_argument("--bisect", default=None, metavar="A..B", help="the first release after A whose verdict differs")
     sp.add_argument("--list", action="store_true", help="list the releases and their cached environments, run nothing")
@@ -378,12 +380,23 @@ def judge(decoder: Any, python: Path, rows: str, seeds: tuple[int, ...]) -> list
     old = os.environ.get(PYTHON_VAR)
     os.environ[PYTHON_VAR] = str(python)
     try:
-        return [run_row(decoder, r, decoder.table, seeds=seeds) for r in decoder.table.select(rows)]
+        return [run_row(decoder, r, decoder.table, seeds=seeds) for r in select_rows(decoder.table, rows)]
     finally:
         if old is None:
             os.environ.pop(PYTHON_VAR, None)
         else:
             os.environ[PYTHON_VAR] = old
+
+
+def select_rows(table: Any, spec: str) -> list[Any]:
+    """`--rows`: what `rheo gate --rows` takes (all, quick, a setting, comma-separated settings), or settings
+    separated by `;` (a setting's name may hold a comma: `rejection T=1, batch 64;control: typical top_p=0.9`)."""
+    if ";" not in spec:
+        return list(table.select(spec))
+    names = [s.strip() for s in spec.split(";")]
+    if not all(names):
+        raise CaseError(f"--rows {spec!r}: an empty setting between ';'; allowed: settings of the table")
+    return [table.row(n) for n in names]
 
 
 def outcome(records: Sequence[dict[str, Any]]) -> tuple:
@@ -442,7 +455,7 @@ def run_releases(args: argparse.Namespace) -> int:
     decoder = decoders()[name]
     package, env = decoder.package or name, ENV_FILE[name]
     seeds = parse_seeds(args.seeds)
-    decoder.table.select(args.rows)  # a bad --rows is refused before anything runs
+    select_rows(decoder.table, args.rows)  # a bad --rows is refused before anything runs
     if args.json is not None:
         check_writable(args.json)
     available = index_versions(package)
@@ -496,8 +509,12 @@ def run_releases(args: argparse.Namespace) -> int:
             diffs = sampler_diff(package, wheel(package, before), wheel(package, first))
             if not diffs:
                 print(f"the sampler files ({', '.join(SAMPLER_FILES[package])}) are the same in {before} and {first}")
+            for d in diffs:  # a summary first: each file's changed line ranges, then the diffs
+                hunks = [h.split("@@")[1].strip() for h in d["diff"] if h.startswith("@@")]
+                print(f"{d['file']}: {d['change']} between {before} and {first}"
+                      + (f", {len(hunks)} hunks ({before} lines -a,n / {first} lines +c,m): {'; '.join(hunks)}"
+                         if hunks else ""))  # fmt: skip
             for d in diffs:
-                print(f"{d['file']}: {d['change']} between {before} and {first}")
                 for line in d["diff"]:
                     print(line)
         return 0
