@@ -35,16 +35,17 @@ import time
 
 import torch
 
-try:  # 0.5.22 on: eagle_utils.py computes the target probs with this kernel (0.5.22 line 979)
-    from sglang.kernels.ops.sampling import softmax as sglang_softmax
-except ImportError:  # 0.5.14-0.5.21: eagle_utils.py computes F.softmax(logits / T) itself (0.5.21 lines 926-928)
-    sglang_softmax = None
-try:  # 0.5.16 on
-    from sglang.kernels.ops.speculative.reject_sampling import chain_speculative_sampling_triton
-except ImportError:  # 0.5.14, 0.5.15(.post1): the same kernel under sglang/srt/speculative/
-    from sglang.srt.speculative.reject_sampling import chain_speculative_sampling_triton
-
 from rheo_ref.models import TableModel, context_key
+
+RELEASE = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3] if x.isdigit())  # (0, 5, 23)
+if RELEASE >= (0, 5, 22):  # eagle_utils.py computes the target probs with this kernel (0.5.22 line 979)
+    from sglang.kernels.ops.sampling import softmax as sglang_softmax
+else:  # 0.5.14-0.5.21: eagle_utils.py computes F.softmax(logits / T) itself (0.5.21 lines 926-928)
+    sglang_softmax = None
+if RELEASE >= (0, 5, 16):
+    from sglang.kernels.ops.speculative.reject_sampling import chain_speculative_sampling_triton
+else:  # 0.5.14, 0.5.15(.post1): the same kernel under sglang/srt/speculative/
+    from sglang.srt.speculative.reject_sampling import chain_speculative_sampling_triton
 
 MOVED = 3  # rheo.decoders.served.MOVED: the installed release lacks a piece this driver drives
 
