@@ -506,6 +506,9 @@ def run_releases(args: argparse.Namespace) -> int:
                 if outcome([r0]) != outcome([r1]):
                     print(f"row {r0['setting']!r}: {package} {before} {outcome([r0])[0][1:]} -> {first} "
                           f"{outcome([r1])[0][1:]}")  # fmt: skip
+                    for v, r in ((before, r0), (first, r1)):
+                        if r.get("error"):  # an error is not the sampler's: it may lie outside the sampler files
+                            print(f"  {package} {v}: {r['error']}")
             diffs = sampler_diff(package, wheel(package, before), wheel(package, first))
             if not diffs:
                 print(f"the sampler files ({', '.join(SAMPLER_FILES[package])}) are the same in {before} and {first}")
