@@ -401,7 +401,7 @@ def select_rows(table: Any, spec: str) -> list[Any]:
 
 def outcome(records: Sequence[dict[str, Any]]) -> tuple:
     """What a release's verdict is, for comparing releases: per row its setting and verdicts (or error)."""
-    out = []
+    out: list[tuple[Any, ...]] = []
     for r in records:
         if "verdicts" in r:
             out.append((r["setting"], tuple(r["verdicts"])))
@@ -421,7 +421,7 @@ def sampler_digest(package: str, whl: Path) -> dict[str, str | None]:
 
 def sampler_diff(package: str, old: Path, new: Path, context: int = 1) -> list[dict[str, Any]]:
     """Per sampler file that differs between two wheels: its unified diff (line numbers of both releases)."""
-    out = []
+    out: list[dict[str, Any]] = []
     with zipfile.ZipFile(old) as a, zipfile.ZipFile(new) as b:
         na, nb = set(a.namelist()), set(b.namelist())
         for f in SAMPLER_FILES[package]:
