@@ -25,6 +25,7 @@ from rheo.cli import (
     greedy,
     mutants,
     paper,
+    releases,
     sample,
     served,
     sweep,
@@ -72,6 +73,7 @@ SUBCOMMANDS = (
     compare,
     gate,
     served,
+    releases,
     sweep,
     cases,
 )

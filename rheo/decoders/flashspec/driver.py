@@ -12,11 +12,15 @@ injected into flashspec's own wrappers (`HuggingFaceDrafter(model=...)`, `Target
 model drafter and `drafter_strategy="bandit"` with one arm: the drafter is that model at `gamma` (the
 default "auto" strategy adds an n-gram lookup drafter, whose law depends on the context's repeats).
 `sampling.seed` is None, so flashspec draws from torch's global generator, seeded once here.
+Releases before 0.3.1 (0.2.0, 0.3.0) require the bandit selector as an argument: the driver passes the one-arm
+`UCB1Selector(n_arms=1, window_size=config.bandit.window_size)` that 0.3.1 builds itself when it is left out
+(engine/speculative.py 0.3.1 lines 429-439); 0.1.3 and 0.1.4 have no engine/hf_drafter.py.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import json
 import sys
 import time
@@ -53,6 +57,13 @@ def engine_for(req: dict, n: int) -> SpeculativeEngine:
     target = table_lm(TableModel.from_json(req["target"], "target"))
     drafter = HuggingFaceDrafter("table-draft", "cpu", torch.float32, temperature=T, model=draft)
     verifier = TargetModel("table-target", torch.device("cpu"), torch.float32, model=target)
+    bandit = inspect.signature(SpeculativeEngine).parameters.get("bandit")
+    if bandit is not None and bandit.default is inspect.Parameter.empty:  # 0.2.0, 0.3.0: a selector is required
+        from flashspec.bandit.ucb import UCB1Selector  # the one-arm selector 0.3.1 builds itself when none is given
+
+        return SpeculativeEngine(
+            config, [drafter], verifier, UCB1Selector(n_arms=1, window_size=config.bandit.window_size)
+        )
     return SpeculativeEngine(config, [drafter], verifier)
 
 

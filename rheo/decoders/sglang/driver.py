@@ -1,4 +1,8 @@
 """Runs inside .venv-sglang: SGLang 0.5.23's `chain_speculative_sampling_triton`, unmodified, on tables.
+Earlier releases that ship the kernel are driven as their own verify runs it: 0.5.14-0.5.21 compute the target
+probs with `F.softmax(logits / T)` (no `sglang.kernels.ops.sampling.softmax` yet), 0.5.14 and 0.5.15 keep the
+kernel in `sglang/srt/speculative/reject_sampling.py`, and before 0.5.22 it has no `block_verification` (a
+block row exits with status MOVED naming it).
 
 Request (JSON on stdin): target, draft (table JSON), context, tokens, num_samples, seed, gen with
 temperature (T, default 1), num_steps (draft tokens a round, default 3), block_verification (default
@@ -23,16 +27,27 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import importlib.metadata
+import inspect
 import json
 import math
 import sys
 import time
 
 import torch
-from sglang.kernels.ops.sampling import softmax as sglang_softmax
-from sglang.kernels.ops.speculative.reject_sampling import chain_speculative_sampling_triton
 
 from rheo_ref.models import TableModel, context_key
+
+RELEASE = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3] if x.isdigit())  # (0, 5, 23)
+if RELEASE >= (0, 5, 22):  # eagle_utils.py computes the target probs with this kernel (0.5.22 line 979)
+    from sglang.kernels.ops.sampling import softmax as sglang_softmax
+else:  # 0.5.14-0.5.21: eagle_utils.py computes F.softmax(logits / T) itself (0.5.21 lines 926-928)
+    sglang_softmax = None
+if RELEASE >= (0, 5, 16):
+    from sglang.kernels.ops.speculative.reject_sampling import chain_speculative_sampling_triton
+else:  # 0.5.14, 0.5.15(.post1): the same kernel under sglang/srt/speculative/
+    from sglang.srt.speculative.reject_sampling import chain_speculative_sampling_triton
+
+MOVED = 3  # rheo.decoders.served.MOVED: the installed release lacks a piece this driver drives
 
 
 class Rows:
@@ -54,6 +69,8 @@ class Rows:
 def probs(rows: Rows, ctxs: list[list[int]], temperature: float) -> torch.Tensor:
     logits = torch.stack([rows.logits(c) for c in ctxs])  # [R, V]
     temps = torch.full((len(ctxs), 1), temperature, dtype=torch.float32)  # [R, 1]
+    if sglang_softmax is None:  # 0.5.14-0.5.21's verify: F.softmax(next_token_logits / expanded_temperature)
+        return torch.softmax(logits / temps, dim=-1)  # [R, V]
     return sglang_softmax(logits, temperatures=temps)  # [R, V]
 
 
@@ -133,7 +150,7 @@ def run(req: dict) -> dict:
             threshold_single=thr_single,
             threshold_acc=thr_acc,
             deterministic=True,
-            block_verification=block,
+            **({"block_verification": block} if BLOCK_KEY else {}),
         )
         pred, acc, num_acc = predicts.tolist(), accept_index.tolist(), accept_num.tolist()
         for b, i in enumerate(live):
@@ -152,8 +169,15 @@ def run(req: dict) -> dict:
     }
 
 
+BLOCK_KEY = "block_verification" in inspect.signature(chain_speculative_sampling_triton).parameters  # 0.5.22 on
+
+
 def main() -> None:
     req = json.load(sys.stdin)
+    if req.get("gen", {}).get("block_verification") and not BLOCK_KEY:
+        sys.stdout.write(json.dumps({"missing": "chain_speculative_sampling_triton has no block_verification "
+                                     "(added in 0.5.22)"}) + "\n")  # fmt: skip
+        raise SystemExit(MOVED)
     json.dump(run(req), sys.stdout, allow_nan=False)
 
 
