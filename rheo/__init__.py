@@ -4,7 +4,7 @@ Layers, one direction (enforced by import-linter contracts in pyproject.toml):
 `rheo` (this package: the `rheo` command, the audit, the lossless gate and its mutants runner,
 the pytest plugin) -> `rheo_fast` (vectorised torch) -> `rheo_ref` (exact, pure Python).
 
-What a downstream decoder author imports (stable; docs/GATE.md "What you import" lists exactly
+What a downstream decoder author imports (stable; docs/GATE_REFERENCE.md "What you import" lists exactly
 `__all__`, and a test compares them):
 
     from rheo import Case, load_case, check_lossless, assert_lossless, LosslessError

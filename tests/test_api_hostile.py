@@ -1,4 +1,4 @@
-"""What the library API is handed is checked before anything runs (docs/GATE.md, "What the API
+"""What the library API is handed is checked before anything runs (docs/GATE_REFERENCE.md, "What the API
 refuses"): one `RheoError` subclass naming the bad value and what is allowed, before the sampler is
 called wherever the value is known by then; never a raw TypeError / IndexError / ZeroDivisionError,
 a hang, or a verdict about values the decoder never returned. One test per class of hostile input;

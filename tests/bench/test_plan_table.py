@@ -4,7 +4,7 @@ The case is `tests/cases/v12-first-order.json` (V = 12, a first-order target), i
 tokens, at α = 1e-3, β = 0.01, δ = 0.1. "old" is the planner the gate used before the promise was
 proved (Pearson over cells pooled below an expected count of 10, N from the noncentral χ² at
 β/2, plus the pooled mass charged to δ), kept here only as this table's baseline: its N carried no
-finite-N guarantee. "proved" is `rheo.lossless.stats.samples_for` (docs/GATE.md, "What the
+finite-N guarantee. "proved" is `rheo.lossless.stats.samples_for` (docs/STATISTICS.md, "What the
 statistics promise"). Run: `pytest -m bench tests/bench/test_plan_table.py -s`.
 """
 
