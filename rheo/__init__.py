@@ -26,7 +26,8 @@ work with a warning until the release `rheo.deprecated` names for each.
 from rheo import deprecated
 from rheo.decoders.settings import processed, unprocessed
 from rheo.lossless import stats as _stats
-from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
+from rheo.lossless.gate import assert_lossless, check_lossless
+from rheo.lossless.horizon import HorizonTest, Rounds, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
 from rheo.lossless.stats import LawTest, assert_law, check_law, seed_for
 from rheo_ref.errors import (

@@ -41,7 +41,7 @@ MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alp
 
 
 def register(subparsers) -> None:
-    from rheo.family import suite_families
+    from rheo.families.registry import suite_families
     from rheo.selfgate.matrix import BETA, DELTA, MUTANT_CASE, alpha_per_test
 
     ALPHA = alpha_per_test()
