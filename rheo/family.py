@@ -3,11 +3,21 @@ release that removes this module); every name read here is that module's, with a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rheo import deprecated
+
+NAMES = ("SuiteFamily", "register", "unregister", "mutant_cases_of", "suite_families")
+
+
+def _reader(name: str) -> Callable[[], object]:
+    def read() -> object:
+        from rheo.families import registry
+
+        return getattr(registry, name)
+
+    return read
 
 
 def __getattr__(name: str) -> object:
-    from rheo.families import registry
-
-    names = {"SuiteFamily", "register", "unregister", "mutant_cases_of", "suite_families"}
-    return deprecated.attribute(__name__, name, {n: (lambda n=n: getattr(registry, n)) for n in names})
+    return deprecated.attribute(__name__, name, {n: _reader(n) for n in NAMES})
