@@ -17,7 +17,7 @@
 # (`proofs.gen.tempered`: exact for T = 1/k, else rounded to denominators <= 1000; T = 0: the
 # argmax); q_rank stays at T = 1 (it only shapes the other families' trees, drawn as references).
 # Every number is exact: the sweep is `rheo.compare.compare`, the function behind `rheo compare`,
-# over the cells of every registered family at this budget (`rheo.family`): the static family's
+# over the cells of every registered family at this budget (`rheo.families.registry`): the static family's
 # shapes are the subject, every other family's cells are swept, printed and drawn beside them.
 
 # %%
@@ -34,8 +34,8 @@ import matplotlib.pyplot as plt
 
 from proofs.gen import random_pair, tempered
 from rheo.compare import compare
+from rheo.families.registry import suite_families
 from rheo.families.treespark import THETAS
-from rheo.family import suite_families
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS as PAIRINGS
 from rheo_ref.models import Case, Proxy

@@ -1,4 +1,4 @@
-"""Claim 12: the gate's promise holds at the N it uses (docs/GATE.md, "The promise, proved").
+"""Claim 12: the gate's promise holds at the N it uses (docs/STATISTICS.md, "What the statistics promise").
 
 12.1 For every exact law p and every N the planner returns: the test `rheo.lossless.stats.check_law`
      rejects a sampler of law p with probability ≤ α, and a sampler of any law P with
@@ -206,7 +206,7 @@ CLAIMS = [
     Claim(
         "12.1",
         "the gate: level ≤ α and power ≥ 1 − β for every law at TV ≥ δ, at the N it plans",
-        "general argument (docs/GATE.md), sympy-checked lemmas",
+        "general argument (docs/STATISTICS.md), sympy-checked lemmas",
         PROVED,
         check_12_1,
     ),

@@ -4,7 +4,7 @@ Layers, one direction (enforced by import-linter contracts in pyproject.toml):
 `rheo` (this package: the `rheo` command, the audit, the lossless gate and its mutants runner,
 the pytest plugin) -> `rheo_fast` (vectorised torch) -> `rheo_ref` (exact, pure Python).
 
-What a downstream decoder author imports (stable; docs/GATE.md "What you import" lists exactly
+What a downstream decoder author imports (stable; docs/GATE_REFERENCE.md "What you import" lists exactly
 `__all__`, and a test compares them):
 
     from rheo import Case, load_case, check_lossless, assert_lossless, LosslessError
@@ -27,7 +27,8 @@ from rheo import deprecated
 from rheo.decoders.settings import processed, unprocessed
 from rheo.lossless import stats as _stats
 from rheo.lossless.cluster import on_dask
-from rheo.lossless.horizon import HorizonTest, Rounds, assert_lossless, check_lossless, default_horizon
+from rheo.lossless.gate import assert_lossless, check_lossless
+from rheo.lossless.horizon import HorizonTest, Rounds, default_horizon
 from rheo.lossless.planning import detectable_tv, plan_samples, target_law, total_variation
 from rheo.lossless.stats import LawTest, assert_law, check_law, seed_for
 from rheo_ref.errors import (

@@ -4,7 +4,7 @@ For one case's tables, context and `tokens` (its own scheme only sets the defaul
 each *cell* is a scheme with N draft nodes; `compare` returns, per cell, the exact τ of the first
 round, the exact TV of the `tokens`-token law to the target and the seconds it took
 (docs/SCHEMES.md §9 explains the rows). The cells for a budget N (`cells_for`) are each
-registered family's (`rheo.family.SuiteFamily.compare_cells`, in `rheo/families/<name>/`), and
+registered family's (`rheo.families.registry.SuiteFamily.compare_cells`, in `rheo/families/<name>/`), and
 `rules()` joins the one-line rule of each that `--json` and the table print.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from rheo.family import suite_families
+from rheo.families.registry import suite_families
 from rheo_ref.atomic import savefig_atomic
 from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, DEFAULT_MAX_TREES, Exact, check_law_size, target_law, tv
@@ -72,7 +72,7 @@ class Row:
 
 
 def rules() -> str:
-    """How every registered family makes its cells (one line each, `rheo.family`)."""
+    """How every registered family makes its cells (one line each, `rheo.families.registry`)."""
     return " ".join(fam.compare_rule for fam in suite_families().values() if fam.compare_rule)
 
 

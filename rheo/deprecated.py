@@ -12,6 +12,7 @@ serve a deprecated attribute ask `attribute` for it, so the text and the release
 | `rheo.selfgate.matrix.ALPHA` | `rheo.selfgate.matrix.alpha_per_test()` | 0.2.0 | `rheo/selfgate/matrix.py`, served by `attribute` |
 | `LosslessError.cells` | `LosslessError.top_cells` | 0.2.0 | `rheo_ref/errors.py`: the reference may not import rheo (the layers point rheo → rheo_fast → rheo_ref), so the property stays there and writes this table's message itself |
 | `rheo.lossless.planning.tv` | `rheo.total_variation` | 0.2.0 | `rheo/lossless/planning.py`, served by `attribute` (a second spelling of `rheo.tv` that nothing in rheo calls) |
+| `rheo.family` (the module: every name in it) | `rheo.families.registry` | 0.2.0 | `rheo/family.py`, served by `attribute` (the registry moved into the folder of the families it lists) |
 
 Removing them: the release named in a row deletes the row and its shim; `tests/test_deprecated.py`
 fails once rheo's version reaches a row's release, and checks that every shim warns with its row's text.
@@ -51,14 +52,16 @@ DEPRECATED: tuple[Deprecated, ...] = (
     ),
     Deprecated("LosslessError.cells", "LosslessError.top_cells", "0.2.0", "rheo_ref/errors.py"),
     Deprecated("rheo.lossless.planning.tv", "rheo.total_variation", "0.2.0", "rheo/lossless/planning.py"),
+    Deprecated("rheo.family", "rheo.families.registry", "0.2.0", "rheo/family.py"),
 )
 BY_NAME = {d.old: d for d in DEPRECATED}
 
 
 def attribute(module: str, name: str, values: Mapping[str, Callable[[], object]]) -> object:
     """A module's deprecated attribute (for its PEP 562 `__getattr__`): `values[name]()` after the row's
-    warning, attributed to the code that read `module.name`; AttributeError for any other name."""
-    entry = BY_NAME.get(f"{module}.{name}")
+    warning (the row of `module.name`, or of the whole `module` where the module is deprecated), attributed to
+    the code that read `module.name`; AttributeError for any other name."""
+    entry = BY_NAME.get(f"{module}.{name}", BY_NAME.get(module))
     if entry is None or name not in values:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     entry.warn(stacklevel=3)  # (attribute <- the module's __getattr__ <- the reader)

@@ -1,4 +1,4 @@
-"""Stand-ins a downstream decoder's tests run on (docs/GATE.md "What you import"): table
+"""Stand-ins a downstream decoder's tests run on (docs/GATE_REFERENCE.md "What you import"): table
 language models with exactly known laws, and the kit for decoders that split body, lm_head and
 draft head. They need torch (and transformers for `TableLM`): `pip install rheo[fast,hf]`. A batched
 decoder's checks need numpy only (docs/GATE.md, "A batched decoder's suite"):

@@ -11,7 +11,7 @@ instead (the pattern of pytest's `default_plugins` and hypothesis' `register_typ
 - `families()`, `family_named(name)`, `family_of(scheme)`: lookups, a `CaseError` naming the
   allowed names for an unknown one.
 
-The fast path (`rheo_fast.family`) and the suite (`rheo.family`) keep registries of their own,
+The fast path (`rheo_fast.family`) and the suite (`rheo.families.registry`) keep registries of their own,
 keyed by the same names, for what each layer adds (a fast round and its coin layout; gate rows,
 compare cells, real-model methods). docs/FAMILIES.md says where a new family's code goes.
 """
@@ -149,7 +149,7 @@ def family_named(name: Any) -> Family:
 
 
 def layer_registry(kind: type[T], package: str, attr: str) -> Registry[T]:
-    """The registry of a layer above this one (`rheo_fast.family`, `rheo.family`): each family's
+    """The registry of a layer above this one (`rheo_fast.family`, `rheo.families.registry`): each family's
     entry `attr` of `package.<name>`, the built-in families in table order; an entry must name a
     family registered here (refused by name otherwise), and a family's entry may be replaced."""
 

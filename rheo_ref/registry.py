@@ -3,7 +3,7 @@
 A `Registry` holds entries that have a `name`: the built-in ones are loaded on first use from
 `<package>.<name>` (its attribute `attr`), in the order of `rheo_ref.family.DEFAULT_FAMILIES`;
 others join with `register` and leave with `unregister` (a test's toy family, a third party's).
-`rheo_ref.family`, `rheo_fast.family` and `rheo.family` each keep one.
+`rheo_ref.family`, `rheo_fast.family` and `rheo.families.registry` each keep one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each mutant's best case (rheo.mutants.best_cases; docs/GATE.md, "The fewest samples") and the
+"""Each mutant's best case (rheo.mutants.best_cases; docs/GATE_REFERENCE.md, "The fewest samples") and the
 before/after table (`rheo mutants --fewest`).
 
 - Every best case is the hunt cell it names, refined as recorded: rebuilt from its seed, index and

@@ -1,11 +1,11 @@
-"""The bug classes that broke real decoders (docs/GATE.md, "Bug classes"), on rheo's baseline
+"""The bug classes that broke real decoders (docs/GATE_REFERENCE.md, "Bug classes"), on rheo's baseline
 decoder (rheo_ref.bugclasses), and the case library (`rheo cases`).
 
 - The baseline decoder is exactly lossless (its law by enumeration of the stream's uniforms
   equals the request's law, token and block verification), on the library cases and on hunted ones.
 - Each bug-class mutant moves the law on its library case by its exact TV; the one lossless class
   (a draft verified as a point mass) moves only the round law, exactly as the argument in
-  docs/GATE.md says; the float-level one (bfloat16) stays below its proved bound
+  docs/GATE_REFERENCE.md says; the float-level one (bfloat16) stays below its proved bound
   (rheo_ref.bugclasses.float_level; tests/test_best_cases.py checks it on hunted cases).
 - Class 12 (block verification with the token-level residual) cannot move the law by more than
   (5√5 − 11)/2 with γ <= 2 (proofs/blockres.py): the block draw of the hunt (rheo.mutants.hunt_block)

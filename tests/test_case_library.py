@@ -1,4 +1,4 @@
-"""The case library's shared cases of the algorithmic families (`rheo cases`; docs/GATE.md,
+"""The case library's shared cases of the algorithmic families (`rheo cases`; docs/GATE_REFERENCE.md,
 "Pick a case"): per family and verifier pairing, one hunted case (`rheo.mutants.hunt.shared_case`) on
 which every mutant of that pairing has exact TV ≥ the stated floor.
 

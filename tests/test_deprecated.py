@@ -11,6 +11,8 @@ from fractions import Fraction
 import pytest
 
 import rheo
+import rheo.families.registry
+import rheo.family
 import rheo.lossless.planning
 import rheo.selfgate.matrix
 from rheo.deprecated import BY_NAME, DEPRECATED, Deprecated, attribute
@@ -35,6 +37,7 @@ READ = {
     "rheo.min_num_samples": (lambda: rheo.min_num_samples, lambda: rheo.lossless.stats.min_num_samples),
     "rheo.min_detectable_tv": (lambda: rheo.min_detectable_tv, lambda: rheo.lossless.stats.min_detectable_tv),
     "rheo.lossless.planning.tv": (lambda: rheo.lossless.planning.tv, lambda: rheo.total_variation),
+    "rheo.family": (lambda: rheo.family.suite_families, lambda: rheo.families.registry.suite_families),
     "rheo.selfgate.matrix.ALPHA": (
         lambda: rheo.selfgate.matrix.ALPHA,
         lambda: rheo.selfgate.matrix.alpha_per_test(),
@@ -81,4 +84,6 @@ def test_an_unknown_name_is_an_attribute_error():
         rheo.nope  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'tv'"):  # a row of another module
         attribute("rheo.selfgate.matrix", "tv", {})
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):  # a deprecated module's unknown name
+        rheo.family.nope  # noqa: B018
     assert Deprecated("a", "b", "9.9.9", "x.py").message() == "a is deprecated and will be removed in rheo 9.9.9; use b"

@@ -1,5 +1,5 @@
 """The gate's false-alarm measurement: the correct fast path under many seeds is rejected at a
-rate consistent with the level (docs/GATE.md, "The fewest samples").
+rate consistent with the level (docs/GATE_REFERENCE.md, "The fewest samples").
 
 Each seed runs one gate test (seed i: check i mod 4) on the false-alarm case and reads its
 p-value at α = 0.05; the count of rejections is compared with Binomial(seeds, 0.05) by a

@@ -1,5 +1,5 @@
 """No input gets past the library API unchecked: a fuzzing harness over what downstream tests hand
-rheo (docs/GATE.md, "What the API refuses"), beside tests/test_fuzz.py's harness over the CLI.
+rheo (docs/GATE_REFERENCE.md, "What the API refuses"), beside tests/test_fuzz.py's harness over the CLI.
 
 Hypothesis draws hostile samplers (outputs of every shape: None, scalars, strings, flat lists, 1-D /
 3-D arrays, float / bool / object / complex arrays, meta tensors, short rows, too few or endless

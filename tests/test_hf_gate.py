@@ -9,7 +9,7 @@ law, N from α and δ (`rheo.lossless.stats.samples_for`, power 0.99), the seed 
 Family-wise false-alarm probability: at most 8 × 1e-3 (default) and 12 × 1e-4 (slow).
 Negative controls, each with its exact TV: transformers' static ensemble verification (documented
 lossy), a candidate generator that returns a q it did not sample from (bug class 2 of
-docs/GATE.md's table), a deterministic draft verified with a soft q (class 3), a broken variant of
+docs/GATE_REFERENCE.md's table), a deterministic draft verified with a soft q (class 3), a broken variant of
 rheo's LM path; each must be rejected, and each of the first two must fit its own exact law.
 """
 
@@ -200,7 +200,7 @@ def raw_q_candidates(self, generation_args):
 
 @pytest.mark.lossless
 def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(monkeypatch, rheo_seed):
-    """Bug class 2 of docs/GATE.md's table (DFlash, MTP), planted in the assisted generator: drafts
+    """Bug class 2 of docs/GATE_REFERENCE.md's table (DFlash, MTP), planted in the assisted generator: drafts
     sampled from the processed q (T = 1/2, top-k 3, top-p 0.9, applied twice as transformers does) but
     verified with the raw q. Exact TV on the first 3 tokens ≈ 0.209 (rheo.decoders.laws.Chain with the raw q
     in the ratio); the samples fit that law (α = 1e-3, δ = 0.3) and the gate, at N sized to detect
@@ -227,7 +227,7 @@ def test_a_candidate_generator_returning_a_q_it_did_not_sample_from_is_rejected(
 
 @pytest.mark.lossless
 def test_a_deterministic_draft_verified_as_if_sampled_is_rejected(monkeypatch, rheo_seed):
-    """Bug class 3 of docs/GATE.md's table: prompt lookup's deterministic candidates handed to
+    """Bug class 3 of docs/GATE_REFERENCE.md's table: prompt lookup's deterministic candidates handed to
     `_speculative_sampling` with a soft q (uniform logits) instead of the point mass they are. Exact
     TV on the first 2 tokens ≈ 0.752; the gate (α = 1e-3, δ = 0.25, N ≈ 240) rejects."""
     from transformers.generation.candidate_generator import PromptLookupCandidateGenerator

@@ -82,7 +82,8 @@ def test_a_crossed_layer_breaks_a_contract(tmp_path, crossing):
     ]
     for c in contracts:
         lines.append("[[tool.importlinter.contracts]]")
-        lines += [f"{k} = {v!r}".replace("'", '"') for k, v in c.items()]
+        # (an ignored import names modules of the real tree that the copy does not have)
+        lines += [f"{k} = {v!r}".replace("'", '"') for k, v in c.items() if k != "ignore_imports"]
     (tmp_path / "lint.toml").write_text("\n".join(lines) + "\n")
     clean = dict(files)
     clean[path] = clean[path].removesuffix(line)

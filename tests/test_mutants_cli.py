@@ -43,7 +43,7 @@ def test_every_mutant_is_caught_and_false_alarms_are_consistent_with_alpha():
 
 
 def test_fewest_runs_end_to_end():
-    """`rheo mutants --fewest`, the headline table of docs/GATE.md, as a user runs it on a fresh clone
+    """`rheo mutants --fewest`, the headline table of docs/GATE_REFERENCE.md, as a user runs it on a fresh clone
     (about 40 s on 2 cores): every mutant gets a row, no hunted case is worse than its before case, and
     the hunted cases are used (residual-unnormalised's, on which the mutant emits the invalid token V,
     once stopped the command with "draft: reachable context [3] (key '3') has no row")."""

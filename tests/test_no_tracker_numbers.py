@@ -1,5 +1,5 @@
 """The repository's readers cannot see our tracker: code and docs say what a thing is, never "issue 22".
-External tracker citations ("vLLM #47066") stand only in docs/GATE.md's bug-class table, where each bug
+External tracker citations ("vLLM #47066") stand only in docs/GATE_REFERENCE.md's bug-class table, where each bug
 class cites its public report; everywhere else a class is named by that table's row."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 OURS = re.compile(r"\bissues? ?#?\d+\b|\bissue-\d+\b", re.IGNORECASE)  # "issue 22", "issues 3", "issue #5"
 EXTERNAL = re.compile(r"(?<![\w&/])#\d+\b|\bPR \d+\b")  # "#47066", "PR #476", "PR 10198"
-TABLE = "docs/GATE.md"
+TABLE = "docs/GATE_REFERENCE.md"
 SELF = "tests/test_no_tracker_numbers.py"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rheo.family import suite_families
+from rheo.families.registry import suite_families
 
 pytestmark = pytest.mark.proof
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"

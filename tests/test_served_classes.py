@@ -1,4 +1,4 @@
-"""Tree verification and batches on the bug-class decoder (docs/GATE.md, "Bug classes").
+"""Tree verification and batches on the bug-class decoder (docs/GATE_REFERENCE.md, "Bug classes").
 
 - Tree verification (two branches, SpecInfer's multi-draft rejection with replacement) is exactly
   lossless: its law by enumeration equals the request's on random cases, γ = 1 and 2, with every
@@ -7,7 +7,7 @@
   N = samples_to_convict.
 - Batches: the law composed from each request's (in the batch, alone) law equals the enumeration
   of the whole batch wherever the requests read their own streams; on the report batch the three
-  such mutants have the exact TVs docs/GATE.md states and are convicted at their samples_to_convict
+  such mutants have the exact TVs docs/GATE_REFERENCE.md states and are convicted at their samples_to_convict
   (the invariance check: ⌈ln β / ln(1 − m)⌉ coupled samples, false alarm 0); the correct batch
   passes every check.
 """

@@ -1,4 +1,4 @@
-"""The static family under the lossless gate (docs/GATE.md, docs/SCHEMES.md §8).
+"""The static family under the lossless gate (docs/GATE_REFERENCE.md, "rheo's own gate"; docs/SCHEMES.md §8).
 
 - The matrix's static rows (rheo.families.static.SCHEMES): every lossless pairing on a branching and a
   delayed shape at T = 1, 0.5 (a separate q_samp table, with zeros) and 0 (greedy), two at the fast

@@ -16,7 +16,7 @@ def run_audit_cmd(args: argparse.Namespace) -> int:
     integer("--seed", args.seed, min=0, max=2**64 - 1)
     families = None
     if args.family is not None:
-        from rheo.family import suite_families
+        from rheo.families.registry import suite_families
 
         known = suite_families()
         for name in args.family:

@@ -12,7 +12,7 @@ from rheo_ref import strict_json
 EPILOG = """\
 columns: name · family/pairing · floor (every listed mutant's exact TV on its best check is >= it)
 · N: samples a gate check needs at δ = floor, α and β (the largest over the case's checks)
-· mutants covered. --show NAME prints one case's JSON (the bug-class case format, docs/GATE.md).
+· mutants covered. --show NAME prints one case's JSON (the bug-class case format, docs/GATE_REFERENCE.md).
 exit status: 0 ok, 2 bad input (docs/CLI.md)."""
 
 

@@ -23,7 +23,7 @@ from rheo_ref.validate import integer
 
 EPILOG = """\
 cells for a budget of N draft nodes (the case's own scheme only gives the default N: its R, or
-its number of draft nodes for a static scheme), one rule per registered family (rheo.family;
+its number of draft nodes for a static scheme), one rule per registered family (rheo.families.registry;
 docs/SCHEMES.md):
 {rules}
 columns: tau = exact expected tokens of the first round from the case's context (float, then
@@ -39,7 +39,7 @@ exit status: 0 ok, 2 bad input or a cell refused as too large (see --force)."""
 
 def epilog() -> str:
     """EPILOG with each registered family's `compare_rule`, wrapped under a bullet."""
-    from rheo.family import suite_families
+    from rheo.families.registry import suite_families
 
     rules = [
         textwrap.fill(fam.compare_rule, 96, initial_indent="  - ", subsequent_indent="    ")

@@ -153,7 +153,7 @@ def register(subparsers: Any) -> None:
         "--sequential",
         action="store_true",
         help="draw the samples in looks (N/16, N/8, ..., N) and stop at the first look that rejects; --alpha "
-        "is spent over the looks, N planned at the last look's level (docs/GATE.md, Early rejection)",
+        "is spent over the looks, N planned at the last look's level (docs/STATISTICS.md, Early rejection)",
     )
     sp.add_argument(
         "--plot", default=None, metavar="PNG", help="draw observed vs expected for the worst conditional law"

@@ -41,7 +41,7 @@ MAX_SAMPLES = 10**7  # samples of one gate test (a lower bound, from --tv, --alp
 
 
 def register(subparsers) -> None:
-    from rheo.family import suite_families
+    from rheo.families.registry import suite_families
     from rheo.selfgate.matrix import BETA, DELTA, MUTANT_CASE, alpha_per_test
 
     ALPHA = alpha_per_test()
@@ -84,13 +84,13 @@ def register(subparsers) -> None:
         metavar="CASES",
         help="search CASES small cases (seeded, resumable: --hunt-out) for the one where each bug-class mutant is "
         "convicted with the fewest samples, and the shared case of each verification mode and of each algorithmic "
-        "family's pairing (docs/GATE.md)",
+        "family's pairing (docs/GATE_REFERENCE.md)",
     )
     sp.add_argument(
         "--fewest",
         action="store_true",
         help="only print every mutant's samples_to_convict before and after the hunt (its gate or library case; its "
-        "best hunted case, rheo.mutants.best_cases), from exact laws, no sampling: docs/GATE.md's table (--json: rows)",
+        "best hunted case, rheo.mutants.best_cases), from exact laws, no sampling: docs/GATE_REFERENCE.md's table (--json: rows)",
     )
     sp.add_argument("--hunt-seed", type=int, default=0, help="seed of the hunt's cases (default 0)")
     sp.add_argument(

@@ -134,7 +134,7 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
     """`rheo gate CASE --sampler MODULE:FUNCTION`: the verdict as one JSON object; 0 pass, 1 REJECT.
     `alpha`, `tv`, `beta`: the defaults of the flags left out."""
     from rheo.decoders.gate import horizon_fields, verdict_fields
-    from rheo.lossless.horizon import check_lossless
+    from rheo.lossless.gate import check_lossless
     from rheo_ref import strict_json
     from rheo_ref.models import load_case
 

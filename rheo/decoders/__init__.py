@@ -1,7 +1,7 @@
 """Decoders under test: one folder per decoder nobody here wrote (or rheo's own LM path), run on table
 language models of a case and gated against the exact target law (docs/DECODERS.md, docs/THIRD_PARTY.md).
 
-A decoder is a `Decoder` entry in one registry (like the scheme families': `rheo.family`): the
+A decoder is a `Decoder` entry in one registry (like the scheme families': `rheo.families.registry`): the
 built-in ones are discovered, on first use, as the `DECODER` of every subpackage of `rheo.decoders`
 (every folder on the package's `__path__` that defines one), in the order of their `order` field
 (ties by name); another joins with `register` (a test's toy decoder). A decoder that runs in its own

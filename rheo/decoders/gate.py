@@ -23,7 +23,8 @@ from typing import Any
 
 from rheo.decoders import DecoderRun
 from rheo.lossless.cluster import CHUNK
-from rheo.lossless.horizon import HorizonTest, check_lossless
+from rheo.lossless.gate import check_lossless
+from rheo.lossless.horizon import HorizonTest
 from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, check_law, samples_for, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law

@@ -1,5 +1,5 @@
 """`rheo.processed`: the exact target law of a request, for every sampling setting rheo models
-(docs/GATE.md, "The processed target"; docs/PROCESSING.md says what each setting does).
+(docs/GATE_REFERENCE.md, "What you import": `rheo.processed`; docs/PROCESSING.md says what each setting does).
 
 The settings are modelled once, in `rheo_ref.processing` (`process`, in an engine's `ORDERS`); this
 module only checks the public arguments, refuses what float rounding or an unnamed tie would decide,

@@ -1,1 +1,1 @@
-"""Each family's part of the suite, one folder per family (`rheo.family` is their registry)."""
+"""Each family's part of the suite, one folder per family (`rheo.families.registry` is their registry)."""

@@ -26,26 +26,22 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, overload
+from typing import Any
 
 from rheo.lossless import validate
 from rheo.lossless.diagnosis import Cell, Conditional
 from rheo.lossless.stats import (
-    DEFAULT_BETA,
     LawTest,
     Sampler,
-    check_first_tokens,
     check_law,
-    gate_call,
     hide_lossless,
     read_batch,
     samples_for,
     with_tokens,
 )
 from rheo.lossless.windows import Law, check_horizon, first_lengths, target_windows, windows_given_first_length
-from rheo_ref.errors import CaseError, LosslessError, SamplerOutputError, StatsError
+from rheo_ref.errors import CaseError, SamplerOutputError
 from rheo_ref.models import Case
-from rheo_ref.validate import show
 
 CORRECTION = "bonferroni"
 MIN_HORIZON = 8  # the default horizon is max(MIN_HORIZON, 1 + the scheme's depth)
@@ -286,205 +282,3 @@ def horizon_test(
     validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
     rows, lengths = read_rounds(sampler(with_tokens(case, p.horizon), seed, p.n), p.horizon, p.n, rounds)
     return check_horizon_samples(rows, lengths, p, tv=tv, beta=beta, statistic=statistic, label="horizon vs target law")
-
-
-@overload
-def check_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = ...,
-    tokens: int | None = ...,
-    seed: int | None = ...,
-    statistic: str = ...,
-    horizon: None = ...,
-    rounds: bool = ...,
-    force: bool = ...,
-    sequential: bool = ...,
-) -> LawTest: ...
-
-
-@overload
-def check_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = ...,
-    tokens: int | None = ...,
-    seed: int | None = ...,
-    statistic: str = ...,
-    horizon: int,
-    rounds: bool = ...,
-    force: bool = ...,
-    sequential: bool = ...,
-) -> HorizonTest: ...
-
-
-def check_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = DEFAULT_BETA,
-    tokens: int | None = None,
-    seed: int | None = None,
-    statistic: str = "pearson",
-    horizon: int | None = None,
-    rounds: bool = False,
-    force: bool = False,
-    sequential: bool = False,
-) -> LawTest | HorizonTest:
-    """`rheo.check_lossless`: test a decoder against the exact target law and return the record
-    (no raise; `assert_lossless` is this plus the raise).
-
-    Without `horizon`: the joint law of its first n tokens (n = `tokens` or `case.tokens`;
-    `rheo.lossless.stats.check_first_tokens`). With `horizon=H`: every window (x_{k−1}, x_k), k = 2..H, and
-    with `rounds=True` (a sampler returning `Rounds`) the first round's length law and the windows
-    given it, split by Bonferroni over the tests; the record is then a `HorizonTest`. `alpha` is
-    always what the call may cost a correct decoder: the probability that it rejects one.
-    `sampler(case, seed, num_samples)` returns the emitted token sequences; it receives `case` exactly as
-    given (a `rheo.processed` case: its target already processed; `rheo.unprocessed(case)` gives the raw case
-    and the settings a decoder applies itself, so that nothing is processed twice). N is the least at
-    which TV ≥ `tv` of the full law (of each window) is detected with power 1−`beta`; the seed
-    defaults to one derived from the running pytest test id. Every argument and the sizes
-    `rheo gate-hf` caps are checked before the sampler runs (`rheo.lossless.validate`);
-    `force=True` lifts the size limits. `sequential=True` (first tokens only): the samples are drawn in
-    looks and the first look that rejects stops the test (`rheo.lossless.sequential`).
-    """
-    __tracebackhide__ = hide_lossless
-    for name, flag in (("rounds", rounds), ("force", force), ("sequential", sequential)):
-        if not isinstance(flag, bool):
-            raise StatsError(f"{name}={show(flag)} must be True or False")
-    if horizon is None:
-        if rounds:
-            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
-        return check_first_tokens(
-            sampler,
-            case,
-            alpha=alpha,
-            tv=tv,
-            beta=beta,
-            tokens=tokens,
-            seed=seed,
-            statistic=statistic,
-            force=force,
-            sequential=sequential,
-        )
-    if sequential is not False:
-        raise StatsError(
-            f"sequential={show(sequential)} with horizon={show(horizon)}: the sequential gate tests the first tokens; "
-            "give one (sequential=False for the horizon test)"
-        )
-    checked: list[int] = []
-
-    def window_tokens() -> int:  # a horizon test reads H tokens; the sizes are checked for the context
-        if tokens is not None:
-            raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-        checked.append(validate.whole("horizon", horizon, error=CaseError))
-        return 1
-
-    call = gate_call(
-        sampler,
-        case,
-        alpha=alpha,
-        beta=beta,
-        tv=tv,
-        statistic=statistic,
-        seed=seed,
-        force=force,
-        tokens=window_tokens,
-        tokens_first=True,
-    )
-    alpha, beta, tv, seed = call.alpha, call.beta, call.tv, call.seed
-    return horizon_test(
-        sampler,
-        case,
-        checked[0],
-        alpha=alpha,
-        tv=tv,
-        beta=beta,
-        seed=seed,
-        statistic=statistic,
-        rounds=rounds,
-        force=force,
-    )
-
-
-@overload
-def assert_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = ...,
-    tokens: int | None = ...,
-    seed: int | None = ...,
-    statistic: str = ...,
-    horizon: None = ...,
-    rounds: bool = ...,
-    force: bool = ...,
-    sequential: bool = ...,
-) -> LawTest: ...
-
-
-@overload
-def assert_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = ...,
-    tokens: int | None = ...,
-    seed: int | None = ...,
-    statistic: str = ...,
-    horizon: int,
-    rounds: bool = ...,
-    force: bool = ...,
-    sequential: bool = ...,
-) -> HorizonTest: ...
-
-
-def assert_lossless(
-    sampler: Sampler,
-    case: Case,
-    *,
-    alpha: float,
-    tv: float,
-    beta: float = DEFAULT_BETA,
-    tokens: int | None = None,
-    seed: int | None = None,
-    statistic: str = "pearson",
-    horizon: int | None = None,
-    rounds: bool = False,
-    force: bool = False,
-    sequential: bool = False,
-) -> LawTest | HorizonTest:
-    """`rheo.assert_lossless`: `check_lossless`, raising `LosslessError` (with where the law broke)
-    when the test rejects. Returns the record (`LawTest`, or `HorizonTest` with `horizon=H`)."""
-    __tracebackhide__ = hide_lossless  # pytest shows the caller's line and the verdict, not rheo's frames
-    res = check_lossless(
-        sampler,
-        case,
-        alpha=alpha,
-        tv=tv,
-        beta=beta,
-        tokens=tokens,
-        seed=seed,
-        statistic=statistic,
-        horizon=horizon,
-        rounds=rounds,
-        force=force,
-        sequential=sequential,
-    )
-    if res.rejected:
-        raise LosslessError(res.summary(), res)
-    if res.detectable_tv > res.tv + 1e-12:  # the plan keeps this; a guard on the promise, not a path
-        raise LosslessError(f"{res.summary()}: too few samples to detect TV {res.tv:g} of the full law", res)
-    return res

@@ -1,4 +1,4 @@
-"""What a downstream decoder author needs beside the gate (docs/GATE.md "What you import"): the
+"""What a downstream decoder author needs beside the gate (docs/GATE_REFERENCE.md "What you import"): the
 exact target law, the exact TV and the sample planner, all pure Python (the processed target,
 `rheo.processed`, is `rheo.decoders.settings.processed`)."""
 
@@ -52,7 +52,7 @@ def plan_samples(
     first `tokens` tokens, default `case.tokens`, or the horizon test's windows), checked as they
     check them (`force=True` lifts the size limits); for an exact law (a dict of token tuples to
     Fractions), the N at which `check_law` detects TV ≥ `tv` of that full law with power ≥ 1 − β
-    at level α (docs/GATE.md, "What the statistics promise"). `sequential=True`: the N of the
+    at level α (docs/STATISTICS.md, "What the statistics promise"). `sequential=True`: the N of the
     sequential gate's last look (planned at its level, `rheo.lossless.sequential.final_alpha`), the
     most `check_lossless(..., sequential=True)` draws."""
     alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
@@ -102,7 +102,7 @@ def detectable_tv(
     law: Mapping[tuple[int, ...], Fraction], n: int, *, alpha: float, beta: float = DEFAULT_BETA
 ) -> float:
     """The smallest TV of the full law (every outcome, none pooled) that `check_law` with `n`
-    samples detects with power ≥ 1 − β at level α, as proved at that n (docs/GATE.md, "What the
+    samples detects with power ≥ 1 − β at level α, as proved at that n (docs/STATISTICS.md, "What the
     statistics promise")."""
     alpha, beta = validate.rates(alpha, beta)
     validate.exact_law(law)

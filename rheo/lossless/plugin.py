@@ -48,7 +48,7 @@ def rheo_seed(request) -> int:
 def rheo_lossless(rheo_seed):
     """`assert_lossless` with the seed of this test: rheo_lossless(sampler, case, alpha=, tv=[, horizon=H])."""
 
-    from .horizon import assert_lossless
+    from .gate import assert_lossless
     from .stats import hide_lossless
 
     def gate(sampler, case, *, alpha: float, tv: float, **kwargs: Any):

@@ -1,4 +1,4 @@
-"""The gate's promise, as a theorem at the N used (docs/GATE.md, "What the statistics promise").
+"""The gate's promise, as a theorem at the N used (docs/STATISTICS.md, "What the statistics promise").
 
 Two tests of samples against an exact law p (a dict of outcomes to probabilities); for each law and
 N the `Planner` uses the one that certifies the smaller TV (a choice made before any sample is seen):

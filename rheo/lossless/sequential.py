@@ -1,4 +1,4 @@
-"""The sequential gate: a lossy decoder is stopped at the first look that convicts it (docs/GATE.md,
+"""The sequential gate: a lossy decoder is stopped at the first look that convicts it (docs/STATISTICS.md,
 "Early rejection").
 
 A group-sequential test with Bonferroni α spending, over `LOOKS` looks at N/2^(J−1), ..., N/2, N

@@ -1,5 +1,5 @@
 """Statistical tests of losslessness: the χ²/G goodness-of-fit trio (after
-tensorflow_probability's `statistical_testing.py`; docs/GATE.md, "What the statistics promise").
+tensorflow_probability's `statistical_testing.py`; docs/STATISTICS.md, "What the statistics promise").
 
 A sampler's outcomes are compared with an exact law (a dict from token tuples to `Fraction`s):
 - `assert_law` (the assertion), `min_detectable_tv` (what N samples detect),
@@ -132,7 +132,7 @@ def _full_detectable(detectable_cells: float, pooled: float) -> float:
 def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
     """Smallest TV **of the full law** (every outcome, none pooled) that the gate's test of `law`
     with `n` samples detects with power ≥ 1−β at level α, as proved at that n
-    (`rheo.lossless.promise`, docs/GATE.md "The promise, proved")."""
+    (`rheo.lossless.promise`, docs/STATISTICS.md, "What the statistics promise")."""
     from rheo.lossless import promise  # numpy and scipy: imported when a law is tested, not with the parser
 
     return promise.planner(law, alpha, beta).detectable(n)
@@ -225,7 +225,7 @@ def check_law(
 ) -> LawTest:
     """Goodness of fit of `samples` (sequences, or a Counter of tuples) to the exact `law`; no raise.
 
-    The test (`rheo.lossless.promise`, proved in docs/GATE.md) is one of two, chosen from the law
+    The test (`rheo.lossless.promise`, proved in docs/STATISTICS.md) is one of two, chosen from the law
     and n alone (whichever certifies the smaller TV): on a support of at most 18 outcomes, the set
     test (one exact binomial test per set of outcomes, Bonferroni over the 2^K − 1 sets); otherwise
     of the n samples a uniformly chosen N' ~ Poisson(λ(n)) are counted (drawn from `seed`, default

@@ -1,5 +1,5 @@
 """Per bug-class mutant, the case on which the gate convicts it with the fewest samples (`rheo mutants`
-runs it there; docs/GATE.md, "The fewest samples").
+runs it there; docs/GATE_REFERENCE.md, "The fewest samples").
 
 Each is `rheo.mutants.hunt.random_case(seed, i)`, the best of the first 108 cases of hunt seed 1, then
 improved by `rheo.mutants.hunt.refine(case, seed=refine_seed, steps=refine_steps, mutant=...)` (a seeded local

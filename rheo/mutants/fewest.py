@@ -1,6 +1,6 @@
 """`rheo mutants --fewest`: every mutant's samples_to_convict before and after the hunt, from exact
 laws alone (no sampling), at the level given (the gate's derived α by default): the before/after
-table of docs/GATE.md ("The fewest samples"), so its numbers are regenerated, never typed in.
+table of docs/GATE_REFERENCE.md ("The fewest samples"), so its numbers are regenerated, never typed in.
 
 - the twenty algorithmic mutants: before = on the gate case `rheo mutants` runs them on
   (`rheo.selfgate.matrix.mutant_case`); after = the better of that and their best hunted case
@@ -107,7 +107,7 @@ def fewest(*, alpha: float, beta: float, only: list[str] | None = None) -> dict:
 
 
 def markdown(out: dict) -> str:
-    """The before/after table as docs/GATE.md prints it."""
+    """The before/after table as docs/GATE_REFERENCE.md prints it."""
     from rheo_ref.bugclasses.mutants import BUG_MUTANTS
 
     lines = ["| mutant | class | before | after | check | after on |", "|---|---|---|---|---|---|"]

@@ -1,5 +1,5 @@
 """`rheo mutants --hunt`: search small cases for the one on which the gate convicts a mutant with
-the fewest samples (docs/GATE.md, "The fewest samples").
+the fewest samples (docs/GATE_REFERENCE.md, "The fewest samples").
 
 Bug-class cases are drawn from a seed (`random.Random(f"hunt|{seed}|{i}")`): V ≤ 6, context length ≤ 1,
 temperature 1 or 1/2, integer weights 0–9 (zeros allowed), the request's top-k, top-p, penalty,

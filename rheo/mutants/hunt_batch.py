@@ -1,4 +1,4 @@
-"""The batch draw of `rheo mutants --hunt --hunt-draw batch` (docs/GATE.md, "The fewest samples"):
+"""The batch draw of `rheo mutants --hunt --hunt-draw batch` (docs/GATE_REFERENCE.md, "The fewest samples"):
 batches of three different requests for the batch classes (`rheo_ref.bugclasses.batch`).
 
 Batch i of seed s is drawn from `random.Random(f"hunt-batch|{s}|{i}")`: three requests, each with

@@ -1,5 +1,5 @@
 """The structured draw of block-verification cases for `rheo mutants --hunt --hunt-draw block`
-(docs/GATE.md, "The fewest samples").
+(docs/GATE_REFERENCE.md, "The fewest samples").
 
 Class 12 (`block-token-residual`) changes the law only where block verification keeps a partial
 block: after τ = 1 with w_1 < 1 it draws from max(p − q, 0) instead of max(w_1·p − q, 0). Given

@@ -1,4 +1,4 @@
-"""The served-decoder draw of `rheo mutants --hunt --hunt-draw served` (docs/GATE.md, "The fewest
+"""The served-decoder draw of `rheo mutants --hunt --hunt-draw served` (docs/GATE_REFERENCE.md, "The fewest
 samples"): cases for the classes that need a setting, a grammar, reported logprobs, coins on a
 grid or a draft tree (classes 15–28), which the random draw (`rheo.mutants.hunt.random_case`:
 temperature, top-k, top-p and a frequency penalty only, no grammar, no tree) cannot show.

@@ -1,5 +1,5 @@
 """The case library behind `rheo cases` — per decoder family and pairing, one shared hunted case on which
-every known mutant of that kind has exact TV ≥ the case's floor (docs/GATE.md, "Pick a case").
+every known mutant of that kind has exact TV ≥ the case's floor (docs/GATE_REFERENCE.md, "Pick a case").
 
 Gating a decoder of that kind at δ = the floor needs the N the case states (a few thousand
 samples at the gate's α) instead of the ~50,000–70,000 the gate's δ = 0.025 needs, and still

@@ -3,7 +3,7 @@
 For each scheme: exact TV of the 3-token law to the target, tau, how many trees brute force and
 the class enumeration visit for the same exact answer (they must agree), seconds, and (when the
 fast path and the statistics module are present) the fast path's statistical verdict. The rows
-are each registered family's (`rheo.family.SuiteFamily.audit_rows`, in `rheo/families/<name>/`),
+are each registered family's (`rheo.families.registry.SuiteFamily.audit_rows`, in `rheo/families/<name>/`),
 in registry order (`--family NAME` keeps the named families' rows only); for the families other
 than rheo `brute trees` counts joint draws and `class trees` what their class method visits
 (sibling draws of the subtree recursion).
@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from tqdm import tqdm
 
-from rheo.family import suite_families
+from rheo.families.registry import suite_families
 from rheo_ref import strict_json
 from rheo_ref.atomic import check_writable, open_atomic
 from rheo_ref.exact import Exact, target_law, tv
@@ -51,7 +51,7 @@ def audit_models() -> tuple[TableModel, TableModel]:
 
 
 def audit_cases(families: Sequence[str] | None = None) -> list[tuple[str, Case]]:
-    """Every registered family's rows (`rheo.family.SuiteFamily.audit_rows`), in registry order;
+    """Every registered family's rows (`rheo.families.registry.SuiteFamily.audit_rows`), in registry order;
     with `families`, only theirs (names already checked: `rheo_ref.family.family_named`)."""
     q, p = audit_models()
     fams = [f for name, f in suite_families().items() if families is None or name in families]

@@ -1,4 +1,4 @@
-"""Batches of different requests in the gate (docs/GATE.md, "Bug classes", batches): the batch
+"""Batches of different requests in the gate (docs/GATE_REFERENCE.md, "Bug classes", batches): the batch
 sampler, its checks and the samples a check needs to convict a batch mutant
 (`rheo_ref.bugclasses.batch`).
 

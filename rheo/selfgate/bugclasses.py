@@ -1,5 +1,5 @@
 """The bug classes in the gate: the baseline decoder as a sampler, its checks, and the samples a
-gate check needs to convict a mutant (docs/GATE.md, "Bug classes" and "The fewest samples").
+gate check needs to convict a mutant (docs/GATE_REFERENCE.md, "Bug classes" and "The fewest samples").
 
 - `sampler(mutant)`: the baseline decoder of `rheo_ref.bugclasses.decoder` run on float64 rows
   with a seeded `random.Random` stream (one stream per sample; the same code as the exact law);

@@ -5,7 +5,7 @@ case and temperature handed to the fast path: T = 0 runs the fast path's greedy 
 exact case whose q_samp and p rows are point masses on the argmax; the temperature-0.5 cases
 give q_samp as a separate table (q_rank² renormalised), as docs/ALGORITHM.md §1 says, and
 `fastT0.5` runs the fast path at T = 0.5 against exact tables q² and p² renormalised.
-Every registered family brings its rows (`rheo.family`: `gate_schemes`, `gate_rows`, and the
+Every registered family brings its rows (`rheo.families.registry`: `gate_schemes`, `gate_rows`, and the
 rows its mutants run on, `mutant_cases`); the rows live in `rheo/families/<name>/`.
 
 Checks, each a χ² test (rheo.lossless.stats) at level `alpha_per_test()` with power `1 - BETA` at TV = `DELTA`. `alpha_per_test()`
@@ -29,8 +29,8 @@ from fractions import Fraction
 from functools import cache, lru_cache
 from typing import Any
 
-from rheo.family import mutant_cases_of, suite_families
-from rheo.lossless.horizon import check_lossless
+from rheo.families.registry import mutant_cases_of, suite_families
+from rheo.lossless.gate import check_lossless
 from rheo.lossless.stats import (
     DEFAULT_BETA,
     LawTest,
@@ -74,7 +74,7 @@ class GateCase:
 
 
 def all_schemes() -> dict[str, AnyScheme]:
-    """The gate's schemes of every registered family, by name (`rheo.family`); a name two families
+    """The gate's schemes of every registered family, by name (`rheo.families.registry`); a name two families
     give is refused, as `_gate_cases` refuses a row name (a row would run the other's scheme)."""
     out: dict[str, AnyScheme] = {}
     for fam in suite_families().values():
@@ -105,7 +105,7 @@ def gate_case(name: str, scheme: str, *, zeros: bool = False, temp: str = "1") -
 
 
 def gate_cases() -> dict[str, GateCase]:
-    """The matrix: every registered family's rows (`rheo.family.SuiteFamily.gate_rows`), in
+    """The matrix: every registered family's rows (`rheo.families.registry.SuiteFamily.gate_rows`), in
     registry order."""
     return _gate_cases(tuple(suite_families()))
 
@@ -166,7 +166,7 @@ MUTANT_CASE = "rheo-m1/T0.5"  # the case of the false-alarm measurement (`rheo m
 
 def mutant_cases(name: str) -> tuple[str, ...]:
     """The gate cases a mutant's negative control may run on: its family's mutant cases whose
-    verifier reads the setting it changes (`rheo.family.SuiteFamily.mutant_cases`)."""
+    verifier reads the setting it changes (`rheo.families.registry.SuiteFamily.mutant_cases`)."""
     if name not in MUTANTS:
         raise StatsError(f"unknown mutant {name!r}; allowed: {', '.join(MUTANTS)}")
     family = MUTANTS[name].family

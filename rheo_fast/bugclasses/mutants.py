@@ -1,4 +1,4 @@
-"""The served-decoder bug classes (15–28, docs/GATE.md "Bug classes") on the fast path: each a
+"""The served-decoder bug classes (15–28, docs/GATE_REFERENCE.md "Bug classes") on the fast path: each a
 `FastSteps` subclass that gets one step wrong as its reference twin in
 `rheo_ref.bugclasses.mutants` does (same class, same name in `FAST_BUG_MUTANTS`). Each one's law is
 checked against the reference mutant's exact law (`tests/test_fast_bugclasses.py`). Class 13's

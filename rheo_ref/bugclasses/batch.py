@@ -1,4 +1,4 @@
-"""Batches of different requests on the baseline decoder (docs/GATE.md, "Bug classes", batches).
+"""Batches of different requests on the baseline decoder (docs/GATE_REFERENCE.md, "Bug classes", batches).
 
 A batch is many requests, each with its own case (tables, context, settings, constraint) and its
 own seed; the decoder returns each request's tokens. Randomness: one stream per request, its
@@ -98,17 +98,17 @@ class CorruptAboveTwo(BatchSteps):
 # name -> (public reference, steps, what is wrong)
 BATCH_MUTANTS: dict[str, tuple[str, BatchSteps, str]] = {
     "batch-shared-stream": (
-        "TensorRT-LLM (docs/GATE.md's bug-class table)",
+        "TensorRT-LLM (docs/GATE_REFERENCE.md's bug-class table)",
         SharedStream(),
         "one random stream shared across the batch's requests",
     ),
     "batch-padding-temperature": (
-        "vLLM, tpu-inference (docs/GATE.md's bug-class table)",
+        "vLLM, tpu-inference (docs/GATE_REFERENCE.md's bug-class table)",
         PaddingTemperature(),
         "a padding row's temperature in a real row",
     ),
     "batch-token-broadcast": (
-        "flash-attention (docs/GATE.md's bug-class table)",
+        "flash-attention (docs/GATE_REFERENCE.md's bug-class table)",
         ResampledTokenBroadcast(),
         "one row's resampled token written into every row",
     ),

@@ -1,5 +1,5 @@
 """A small, readable speculative decoder on the transformers-style interface: rheo's known-good
-baseline for the bug classes that broke real decoders (docs/GATE.md, "Bug classes").
+baseline for the bug classes that broke real decoders (docs/GATE_REFERENCE.md, "Bug classes").
 
 Chain speculative sampling (Leviathan et al. 2023; Chen et al. 2023), as serving stacks run it:
 - prefill: the first token is sampled from the target's processed row after the prompt;

@@ -1,5 +1,5 @@
 """How far the bfloat16 draft (bug class 9, `draft-bfloat16`) can move a check's law: a proved upper
-bound on its exact TV, on any case (docs/GATE.md, "Bug classes"; proved in proofs/bfloat16.py).
+bound on its exact TV, on any case (docs/GATE_REFERENCE.md, "Bug classes"; proved in proofs/bfloat16.py).
 
 The mutant draws each draft token from q̂ = b/Σb, b = the processed draft row q rounded to
 bfloat16 (`rheo_ref.bugclasses.mutants.bfloat16`), and verifies with the exact q.

@@ -1,4 +1,4 @@
-"""Hand-written cases for the served-decoder classes (15–27, docs/GATE.md "Bug classes"), each
+"""Hand-written cases for the served-decoder classes (15–27, docs/GATE_REFERENCE.md "Bug classes"), each
 modelled on what its reports needed: every setting on (`settings`), a top-p cut-off between tied
 tokens (`ties`), a grammar (`grammar`), dyadic rows so a coin can land on a cumulative sum
 (`boundary`), a draft tree (`tree`). They are the "before" of `rheo mutants --fewest` for those classes (the seam classes

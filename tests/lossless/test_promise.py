@@ -1,4 +1,4 @@
-"""The gate's promise, attacked (docs/GATE.md, "What the statistics promise").
+"""The gate's promise, attacked (docs/STATISTICS.md, "What the statistics promise").
 
 Every record states α and the smallest TV of the *full* law it detects with power 1 − β, as a
 theorem at the N drawn. Here independent samplers try to break both:

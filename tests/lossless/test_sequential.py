@@ -1,4 +1,4 @@
-"""The sequential gate (`rheo.lossless.sequential`, docs/GATE.md "Early rejection"): its level over
+"""The sequential gate (`rheo.lossless.sequential`, docs/STATISTICS.md "Early rejection"): its level over
 every look, its power at the last look's printed TV, and what it saves on a lossy decoder.
 
 Rates are judged by binomial tests at 10⁻³ (the judge's own false-alarm probability) on seeds fixed

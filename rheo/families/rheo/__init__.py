@@ -1,12 +1,12 @@
 """The rheo family in the suite: its gate schemes and rows, its mutants' gate cases, its
-`rheo compare` cells and its `rheo audit` rows. `SUITE` is its entry in `rheo.family`."""
+`rheo compare` cells and its `rheo audit` rows. `SUITE` is its entry in `rheo.families.registry`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rheo.compare import CompareCell
-from rheo.family import SuiteFamily
+from rheo.families.registry import SuiteFamily
 from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.rheo.scheme import Scheme
 from rheo_ref.models import Case, Proxy

@@ -1,5 +1,5 @@
 """The treespark family in the suite: its gate schemes and rows, its mutant's gate cases, its
-`rheo compare` cells and its `rheo audit` rows. `SUITE` is its entry in `rheo.family`."""
+`rheo compare` cells and its `rheo audit` rows. `SUITE` is its entry in `rheo.families.registry`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from rheo.compare import CompareCell
-from rheo.family import SuiteFamily
+from rheo.families.registry import SuiteFamily
 from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.treespark.scheme import PAPER_SIGMOID, Calibration, TreeSparkScheme
 from rheo_ref.models import Case

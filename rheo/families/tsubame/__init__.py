@@ -1,13 +1,13 @@
 """The tsubame family in the suite: its gate schemes and rows, its mutant's gate case, its
-`rheo compare` cells and its `rheo audit` rows. `SUITE` is its entry in `rheo.family`."""
+`rheo compare` cells and its `rheo audit` rows. `SUITE` is its entry in `rheo.families.registry`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rheo.compare import CompareCell
+from rheo.families.registry import SuiteFamily
 from rheo.families.static import AUDIT_PAIRINGS
-from rheo.family import SuiteFamily
 from rheo.selfgate.matrix import GateCase, gate_case
 from rheo_ref.families.static.scheme import LOSSLESS_PAIRINGS
 from rheo_ref.families.tsubame.scheme import TsubameScheme

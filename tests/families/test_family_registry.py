@@ -1,4 +1,4 @@
-"""The family registries (rheo_ref.family, rheo_fast.family, rheo.family): a family is a folder
+"""The family registries (rheo_ref.family, rheo_fast.family, rheo.families.registry): a family is a folder
 and one registry entry per layer, nothing else.
 
 The test defines a toy family here, in the test, and adds it through the three registries
@@ -29,7 +29,7 @@ from helpers import load_json, write_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rheo.family as suite_registry
+import rheo.families.registry as suite_registry
 import rheo_fast.family as fast_registry
 import rheo_ref.family as ref_registry
 from rheo.cli import main
