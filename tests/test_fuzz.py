@@ -83,6 +83,7 @@ SUBCOMMANDS = (
     "paper-tables",
     "cases",
     "greedy",
+    "releases",
 )
 
 
@@ -1189,6 +1190,45 @@ def test_top_level_argument_vectors(no_models, argv):
         invoke(argv)
     elif not argv or argv[0] not in ("audit", "mutants", "paper-tables"):
         invoke(argv, tally="(top level)")
+
+
+# --- releases ---------------------------------------------------------------------------------------
+
+
+@contextmanager
+def no_index():
+    """The package index and environment builds stubbed: a fixed list of releases, and a build that
+    fails as a missing environment would (nothing is downloaded, nothing cached outside a temp folder)."""
+    import tempfile
+
+    from rheo.cli import releases as R
+    from rheo_ref.errors import EnvironmentFailure
+
+    def no_build(*args, **kwargs):
+        raise EnvironmentFailure("no environment is built under fuzzing")
+
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as cache:
+        mp.setenv("RHEO_CACHE", cache)
+        mp.setattr(R, "index_versions", lambda package: ["0.1.0", "0.1.1", "0.2.0"])
+        for name in ("ensure_release", "ensure_base", "_pip"):
+            mp.setattr(R, name, no_build)
+        yield
+
+
+@fuzz(30)
+@given(
+    argv=st.lists(
+        st.one_of(
+            st.sampled_from(["--decoder", "flashspec", "vllm", "nope", "--versions", "0.1.0,0.2.0", ">=0.1,<0.2", "--rows",
+                             "quick", "all", "--seeds", "1,2", "--bisect", "0.1.0..0.2.0", "0.2.0..0.1.0", "--list"]),
+            st.text(max_size=6),
+        ),
+        max_size=6,
+    )
+)  # fmt: skip
+def test_releases_argument_vectors(argv):
+    with no_index():
+        invoke(["releases", *argv])
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)

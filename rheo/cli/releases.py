@@ -330,7 +330,9 @@ def ensure_base(package: str, env: str, say: Callable[[str], None]) -> Path:
             rest.append(f"{name}=={ver}")
     if rest:
         _pip(["--python", str(base / "bin" / "python"), "install", "--no-deps", *rest], what=f"the base of {package}")
-    stamp.write_text(json.dumps({"linked": sorted(linked), "installed": rest}, indent=1) + "\n", encoding="utf-8")
+    stamp.write_text(
+        json.dumps({"linked": sorted(linked), "installed": rest}, indent=1, allow_nan=False) + "\n", encoding="utf-8"
+    )
     return site
 
 
@@ -365,7 +367,9 @@ def ensure_release(package: str, env: str, version: str, say: Callable[[str], No
     (site_packages(venv) / "_rheo_base.pth").write_text(f"import site; site.addsitedir({str(base_site)!r})\n")
     _pip(["--python", str(python), "install", "--no-deps", "--ignore-installed", str(whl)],
          what=f"installing {package} {version}")  # fmt: skip
-    stamp.write_text(json.dumps({"package": package, "version": version, "base": str(base_site)}) + "\n")
+    stamp.write_text(
+        json.dumps({"package": package, "version": version, "base": str(base_site)}, allow_nan=False) + "\n"
+    )
     return python
 
 

@@ -176,7 +176,7 @@ def main() -> None:
     req = json.load(sys.stdin)
     if req.get("gen", {}).get("block_verification") and not BLOCK_KEY:
         sys.stdout.write(json.dumps({"missing": "chain_speculative_sampling_triton has no block_verification "
-                                     "(added in 0.5.22)"}) + "\n")  # fmt: skip
+                                     "(added in 0.5.22)"}, allow_nan=False) + "\n")  # fmt: skip
         raise SystemExit(MOVED)
     json.dump(run(req), sys.stdout, allow_nan=False)
 
