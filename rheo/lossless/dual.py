@@ -15,7 +15,7 @@ the added term is ≥ 0)
 
 a bound on the miss probability of **every** such P at once, that needs no variance bound and no
 spike lemma: each H_i is a one-dimensional supremum. It is bounded above rigorously
-(`cell_sup`): on a grid, every interval [m_l, m_r] not containing a_i in its interior is bounded
+(`Dual.cell_sups`): on a grid, every interval [m_l, m_r] not containing a_i in its interior is bounded
 with the tilted mean T(m) = E_t X (the mean of X under the law ∝ Poisson(x; m)·e^{−θf_i(x)}),
 which rises with m (an exponential family in log m), so G′(m) = T(m)/m − 1 lies in
 [T(m_l)/m_r − 1, T(m_r)/m_l − 1] on the interval; past the grid (m ≥ M_i) by
@@ -195,8 +195,12 @@ class Dual:
         lin = (mu / self.lam) * np.abs(self.m - self.a[:, None])
         return float(theta * self.c - 2 * mu * delta + np.sum(np.max(g + lin, axis=1)))
 
-    def log_miss(self, theta: float, mu: float, delta: float, *, rounds: int = 4, split: int = 8) -> float:
-        """The rigorous bound: log P_P(S ≤ c) ≤ this for every P on the support at TV ≥ δ.
+    def log_miss(self, theta: float, mu: float, delta: float) -> float:
+        """The rigorous bound: log P_P(S ≤ c) ≤ this for every P on the support at TV ≥ δ."""
+        return float(theta * self.c - 2 * mu * delta + np.sum(self.cell_sups(theta, mu)))
+
+    def cell_sups(self, theta: float, mu: float, *, rounds: int = 4, split: int = 8) -> np.ndarray:
+        """[K] an upper bound on each cell's sup over 0 ≤ m ≤ λ of G_i(m) + (μ/λ)|m − a_i|.
 
         Each cell's supremum is bounded on the grid's intervals (`_interval_sup`); an interval whose
         bound exceeds the cell's best grid value by more than 0.02/K is split (`split` parts, `rounds`
@@ -235,9 +239,7 @@ class Dual:
             g_r = np.concatenate([g_r[keep], gnodes[:, 1:].ravel()])
         near = np.full(k, -np.inf)
         np.maximum.at(near, cell, bound)
-        far = _far(a, self.w, theta, self.top, lam, slope)
-        self.last = (near, best, far)
-        return float(theta * self.c - 2 * mu * delta + np.sum(np.maximum(near, far)))
+        return np.maximum(near, _far(a, self.w, theta, self.top, lam, slope))
 
     def best_mu(self, theta: float, delta: float) -> float:
         """μ minimising the grid value (convex in μ: a sum of maxima of lines in μ, minus a line)."""
@@ -279,10 +281,3 @@ class Dual:
         """The screen's (θ, μ) bounds every miss probability at TV ≥ δ by e^{log_target} (`log_miss`)."""
         value, theta, mu = self.screen(delta)
         return value <= log_target and self.log_miss(theta, mu, delta) <= log_target
-
-
-def log_miss_bound(p, w, lam, c, sd, delta) -> float:
-    """The rigorous log miss bound at the screen's (θ, μ) (for tables and tests)."""
-    d = Dual(np.asarray(p, float), np.asarray(w, float), lam, c, sd)
-    _, theta, mu = d.screen(delta)
-    return d.log_miss(theta, mu, delta)

@@ -50,9 +50,7 @@ def test_each_cell_bound_is_above_its_supremum(name, k_theta):
     delta = 0.1
     theta = k_theta / null.sd
     mu = d.best_mu(theta, delta)
-    d.log_miss(theta, mu, delta)
-    near, _, far = d.last
-    bound = np.maximum(near, far)  # [K] each cell's bound on its supremum
+    bound = d.cell_sups(theta, mu)  # [K] each cell's bound on its supremum
     grid = np.concatenate([np.linspace(0, 1, 400), np.geomspace(1e-6, 1, 200)])  # P_i in [0, 1]
     for i in range(len(wt.p)):
         a, w = lam * wt.p[i], wt.w[i]
