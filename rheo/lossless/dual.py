@@ -15,13 +15,13 @@ the added term is ≥ 0)
 
 a bound on the miss probability of **every** such P at once, that needs no variance bound and no
 spike lemma: each H_i is a one-dimensional supremum. It is bounded above rigorously
-(`Dual.cell_sups`): on a grid, every interval [m_l, m_r] not containing a_i in its interior is bounded
-with the tilted mean T(m) = E_t X (the mean of X under the law ∝ Poisson(x; m)·e^{−θf_i(x)}),
-which rises with m (an exponential family in log m), so G′(m) = T(m)/m − 1 lies in
-[T(m_l)/m_r − 1, T(m_r)/m_l − 1] on the interval; past the grid (m ≥ M_i) by
-E e^{−θf(X)} ≤ P(X ≤ x₀)·e^{θw(a + 1/4)} + e^{−θf(x₀ + 1)} (f ≥ −w(a + 1/4) everywhere, and f rises
-past a + 1/2), P(X ≤ x₀) falling in m. Sums over x are cut at a point X̄ past which f rises, and the
-rest bounded by P(Poisson(m) > X̄)·e^{−θf(X̄ + 1)} (Chernoff's Poisson tail), so every number used
+(`Dual.cell_sups`): on a grid, every interval [m_l, m_r] not containing a_i in its interior by the
+convexity of L(u) = G(e^u) + e^u = log Σ_x (e^{xu}/x!) e^{−θf(x)} in u = log m (L below its chord, and
+chord + (κ − 1)e^u maximised in closed form: `_interval_sup`), intervals left loose split again; past
+the grid (m ≥ M_i) by a partition of x at thresholds x_0 < … < x_L past a + 1/2, where f rises
+(E e^{−θf(X)} ≤ P(X ≤ x_0)e^{θw(a + 1/4)} + Σ_l P(X ≤ x_{l+1})e^{−θf(x_l + 1)} + e^{−θf(x_L + 1)}, as
+f ≥ −w(a + 1/4) everywhere, each P(X ≤ x) falling in m: `_far`). Sums over x run over a window
+around m, the rest bounded by Chernoff's Poisson tails times the largest e^{−θf} there, so every number used
 is an upper bound where the argument needs one.
 
 The choice of θ and μ affects only how tight the bound is, never its validity.
