@@ -12,7 +12,10 @@ Argument (lemmas marked * are checked here):
   Var f = 2μ² + 4μ(μ − a)² (*), so E S = λ²Σ w_i d_i² = λ²D.
 - Level: S = S_b unless some X_i > b_i; Markov on e^{θS_b} for every θ > 0, and the union bound (*: the
   Poisson moment generating function E e^{tX} = exp(μ(e^t − 1)) the truncated sums are exact
-  pieces of).
+  pieces of). Or, on supports of ≤ 512 outcomes, the exact law of the terms rounded up to a grid:
+  g ≤ h⌈g/h⌉ (*), so S_b − Σ min f_i ≤ h Σ k_i and P(S_b ≥ s) ≤ P(Σ k_i ≥ ⌈(s − Σ min f_i)/h⌉), the
+  law of Σ k_i computed by convolution with every mass that is cut moved up into an overflow bin (a
+  larger variable: the tail only grows); the smaller of the two bounds is a bound.
 - Power: S − E S = L + Q, L = Σ w_i(2λd_i − 1)Z_i, Q = Σ w_i(Z_i² − λP_i), Z_i = X_i − λP_i (*);
   E Z⁴ = μ + 3μ² (*); log E e^{−sZ} = μ(e^{−s} − 1 + s) (*); e^x − 1 − x ≤ φ(y)x²/2 for x ≤ y with
   Bennett's φ(y) = 2(e^y − 1 − y)/y² increasing (*); for Y ≥ 0, E e^{−θY} ≤ exp(−θE Y + θ²E Y²/2)
@@ -28,17 +31,20 @@ Argument (lemmas marked * are checked here):
 - The χ² certificate's reach of one outcome (* the quadratic and its root) and the budget of spikes
   (* the two identities).
 
-12.3 The weighted χ²'s power by duality (`rheo.lossless.dual`): for every θ > 0 and μ ≥ 0, every law
+12.3 The weighted χ²'s power by duality (`rheo.lossless.dual`): for every θ > 0 and μ, ν ≥ 0, every law
      P on the support at TV ≥ δ is missed with probability ≤ exp(θc − 2μδ + Σ_i H_i), H_i an upper
-     bound on sup_m G_i(m) + (μ/λ)|m − a_i|, G_i(m) = log E_{Poisson(m)} e^{−θ f_i(X)}. PROVED (Markov on
-     e^{−θS}; weak duality, the added μ(Σ|d| − 2δ) being ≥ 0; and the lemmas (*) below, which make each
-     number the code computes an upper bound):
+     bound on sup_m G_i(m) + ((μ − ν)/λ)(m − a_i)₊ + ((μ + ν)/λ)(a_i − m)₊, G_i(m) = log E_{Poisson(m)} e^{−θ f_i(X)}.
+     PROVED (Markov on e^{−θS}; weak duality, the added μ(Σ|d| − 2δ) − νΣd being ≥ 0 because Σ|d| ≥ 2δ
+     and Σ d = −(mass off the support) ≤ 0, and per cell μ|x| − νx = (μ − ν)x₊ + (μ + ν)x₋ (*); and the
+     lemmas (*) below, which make each number the code computes an upper bound):
      - L(u) = log Σ_x c_x e^{xu} (c_x ≥ 0) is convex: L'' = Σ_{x<y} c_x c_y (x − y)² e^{(x+y)u} / (Σ c_x e^{xu})² (*
        on three terms), and G(e^u) = L(u) − e^u with c_x = e^{−θ f(x)}/x! (*), so on [u_l, u_r] G + κ(m − a)
        ≤ chord(u) + (κ − 1)e^u − κa, concave for κ < 1 and maximal where e^u = slope/(1 − κ) (*);
      - on [0, m_r]: E_m g ≤ e^{m_r − m} E_{m_r} g for g ≥ 0 (m^x ≤ m_r^x term by term (*));
      - f(x) = w((x − a − 1/2)² − a − 1/4) ≥ −w(a + 1/4), rising past a + 1/2 (*), which bounds the cut sums'
-       tails and the far intervals' partition;
+       tails and the far intervals' partition: f(x) − f(y) = w(x − y)(x + y − 2a − 1) (*), ≥ 0 for
+       x ≤ y ≤ a (the window's lower cut below a: X ≤ x₋ − 1 gives f(X) ≥ f(x₋ − 1)) and for
+       x ≥ y ≥ a + 1/2 (a lower cut far above a, split at x_m ≥ a: X in (x_m, x₋) gives f(X) ≥ f(x_m + 1));
      - Chernoff's Poisson tails: P(X ≥ k) ≤ e^{−m}(em/k)^k for k > m, P(X ≤ k) ≤ the same for k < m (*: the
        exponent at t = log(k/m)).
 
@@ -182,6 +188,14 @@ def check_12_3() -> Outcome:
     f = w * ((x - a) ** 2 - x)
     require(sp.expand(f - w * ((x - a - sp.Rational(1, 2)) ** 2 - a - sp.Rational(1, 4))) == 0, "f's vertex form")
     require(sp.expand(sp.diff(f, x) - w * (2 * (x - a) - 1)) == 0, "f' = w(2(x − a) − 1)")
+    y = sp.symbols("y", positive=True)
+    require(sp.expand(f - f.subs(x, y) - w * (x - y) * (x + y - 2 * a - 1)) == 0, "f(x) − f(y) factorised")
+    # the mass multiplier per cell: μ|x| − νx = (μ − ν)x₊ + (μ + ν)x₋, on each side of 0
+    mu_, nu_, up_, dn_ = sp.symbols("mu nu up down", positive=True)
+    require(sp.expand(mu_ * up_ - nu_ * up_ - (mu_ - nu_) * up_) == 0, "x > 0: μx − νx")
+    require(sp.expand(mu_ * dn_ - nu_ * (-dn_) - (mu_ + nu_) * dn_) == 0, "x < 0: μ|x| − νx")
+    # the convolution's grid: g ≤ h⌈g/h⌉ for g ≥ 0, h > 0 (⌈y⌉ ≥ y)
+    require(all(sp.ceiling(sp.Rational(v, 7)) >= sp.Rational(v, 7) for v in range(0, 61)), "⌈y⌉ ≥ y on a grid")
     # Chernoff: E e^{tX} e^{−tk} at t = log(k/m) is e^{−m}(em/k)^k
     t = sp.log(k / m)
     bound = sp.exp(m * (sp.exp(t) - 1) - t * k)

@@ -34,6 +34,7 @@ from scipy.special import gammaln
 
 GRID_BELOW = 12  # grid points on [0, a_i]
 GRID_ABOVE = 20  # grid points on [a_i, M_i]
+NEAR = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.5, 6.5)  # extra grid points a ± t√(a + 1)
 FAR_RATIO = 1.25  # the far intervals [m_k, 1.25 m_k] past M_i
 THETA_START, THETA_STEP, THETA_TRIES = 1.5, 1.5, 6  # θ·sd searched from 1.5 by factors of 1.5 (sd: the null's sd)
 
@@ -65,7 +66,8 @@ def _log_factorial(n: int) -> np.ndarray:
 
 def _points(a: np.ndarray, lam: float) -> np.ndarray:
     """[K, J] the grid of Poisson means per cell, rising: 0, geometric up to a_i/2, linear to a_i
-    (a point), then on to M_i = min(3a_i + 16√a_i + 26, λ)."""
+    (a point), then on to M_i = min(3a_i + 16√a_i + 26, λ); with points a_i ± t√(a_i + 1) for the
+    t of NEAR (clipped to [0, M_i]), where the maximisers of a class of small D lie."""
     s = np.sqrt(a) + 1  # [K]
     top = np.minimum(3 * a + 16 * s + 10, lam)  # [K] M_i
     rel = np.concatenate(
@@ -74,7 +76,9 @@ def _points(a: np.ndarray, lam: float) -> np.ndarray:
     u = np.concatenate([np.linspace(0, 1, GRID_ABOVE // 2, endpoint=False), np.geomspace(1, 12, GRID_ABOVE // 2)]) / 12
     below = a[:, None] * rel[None, :]  # [K, GB + 1] 0 … a
     above = a[:, None] + (top - a)[:, None] * u[None, 1:]  # [K, GA - 1] past a, up to M
-    return np.concatenate([below, above], axis=1)
+    t = np.asarray(NEAR)
+    near = np.clip(a[:, None] + s[:, None] * np.concatenate([-t, t])[None, :], 0.0, top[:, None])  # [K, 2T]
+    return np.sort(np.concatenate([below, above, near], axis=1), axis=1)
 
 
 def _log_mgf(a: np.ndarray, w: np.ndarray, theta: float, m: np.ndarray) -> np.ndarray:
@@ -82,7 +86,9 @@ def _log_mgf(a: np.ndarray, w: np.ndarray, theta: float, m: np.ndarray) -> np.nd
 
     The sum runs exactly (log-sum-exp) over a window x₋ ≤ x ≤ x₊ around m (x₊ past a + 1/2, where f
     rises); the rest is bounded by Chernoff's Poisson tails: P(X > x₊)·e^{−θf(x₊ + 1)} above and
-    P(X < x₋)·e^{θw(a + 1/4)} below (f ≥ −w(a + 1/4) everywhere)."""
+    P(X < x₋)·e^{−θf(x₋ − 1)} below where x₋ − 1 ≤ a (f falls up to a + 1/2), else
+    P(X < x₋)·e^{θw(a + 1/4)} (f ≥ −w(a + 1/4) everywhere), split at x_m = ⌊(a + x₋ − 1)/2⌋ ≥ a
+    when the window lies far above a: P(X ≤ x_m)·e^{θw(a + 1/4)} + P(X < x₋)·e^{−θf(x_m + 1)}."""
     k, j = m.shape
     mm = m.ravel()  # [K·J]
     aa, ww = np.repeat(a, j), np.repeat(w, j)
@@ -114,7 +120,15 @@ def _log_mgf(a: np.ndarray, w: np.ndarray, theta: float, m: np.ndarray) -> np.nd
         xh, xl, mi, ai, wi = x_hi[idx], x_lo[idx], mm[idx], aa[idx], ww[idx]
         f_next = wi * ((xh + 1 - ai) ** 2 - (xh + 1))  # f(x₊ + 1): f rises past x₊
         upper = _log_poisson_tail(mi, xh + 1, upper=True) - theta * f_next
-        lower = _log_poisson_tail(mi, xl - 1, upper=False) + theta * wi * (ai + 0.25)
+        below = xl - 1  # X ≤ x₋ − 1: f(X) ≥ f(x₋ − 1) where x₋ − 1 ≤ a (f falls up to a + 1/2), else ≥ −w(a + 1/4)
+        f_low = np.where(below <= ai, wi * ((below - ai) ** 2 - below), -wi * (ai + 0.25))
+        lower = _log_poisson_tail(mi, below, upper=False) - theta * f_low
+        mid = np.floor((ai + below) / 2)  # window far above a: X ≤ mid, then mid < X ≤ x₋ − 1 where f ≥ f(mid + 1)
+        split = np.logaddexp(
+            _log_poisson_tail(mi, mid, upper=False) + theta * wi * (ai + 0.25),
+            _log_poisson_tail(mi, below, upper=False) - theta * wi * ((mid + 1 - ai) ** 2 - (mid + 1)),
+        )
+        lower = np.where(mid >= ai, np.minimum(lower, split), lower)
         out[idx] = np.logaddexp(body, np.logaddexp(upper, lower))
         start += len(idx)
     return out.reshape(k, j)
@@ -144,7 +158,8 @@ def _interval_sup(m_l, m_r, g_l, g_r, kappa, a):
 
 
 def _far(a: np.ndarray, w: np.ndarray, theta: float, top: np.ndarray, lam: float, slope: float) -> np.ndarray:
-    """[K] an upper bound on sup over m in [M_i, λ] of G_i(m) + slope·(m − a_i), interval by interval.
+    """[K] an upper bound on sup over m in [M_i, λ] of G_i(m) + slope·(m − a_i), interval by interval
+    (G bounded on the interval as below, the line at its larger end: the slope may be negative).
 
     On [m_k, m_{k+1}], with thresholds a + 1/2 ≤ x_0 < x_1 < … < x_L (f rises past a + 1/2, and
     f ≥ −w(a + 1/4) everywhere): E e^{−θf(X)} ≤ P(X ≤ x_0)e^{θw(a + 1/4)} + Σ_l P(X ≤ x_{l+1})e^{−θf(x_l + 1)}
@@ -168,12 +183,13 @@ def _far(a: np.ndarray, w: np.ndarray, theta: float, top: np.ndarray, lam: float
         terms.append(poisson.logcdf(xs[j + 1], lo) - theta * f_at(xs[j] + 1))
     terms.append(-theta * f_at(xs[-1] + 1))
     g = np.logaddexp.reduce(np.stack(terms), axis=0)  # [K, I]
-    val = np.where(lo < hi, g + slope * (hi - a[:, None]), -np.inf)
+    rest = np.maximum(slope * (lo - a[:, None]), slope * (hi - a[:, None]))
+    val = np.where(lo < hi, g + rest, -np.inf)
     return np.max(val, axis=1)
 
 
 class Dual:
-    """The dual Chernoff bound for one (law, λ, critical value c): G tables per θ, the bound per (θ, μ, δ)."""
+    """The dual Chernoff bound for one (law, λ, critical value c): G tables per θ, the bound per (θ, μ, ν, δ)."""
 
     def __init__(self, p: np.ndarray, w: np.ndarray, lam: float, c: float, sd: float):
         self.p, self.w, self.lam, self.c, self.sd = p, w, lam, c, sd
@@ -184,38 +200,49 @@ class Dual:
 
     def table(self, theta: float) -> np.ndarray:
         if theta not in self._tables:
-            if len(self._tables) > 8:
+            if len(self._tables) > 24:
                 self._tables.clear()
             self._tables[theta] = _log_mgf(self.a, self.w, theta, self.m)
         return self._tables[theta]
 
-    def grid_value(self, theta: float, mu: float, delta: float) -> float:
-        """θc − 2μδ + Σ_i max over the grid: below the bound (used to choose μ), not a bound."""
+    def _terms(self, m: np.ndarray, a: np.ndarray, mu: float, nu: float) -> np.ndarray:
+        """The multipliers' terms at Poisson means m: ((μ − ν)/λ)(m − a)₊ + ((μ + ν)/λ)(a − m)₊."""
+        x = m - a
+        return ((mu - nu) * np.maximum(x, 0) + (mu + nu) * np.maximum(-x, 0)) / self.lam
+
+    def grid_value(self, theta: float, mu: float, delta: float, nu: float = 0.0) -> float:
+        """The bound's value with each supremum taken over the grid only: below `log_miss` at the
+        same arguments (used to choose them), not a bound."""
         g = self.table(theta)
-        lin = (mu / self.lam) * np.abs(self.m - self.a[:, None])
-        return float(theta * self.c - 2 * mu * delta + np.sum(np.max(g + lin, axis=1)))
+        return float(
+            theta * self.c - 2 * mu * delta + np.sum(np.max(g + self._terms(self.m, self.a[:, None], mu, nu), axis=1))
+        )
 
-    def log_miss(self, theta: float, mu: float, delta: float) -> float:
-        """The rigorous bound: log P_P(S ≤ c) ≤ this for every P on the support at TV ≥ δ."""
-        return float(theta * self.c - 2 * mu * delta + np.sum(self.cell_sups(theta, mu)))
+    def log_miss(self, theta: float, mu: float, delta: float, nu: float = 0.0) -> float:
+        """The rigorous bound: log P_P(S ≤ c) ≤ this for every P on the support at TV ≥ δ (μ, ν ≥ 0)."""
+        if mu < 0 or nu < 0:
+            raise ValueError(f"the multipliers must be ≥ 0: μ = {mu}, ν = {nu}")
+        return float(theta * self.c - 2 * mu * delta + np.sum(self.cell_sups(theta, mu, nu)))
 
-    def cell_sups(self, theta: float, mu: float, *, rounds: int = 4, split: int = 8) -> np.ndarray:
-        """[K] an upper bound on each cell's sup over 0 ≤ m ≤ λ of G_i(m) + (μ/λ)|m − a_i|.
+    def cell_sups(self, theta: float, mu: float, nu: float = 0.0, *, rounds: int = 4, split: int = 8) -> np.ndarray:
+        """[K] an upper bound on each cell's sup over 0 ≤ m ≤ λ of
+        G_i(m) + ((μ − ν)/λ)(m − a_i)₊ + ((μ + ν)/λ)(a_i − m)₊.
 
-        Each cell's supremum is bounded on the grid's intervals (`_interval_sup`); an interval whose
-        bound exceeds the cell's best grid value by more than 0.02/K is split (`split` parts, `rounds`
-        times), so the bound's excess over the grid value stays small. Past the grid: `_far`."""
+        Each cell's supremum is bounded on the grid's intervals (`_interval_sup`; a_i is a grid
+        point, so the slope is fixed on each interval); an interval whose bound exceeds the cell's
+        best grid value by more than 0.02/K is split (`split` parts, `rounds` times), so the bound's
+        excess over the grid value stays small. Past the grid: `_far`."""
         g = self.table(theta)
-        a, m, lam = self.a, self.m, self.lam
+        a, m, lam, w = self.a, self.m, self.lam, self.w
         k = len(a)
-        slope = mu / lam
+        up, down = (mu - nu) / lam, (mu + nu) / lam
         cell = np.repeat(np.arange(k), m.shape[1] - 1)  # [I] the interval's cell
         m_l, m_r = m[:, :-1].ravel(), m[:, 1:].ravel()
         g_l, g_r = g[:, :-1].ravel(), g[:, 1:].ravel()
-        best = np.max(g + slope * np.abs(m - a[:, None]), axis=1)  # [K] the best grid value
+        best = np.max(g + self._terms(m, a[:, None], mu, nu), axis=1)  # [K] the best grid value
         tol = 0.02 / k
         for r in range(rounds + 1):
-            kappa = np.where(m_l >= a[cell], slope, -slope)
+            kappa = np.where(m_l >= a[cell], up, -down)
             bound = _interval_sup(m_l, m_r, g_l, g_r, kappa, a[cell])
             loose = bound > best[cell] + tol
             if r == rounds or not loose.any():
@@ -226,8 +253,8 @@ class Dual:
             if r == 0:  # near 0 the intervals are geometric: split them geometrically
                 geo = ll[:, None] * (lr / np.where(ll > 0, ll, 1.0))[:, None] ** frac[None, :]
                 pts = np.where((ll > 0)[:, None], geo, pts)
-            gp = _log_mgf(a[lc], self.w[lc], theta, pts)  # [F, split - 1]
-            best_new = np.max(gp + slope * np.abs(pts - a[lc][:, None]), axis=1)
+            gp = _log_mgf(a[lc], w[lc], theta, pts)  # [F, split - 1]
+            best_new = np.max(gp + self._terms(pts, a[lc][:, None], mu, nu), axis=1)
             np.maximum.at(best, lc, best_new)
             nodes = np.concatenate([ll[:, None], pts, lr[:, None]], axis=1)  # [F, split + 1]
             gnodes = np.concatenate([gl[:, None], gp, gr[:, None]], axis=1)
@@ -239,45 +266,59 @@ class Dual:
             g_r = np.concatenate([g_r[keep], gnodes[:, 1:].ravel()])
         near = np.full(k, -np.inf)
         np.maximum.at(near, cell, bound)
-        return np.maximum(near, _far(a, self.w, theta, self.top, lam, slope))
+        return np.maximum(near, _far(a, w, theta, self.top, lam, up))
 
-    def best_mu(self, theta: float, delta: float) -> float:
-        """μ minimising the grid value (convex in μ: a sum of maxima of lines in μ, minus a line)."""
-        hi = 1.0
-        while self.grid_value(theta, 2 * hi, delta) < self.grid_value(theta, hi, delta) and hi < 1e12:
-            hi *= 2
-        lo, hi = 0.0, 2 * hi
-        for _ in range(24):
-            x1, x2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
-            if self.grid_value(theta, x1, delta) <= self.grid_value(theta, x2, delta):
-                hi = x2
-            else:
-                lo = x1
-        return (lo + hi) / 2
+    def multipliers(
+        self, theta: float, delta: float, start: tuple[float, float] | None = None
+    ) -> tuple[float, float, float]:
+        """(grid value, μ, ν) with (μ, ν) ≥ 0 minimising the grid value at θ (Nelder–Mead on |μ|, |ν|,
+        from `start` or from the quadratic model's μ = 4δλ²θ/Σ(1/w)): a choice, not a bound."""
+        from scipy.optimize import minimize
 
-    def screen(self, delta: float) -> tuple[float, float, float]:
-        """(grid value, θ, μ) at the θ of a walk by factors of THETA_STEP from THETA_START/sd that
-        stops where the grid value stops falling (μ the best for each θ): a choice, not a bound."""
+        if start is None:
+            mu0 = 4 * delta * self.lam**2 * theta / float(np.sum(1 / self.w))
+            start = (mu0, 0.01 * mu0)
 
-        def value(k: float) -> tuple[float, float, float]:
+        def value(x: np.ndarray) -> float:
+            return self.grid_value(theta, abs(x[0]), delta, abs(x[1]))
+
+        scale = max(start[0], 1e-9)
+        res = minimize(
+            value,
+            np.asarray(start, dtype=float),
+            method="Nelder-Mead",
+            options={"maxiter": 400, "xatol": 1e-4 * scale, "fatol": 1e-4,
+                     "initial_simplex": [start, (start[0] * 1.3, start[1]), (start[0], start[1] + 0.05 * scale)]},
+        )  # fmt: skip
+        return float(res.fun), abs(float(res.x[0])), abs(float(res.x[1]))
+
+    def screen(self, delta: float) -> tuple[float, float, float, float]:
+        """(grid value, θ, μ, ν) at the θ of a walk by factors of THETA_STEP from THETA_START/sd that
+        stops where the grid value stops falling ((μ, ν) the best for each θ, `multipliers`): a
+        choice, not a bound."""
+
+        def value(k: float, start: tuple[float, float] | None) -> tuple[float, float, float, float]:
             theta = k / self.sd
-            mu = self.best_mu(theta, delta)
-            return self.grid_value(theta, mu, delta), theta, mu
+            v, mu, nu = self.multipliers(theta, delta, start)
+            return v, theta, mu, nu
 
-        best = value(THETA_START)
+        first = value(THETA_START, None)
+        best = first
         for step in (THETA_STEP, 1 / THETA_STEP):
-            k = THETA_START
+            k, cur = THETA_START, first
             for _ in range(THETA_TRIES):
                 k *= step
-                cand = value(k)
-                if cand[0] >= best[0]:
+                cand = value(k, (cur[2] * step, cur[3] * step))  # μ, ν scale with θ
+                if cand[0] >= cur[0]:
                     break
-                best = cand
-            if k != THETA_START * step:  # the first direction improved: no need to try the other
+                cur = cand
+            if cur[0] < best[0]:
+                best = cur
+            if best is not first:  # the first direction improved: no need to try the other
                 break
         return best
 
     def certified(self, delta: float, log_target: float) -> bool:
-        """The screen's (θ, μ) bounds every miss probability at TV ≥ δ by e^{log_target} (`log_miss`)."""
-        value, theta, mu = self.screen(delta)
-        return value <= log_target and self.log_miss(theta, mu, delta) <= log_target
+        """The screen's (θ, μ, ν) bounds every miss probability at TV ≥ δ by e^{log_target} (`log_miss`)."""
+        value, theta, mu, nu = self.screen(delta)
+        return value <= log_target and self.log_miss(theta, mu, delta, nu) <= log_target

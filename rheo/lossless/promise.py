@@ -47,6 +47,11 @@ SPILL_SHARE = 0.01  # share of β spent on N' > N (the Poisson count overshootin
 OFF_SHARE = 0.1  # share of β spent on mass off the support that no sample reveals
 TRUNC_SHARE = 0.05  # share of α spent on the truncation of the null statistic
 FLOOR = 0.05  # τ = FLOOR / K: the weights' floor (w_i = max(p_i, τ)^(−2/3))
+CONV_CELLS = 512  # the null's tail by convolution on supports of at most this many outcomes (else Chernoff alone)
+CONV_GRID = 400  # the convolution's grid: h = sd / max(CONV_GRID, 4K) (rounding costs ≤ K·h ≤ sd/4 of c)
+CONV_MAX_BINS = 200_000  # past this many grid points below the Chernoff critical value, Chernoff alone
+CONV_CUT = 1e-40  # a term's probabilities below this go to the overflow (up: the tail only grows)
+CONV_SLACK = 1e-8  # the relative float error charged to the convolution's tail
 POWER = 2 / 3  # the weights' exponent: Σ w_i²p_i² = Σ 1/w_i, the instance-optimal ‖p‖₂/₃ scaling
 
 
@@ -90,13 +95,21 @@ def poisson_rate(n: int, beta: float) -> float:
 
 class Null:
     """The null statistic's tail bound for one (law, λ, α): counts truncated at b_i with
-    Σ P(X_i > b_i) ≤ TRUNC_SHARE·α, the truncated statistic's cumulant generating function Λ(θ)
-    computed exactly (a sum over 0..b_i per outcome), and
+    Σ P(X_i > b_i) ≤ TRUNC_SHARE·α (S = S_b unless some X_i > b_i), and two bounds on the truncated
+    statistic's tail, of which `p_value(s)` takes the smaller (each is valid, so their minimum is):
 
-        P_p(S ≥ s) ≤ Σ P(X_i > b_i) + min_θ exp(Λ(θ) − θs) =: `p_value(s)`,
+        P_p(S ≥ s) ≤ Σ P(X_i > b_i) + min(min_θ exp(Λ(θ) − θs), (1 + CONV_SLACK)·T(s)) =: `p_value(s)`.
 
-    a valid p-value (Markov's inequality on e^{θS_b}, and S = S_b unless some X_i > b_i). The
-    critical value c is the least s with p_value(s) ≤ α."""
+    - *Chernoff*: Λ(θ), the truncated statistic's cumulant generating function, computed exactly
+      (a sum over 0..b_i per outcome); Markov's inequality on e^{θS_b}.
+    - *Convolution* (supports of ≤ CONV_CELLS outcomes, `_convolve`): each term f_i − min f_i ≥ 0 is
+      rounded **up** to the grid h = sd/max(CONV_GRID, 4K), so S_b ≤ Σ min f_i + h·Σ k_i with k_i
+      independent integers, whose law is computed exactly up to an overflow bin (every mass that
+      would pass the top, or too small to carry, is moved into the overflow: up, so the tail only
+      grows): T(s) = P(Σ k_i ≥ ⌈(s − Σ min f_i)/h⌉). Every number is a sum of products of
+      non-negative floats, so rounding changes it by a relative ≤ K(L + J)·2⁻⁵³ < CONV_SLACK.
+
+    The critical value c is the least s with p_value(s) ≤ α (the smaller of the two bounds' own)."""
 
     def __init__(self, wt: Weights, lam: float, alpha: float):
         from scipy.special import gammaln
@@ -123,6 +136,42 @@ class Null:
         room = alpha - self.trunc
         self.theta_c = 0.0
         self.critical = self._critical(math.log(room)) * (1 + 1e-9)
+        self.grid, self.base, self.tail = 0.0, 0.0, np.zeros(0)
+        if k <= CONV_CELLS:
+            self._convolve(k)
+            above = np.nonzero((1 + CONV_SLACK) * self.tail <= room)[0]
+            if len(above):
+                self.critical = min(
+                    self.critical, self.base + self.grid * float(above[0]) * (1 + 1e-12) + 1e-9 * self.sd
+                )
+
+    def _convolve(self, k: int) -> None:
+        """The law of Σ k_i (k_i = ⌈(f_i − min f_i)/h⌉) on 0..L with an overflow bin, L the Chernoff
+        critical value's grid index: `tail[j]` = P(Σ k_i ≥ j) for j ≤ L (see the class docstring)."""
+        ends = np.append(self.starts[1:], len(self.f))
+        mins = np.minimum.reduceat(self.f, self.starts)  # [K]
+        self.base = float(np.sum(mins))
+        self.grid = self.sd / max(CONV_GRID, 4 * k)
+        top = math.ceil((self.critical - self.base) / self.grid) + 1
+        if top > CONV_MAX_BINS:
+            return
+        cur = np.zeros(top + 1)  # P(Σ k = j) so far, j = 0..top
+        cur[0] = 1.0
+        over = 0.0  # P(Σ k > top) so far
+        for i in range(k):
+            s, e = int(self.starts[i]), int(ends[i])
+            steps = grid_steps(self.f[s:e] - mins[i], self.grid)
+            pm = np.exp(self.logpmf[s:e])
+            keep = (steps <= top) & (pm >= CONV_CUT)
+            v = np.bincount(steps[keep], weights=pm[keep], minlength=top + 1)  # [top + 1] this term's kept law
+            gone = float(np.sum(pm[~keep]))  # moved to the overflow
+            above = np.concatenate([np.cumsum(v[::-1])[::-1][1:], [0.0]]) + gone  # [top + 1] P(k_i > j)
+            new = np.zeros(top + 1)
+            for j in np.nonzero(v)[0]:
+                new[j:] += v[j] * cur[: top + 1 - j]
+            over += float(np.dot(cur, above[::-1]))  # cur[t]·P(k_i > top − t)
+            cur = new
+        self.tail = np.cumsum(cur[::-1])[::-1] + over  # [top + 1]
 
     def cgf(self, theta: float) -> float:
         """Λ(θ) = log E exp(θ S_b), exactly (log-sum-exp per outcome)."""
@@ -153,7 +202,18 @@ class Null:
 
         best = _golden_min(log_bound, 1e-6 / self.sd, 10.0 / self.sd)
         best = min([best, *(log_bound(t) for t in cands)])
-        return float(min(1.0, self.trunc + math.exp(min(best, 0.0))))
+        bound = math.exp(min(best, 0.0))
+        if len(self.tail):
+            j = max(0, math.ceil((s - self.base) / self.grid))
+            if j < len(self.tail):
+                bound = min(bound, (1 + CONV_SLACK) * float(self.tail[j]))
+        return float(min(1.0, self.trunc + bound))
+
+
+def grid_steps(values: np.ndarray, grid: float) -> np.ndarray:
+    """Non-negative values in grid steps, rounded up (a hair more, so float rounding never rounds down):
+    values ≤ grid·steps."""
+    return np.ceil(values * (1 + 1e-12) / grid + 1e-9).astype(np.int64)
 
 
 def _golden_min(fn: Any, lo: float, hi: float, iters: int = 40) -> float:

@@ -105,3 +105,42 @@ def test_n_against_support_and_two_thirds_norm():
         )
         print(rows[-1], flush=True)
     print("\n".join(rows))
+
+
+@pytest.mark.bench
+def test_the_self_gates_and_the_audits_rows_against_the_old_planner():
+    """Every self-gate test (row × check, at the matrix's per-test α, δ = 0.025) and every audit row (its
+    tokens, α = 1e-3, δ = 0.02): N of the proved planner against the old one's, which had no guarantee.
+    The proved N must stay within 1.2× the old on every row."""
+    from rheo.selfgate import audit, matrix
+
+    jobs = []
+    for name, gc in matrix.gate_cases().items():
+        for check in matrix.CHECKS:
+            jobs.append(
+                (f"self-gate {name} {check}", matrix.check_law_of(gc, check), matrix.DELTA, matrix.alpha_per_test())
+            )
+    for name, case in audit.audit_cases():
+        jobs.append((f"audit {name}", target_law(case, case.tokens), audit.DELTA, audit.ALPHA))
+    rows = [
+        "| row | support | old N (no guarantee) | proved N | proved / old | test | seconds to plan |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    worst = 0.0
+    for label, law, delta, alpha in jobs:
+        k = sum(1 for v in law.values() if v > 0)
+        if k < 2:
+            continue
+        old = old_samples_for(law, delta, alpha, BETA)
+        t0 = time.perf_counter()
+        new = samples_for(law, delta, alpha, BETA)
+        sec = time.perf_counter() - t0
+        from rheo.lossless import promise
+
+        kind = promise.planner(law, alpha, BETA).kind(new)
+        worst = max(worst, new / old)
+        rows.append(f"| {label} | {k} | {old:,} | {new:,} | {new / old:.2f} | {kind} | {sec:.1f} |")
+        print(rows[-1], flush=True)
+    print("\n".join(rows))
+    print(f"largest proved / old: {worst:.2f}")
+    assert worst <= 1.2, f"a row needs {worst:.2f}x the old planner's N"

@@ -1,11 +1,11 @@
 """The dual Chernoff certificate's numbers are upper bounds (rheo.lossless.dual).
 
 Its power claim rests on one inequality per cell: `log_miss` bounds, for every Poisson mean m of
-the cell, G(m) + (μ/λ)|m − a| from above, G(m) = log E_{Poisson(m)} e^{−θ f(X)}. Here that is
-attacked directly: G computed independently (a long exact sum, no tail bound) on a fine grid of m
-from 0 to λ, and on laws P built to be hard (heavy-plus-light, a cell emptied, a spike on the
-lightest cell, random directions), whose Chernoff exponent θc + Σ G_i(λP_i) must stay below the
-bound whenever TV(P, p) ≥ δ.
+the cell, G(m) + ((μ − ν)/λ)(m − a)₊ + ((μ + ν)/λ)(a − m)₊ from above, G(m) = log E_{Poisson(m)} e^{−θ f(X)}.
+Here that is attacked directly: G computed independently (a long exact sum, no tail bound) on a fine
+grid of m from 0 to λ, at the multipliers the screen chooses and at others, and on laws P built to be
+hard (heavy-plus-light, a cell emptied, a spike on the lightest cell, random directions), whose
+Chernoff exponent θc + Σ G_i(λP_i) must stay below the bound whenever TV(P, p) ≥ δ.
 """
 
 from __future__ import annotations
@@ -49,15 +49,26 @@ def test_each_cell_bound_is_above_its_supremum(name, k_theta):
     wt, lam, null, d = setup(p, 3000)
     delta = 0.1
     theta = k_theta / null.sd
-    mu = d.best_mu(theta, delta)
-    bound = d.cell_sups(theta, mu)  # [K] each cell's bound on its supremum
+    _, mu, nu = d.multipliers(theta, delta)
     grid = np.concatenate([np.linspace(0, 1, 400), np.geomspace(1e-6, 1, 200)])  # P_i in [0, 1]
-    for i in range(len(wt.p)):
-        a, w = lam * wt.p[i], wt.w[i]
-        ms = np.unique(np.concatenate([lam * grid, a + np.linspace(-1, 1, 201) * 6 * (math.sqrt(a) + 1)]))
-        ms = ms[(ms >= 0) & (ms <= lam)]
-        vals = [exact_g(a, w, theta, m) + mu / lam * abs(m - a) for m in ms]
-        assert max(vals) <= bound[i] + 1e-9, f"cell {i} (p = {wt.p[i]:.4g}): sup ≥ {max(vals)} > bound {bound[i]}"
+    for mu_i, nu_i in (
+        (mu, nu),
+        (mu, 0.0),
+        (mu, mu),
+        (2 * mu, 0.5 * mu),
+    ):  # the screen's, and up-moves paid more / less
+        bound = d.cell_sups(theta, mu_i, nu_i)  # [K] each cell's bound on its supremum
+        for i in range(len(wt.p)):
+            a, w = lam * wt.p[i], wt.w[i]
+            ms = np.unique(np.concatenate([lam * grid, a + np.linspace(-1, 1, 201) * 6 * (math.sqrt(a) + 1)]))
+            ms = ms[(ms >= 0) & (ms <= lam)]
+            vals = [
+                exact_g(a, w, theta, m) + ((mu_i - nu_i) * max(m - a, 0) + (mu_i + nu_i) * max(a - m, 0)) / lam
+                for m in ms
+            ]
+            assert max(vals) <= bound[i] + 1e-9, (
+                f"cell {i} (p = {wt.p[i]:.4g}, μ {mu_i:.4g}, ν {nu_i:.4g}): sup ≥ {max(vals)} > bound {bound[i]}"
+            )
 
 
 def alternatives(p: np.ndarray, delta: float, rng) -> dict:
@@ -97,8 +108,8 @@ def test_the_bound_holds_for_hard_alternatives(name):
     rng = np.random.default_rng(11)
     for k_theta in (0.7, 1.5, 3.0):
         theta = k_theta / null.sd
-        mu = d.best_mu(theta, delta)
-        bound = d.log_miss(theta, mu, delta)
+        _, mu, nu = d.multipliers(theta, delta)
+        bound = d.log_miss(theta, mu, delta, nu)
         for what, q in alternatives(wt.p, delta, rng).items():
             assert 0.5 * np.abs(q - wt.p).sum() >= delta - 1e-12
             exponent = theta * null.critical + sum(
@@ -108,17 +119,34 @@ def test_the_bound_holds_for_hard_alternatives(name):
 
 
 def test_the_screen_is_below_the_bound():
-    """The screen's grid value never exceeds the rigorous bound at the same (θ, μ): it is a lower estimate."""
+    """The screen's grid value never exceeds the rigorous bound at the same (θ, μ, ν): it is a lower estimate."""
     p = laws()["skewed"]
     _, _, null, d = setup(p, 3000)
-    value, theta, mu = d.screen(0.1)
-    assert value <= d.log_miss(theta, mu, 0.1) + 1e-12
+    value, theta, mu, nu = d.screen(0.1)
+    assert nu > 0  # the mass constraint is in use
+    assert value <= d.log_miss(theta, mu, 0.1, nu) + 1e-12
 
 
 def test_a_certificate_fails_where_the_power_is_not_there():
-    """At a tenth of the planned N no (θ, μ) certifies: the certificate can fail."""
+    """At a tenth of the planned N no (θ, μ, ν) certifies: the certificate can fail."""
     p = laws()["skewed"]
     law = {(i,): float(x) for i, x in enumerate(p)}
     n = promise.planner(law, 1e-3, 0.01).plan(0.1)
     _, _, _, d = setup(p, max(20, n // 10))
     assert not d.certified(0.1 - promise._eta0(max(20, n // 10), 0.01), math.log(promise._support_beta(0.01)))
+
+
+@pytest.mark.parametrize("a", [0.5, 5.0, 60.0, 2000.0])
+def test_each_log_mgf_is_above_the_exact_sum(a):
+    """`_log_mgf` bounds G(m) from above wherever its window cuts: m far below a (the window's upper cut
+    and the split of its lower cut matter), m far above a (the mass of X near a, beyond the window,
+    dominates when θw is large), and near a; at weights and θ from small to large."""
+    ms = np.unique(np.concatenate([[0.0], a * np.geomspace(1e-3, 60, 40), a + np.linspace(-8, 8, 17) * math.sqrt(a)]))
+    ms = ms[ms >= 0]
+    for w in (0.5, 5.0, 50.0):
+        for theta_w in (1e-4, 1e-2, 0.3, 1.0):  # θ·w
+            theta = theta_w / w
+            got = dual._log_mgf(np.asarray([a]), np.asarray([w]), theta, ms[None, :])[0]
+            for m, g in zip(ms, got):
+                want = exact_g(a, w, theta, m)
+                assert g >= want - 1e-9 * max(1.0, abs(want)), f"a {a}, w {w}, θw {theta_w}, m {m}: {g} < exact {want}"
