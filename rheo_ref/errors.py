@@ -61,6 +61,14 @@ class PackageUnavailable(MissingDependencyError):
     exit_status = 2
 
 
+class DeviceUnavailable(MissingDependencyError):
+    """`--device cuda` where the interpreter that runs a served decoder's driver shows no CUDA device
+    (`torch.cuda.is_available()` false there): the one line names the interpreter and the allowed device. Exit 2,
+    as bad input: the device the user asked for is not in the environment the gate was pointed at."""
+
+    exit_status = 2
+
+
 class CorruptFileError(EnvironmentFailure):
     """A file rheo wrote earlier (weights, cached features) is unreadable or does not match."""
 

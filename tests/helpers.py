@@ -152,6 +152,17 @@ def needs_env(env: str) -> Callable[[Any], Any]:
     return mark
 
 
+def env_marks(env: str) -> list[Any]:
+    """`needs_env`'s marks as a list, for a `pytest.param`: `served`, and skipped with the make command where
+    `.venv-<env>` is not built."""
+    import pytest
+
+    from rheo.decoders.served import env_missing_reason
+
+    reason = env_missing_reason(env)
+    return [pytest.mark.served, pytest.mark.skipif(reason is not None, reason=str(reason))]
+
+
 def gate_decoder(name: str, gen: dict, seed: int, *, tv: float, tokens: int = 3, case: Path = SERVED_CASE) -> dict:
     """`rheo gate CASE --decoder NAME --gen ...` at α = 1e-3, power 0.99: the verdict record."""
     from rheo.decoders import DecoderRun

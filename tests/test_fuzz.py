@@ -547,6 +547,7 @@ GATE_HF_FLAGS = {
     "--workers": INT_TEXT,
     "--rows": st.sampled_from(["all", "quick", "nope", "", ","]),
     "--seeds": st.sampled_from(["1,2", "", "x", "-1", str(2**70)]),
+    "--device": st.sampled_from(["cpu", "cuda", "cuda:0", "tpu", ""]),
     "--gen": st.sampled_from(
         [
             "num_assistant_tokens=2",
@@ -588,6 +589,7 @@ def stub_gate_hf():
 @example(path="small", argv=["--decoder", "eagle", "--gen", "temperature=0"])
 @example(path="small", argv=["--decoder", "seqspec:capped_hsd", "--gen", "gamma=99"])
 @example(path="small", argv=["--decoder", "seqspec:x"])
+@example(path="small", argv=["--decoder", "assisted", "--device", "cuda"])  # an in-process decoder: refused, exit 2
 def test_gate_hf_argument_vectors(files, stub_gate_hf, path, argv):
     invoke(["gate-hf", case_path(files, path), *argv])
 
@@ -604,6 +606,7 @@ GATE_SERVED_FLAGS = {
     "--tv": FLOAT_TEXT,
     "--beta": FLOAT_TEXT,
     "--seeds": st.sampled_from(["0,1", "1", "", ",", "x", "-1", "0,,1", "1e3", str(2**70)]),
+    "--device": st.sampled_from(["cpu", "cuda", "tpu", ""]),
 }
 
 
@@ -612,6 +615,7 @@ GATE_SERVED_FLAGS = {
 @example(path="small", argv=["--decoder", "sglang", "--seeds", ""])
 @example(path="small", argv=["--decoder", "sglang", "--seeds", "x"])
 @example(path="small", argv=["--decoder", "nope"])
+@example(path="small", argv=["--decoder", "vllm", "--device", "cuda"])  # reaches the (stubbed) run: the driver decides
 def test_gate_served_argument_vectors(files, stub_gate_hf, path, argv):  # gate-served is an alias of rheo gate
     invoke(["gate-served", case_path(files, path), *argv])
 

@@ -8,6 +8,10 @@ exact law rheo knows, and fails when the sampler's output law is detectably (TV 
 
     pytest -m lossless tests/test_rheo_vllm_gate.py     # about 20-60 s a setting on a CPU
 
+On a GPU runner, RHEO_SERVED_DEVICE=cuda runs the same rows on the compiled kernels (rheo's driver then sets no
+TRITON_INTERPRET; with no CUDA device in that environment's torch each test fails with DeviceUnavailable, whose
+one line says so).
+
 RHEO_VLLM_GEN (JSON) adds settings to every row, e.g. '{"synthetic": "1,1,1"}' (vLLM's documented-lossy
 synthetic acceptance): the gate must then fail, the way a fork's lossy change fails it. Seeds come from the test
 ids; set RHEO_SEED_SALT (e.g. to the date) in a nightly job to vary them.

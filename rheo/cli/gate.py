@@ -45,6 +45,8 @@ output (one JSON object):
                          target is the law its setting claims (vLLM at temperature 0: the argmax chain)
   own_law_p              where exact_tv > 0: the p-value of the same samples against the decoder's own law
   package, path          a third party's distribution (its version) and the code under test
+  device                 with --device cuda: where the served driver ran (each driver's reply is checked: the
+                         device asked for, its Triton kernels compiled, not interpreted)
   seconds, ms_per_sample wall time of the sampling and the test
   horizon, tests, alpha_each, correction   with --horizon: H, the number of tests, α per test (Bonferroni)
   scheduler, chunk       with --scheduler: the cluster (local or its address) and the samples per chunk
@@ -52,7 +54,8 @@ output (one JSON object):
 exit status: 0 pass, 1 REJECT, 2 bad input.
 --rows all|quick|SETTING,...: the decoder's verdict table (its case, tokens, alpha, delta unless given), each
   row on every --seeds; prints the markdown rows, then one JSON record a row (decoder, package, version,
-  path, setting, gen, exact_tv, verdicts, p_values, N, detectable_tv, seconds, expected, as_expected);
+  path, setting, gen, exact_tv, verdicts, p_values, N, detectable_tv, seconds, expected, as_expected; device
+  with --device cuda, where the rows "not run on CPU" are gated too);
   --json FILE writes the records. Exit status 0 when every verdict is the one its exact TV promises
   (pass at 0, REJECT above delta and for a negative control), else 1."""
 
@@ -108,8 +111,10 @@ def register(subparsers: Any) -> None:
         "--device",
         default="cpu",
         metavar="DEV",
-        help="cpu (default: a served decoder's Triton kernels run in Triton's interpreter); cuda is refused: the "
-        "compiled-kernel path is not built",
+        help="a served decoder's device: cpu (default: its Triton kernels run in Triton's interpreter) or cuda (the "
+        "driver sets no TRITON_INTERPRET, builds every tensor on the GPU and runs the compiled kernels; exit 2 with one "
+        "line where the served environment's torch sees no CUDA device). Each record's driver path names the device; "
+        "python -m rheo.decoders.cuda_rows runs the rows that need CUDA (docs/THIRD_PARTY.md)",
     )
     user_sampler.add_flag(sp)
     flags.alpha(sp, default=ALPHA, what="false-alarm probability")
@@ -196,22 +201,43 @@ def _no_constant(name: str) -> None:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)  # read as the string it is
 
 
-def device_check(device: str) -> None:
-    """--device: cpu runs; cuda is refused in one line, saying whether this machine shows a CUDA device at all."""
-    from rheo.decoders.served import cuda_visible
+def device_check(device: str, entry: Any) -> None:
+    """--device: cpu or cuda; cuda for a decoder that runs in this process is refused in one line (a served decoder's
+    driver finds itself whether its environment shows a CUDA device: `rheo.decoders.device`)."""
+    from rheo.decoders.device import DEVICES
 
-    if device == "cpu":
-        return
-    if device != "cuda":
-        raise CaseError(f"--device {show(device)}; allowed: cpu, cuda")
-    if not cuda_visible():
-        raise CaseError("--device cuda: no CUDA device is visible on this machine (no /dev/nvidia*); the served "
-                        "drivers run their Triton kernels in Triton's interpreter on the CPU: --device cpu (the default)")  # fmt: skip
-    raise CaseError("--device cuda: the served drivers' compiled-kernel path is not built (they set TRITON_INTERPRET=1 "
-                    "and CUDA_VISIBLE_DEVICES=''); allowed: --device cpu (Triton's interpreter)")  # fmt: skip
+    if device not in DEVICES:
+        raise CaseError(f"--device {show(device)}; allowed: {', '.join(DEVICES)}")
+    if device != "cpu" and entry is not None and entry.served is None:
+        served = ", ".join(n for n, d in decoders().items() if d.served)
+        raise CaseError(f"--device {device} with decoder {entry.name}: only a served decoder's driver takes a device "
+                        f"({served}); allowed for {entry.name}: --device cpu")  # fmt: skip
+
+
+@contextlib.contextmanager
+def served_device(device: str) -> Iterator[None]:
+    """RHEO_SERVED_DEVICE set to --device for this command's drivers and sampling workers (which inherit it), and
+    restored when the command ends (a command run in-process, e.g. by a test, leaves no device behind)."""
+    from rheo.decoders.device import DEVICE_VAR
+
+    before = os.environ.get(DEVICE_VAR)
+    os.environ[DEVICE_VAR] = device
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(DEVICE_VAR, None)
+        else:
+            os.environ[DEVICE_VAR] = before
 
 
 def run_gate_hf(args: argparse.Namespace) -> int:
+    device = getattr(args, "device", "cpu")
+    with served_device(device if isinstance(device, str) else "cpu"):
+        return _run_gate_hf(args)
+
+
+def _run_gate_hf(args: argparse.Namespace) -> int:
     import importlib.util
 
     from rheo.lossless.stats import min_num_samples
@@ -222,7 +248,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
     if getattr(args, "sampler", None) is not None or args.decoder is None:  # the user's own sampler (or neither)
         return user_sampler.gate(args, alpha=ALPHA, tv=TV, beta=BETA)
     entry = decoders().get(DecoderRun.head(args.decoder))
-    device_check(getattr(args, "device", "cpu"))
+    device_check(getattr(args, "device", "cpu"), entry)
     if getattr(args, "python", None) is not None:
         from rheo.decoders.served import PYTHON_VAR
 

@@ -59,18 +59,22 @@ def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
 
 
 class WithServedPython:
-    """A sampler that sets `RHEO_SERVED_PYTHON` (`--python PATH`) where it runs before it samples: a Dask
-    worker does not inherit this process's environment, and a served decoder's driver is started there."""
+    """A sampler that sets `RHEO_SERVED_PYTHON` (`--python PATH`) and `RHEO_SERVED_DEVICE` (`--device`) where it
+    runs before it samples: a Dask worker does not inherit this process's environment, and a served decoder's
+    driver is started there."""
 
-    def __init__(self, sampler: Sampler, python: str) -> None:
-        self.sampler, self.python = sampler, python
+    def __init__(self, sampler: Sampler, python: str, device: str = "cpu") -> None:
+        self.sampler, self.python, self.device = sampler, python, device
 
     def __call__(self, case: Case, seed: int, num_samples: int) -> Any:
         import os
 
+        from rheo.decoders.device import DEVICE_VAR
         from rheo.decoders.served import PYTHON_VAR
 
-        os.environ[PYTHON_VAR] = self.python
+        if self.python:
+            os.environ[PYTHON_VAR] = self.python
+        os.environ[DEVICE_VAR] = self.device
         return self.sampler(case, seed, num_samples)
 
 
@@ -149,12 +153,12 @@ def gate_hf(
     sample = sampler(decoder, case, workers=workers)  # checks the case first (before the exact law's cost)
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
-            from rheo.decoders.served import PYTHON_VAR
+            from rheo.decoders.served import PYTHON_VAR, device
             from rheo.lossless.cluster import on_dask
 
             given = os.environ.get(PYTHON_VAR)
-            if decoder.entry.served is not None and given:
-                sample = WithServedPython(sample, given)
+            if decoder.entry.served is not None and (given or device() != "cpu"):
+                sample = WithServedPython(sample, given or "", device())
             sample = stack.enter_context(on_dask(sample, scheduler, chunk=chunk))
         report = _gate(case, decoder, sample, n, alpha=alpha, tv=tv, beta=beta, seed=seed, workers=workers,
                        horizon=horizon, sequential=sequential)  # fmt: skip
@@ -208,6 +212,11 @@ def _gate(
         extra["package"] = f"{package} {decoder.entry.installed_version()}"
     if decoder.entry.path:
         extra["path"] = decoder.entry.path
+    if decoder.entry.served is not None:
+        from rheo.decoders.served import device
+
+        if device() != "cpu":  # (checked against each driver's reply: Served.decode)
+            extra["device"] = device()
     if exact is not None and exact_tv and seen:  # where it is lossy: do the samples fit its own law?
         extra["own_law_p"] = check_law(seen, exact, alpha=alpha, tv=tv, beta=beta).p_value
     return {

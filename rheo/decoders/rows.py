@@ -6,7 +6,8 @@ options, the `NAME:ARG` argument where the decoder takes one) and may override t
 ask for the horizon test. `run_row` gates the row on each seed through `rheo.decoders.gate.gate_hf`
 (the decoder's own exact TV beside each verdict) and returns one record; a row that cannot run here
 (`runs_here`: why not, the error and the line) is tried once on 4 samples and reports the error its
-driver raises. `expected` is the verdict the exact TV promises: pass at 0, REJECT above δ (and for a
+driver raises; with `--device cuda` (a served decoder's driver on the GPU) it is gated like any other row, and
+the record says `"device": "cuda"`. `expected` is the verdict the exact TV promises: pass at 0, REJECT above δ (and for a
 negative control); between the two, or where rheo does not know the decoder's law, either.
 """
 
@@ -19,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rheo_ref.errors import CaseError, RheoError, TooLargeError
+from rheo_ref.errors import CaseError, DeviceUnavailable, RheoError, TooLargeError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -136,6 +137,9 @@ def run_row(
         "control": row.control,
         "seeds": list(seeds),
     }
+    gpu = _on_gpu(decoder)
+    if gpu:  # (a CPU record stays as it was)
+        out["device"] = gpu
     on = (sampling or {}).get("scheduler")
     if on is not None:  # where the samples were drawn (the address of a Client's scheduler)
         out["scheduler"] = on if isinstance(on, str) else str(on.scheduler.address)
@@ -146,6 +150,8 @@ def run_row(
     except RheoError as e:  # (not a verdict: the row's one-line error; the table's other rows still run)
         if isinstance(e, CaseError) and not isinstance(e, TooLargeError):
             raise  # a row the table declares wrongly, or bad flags: the table itself is wrong
+        if isinstance(e, DeviceUnavailable):
+            raise  # no row runs on a device the environment does not have: one line, exit 2
         error = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         return {**out, "exact_tv": None, "exact_tv_float": None, "error": error, "as_expected": False,
                 "seconds_row": round(time.perf_counter() - t0, 3)}  # fmt: skip
@@ -168,7 +174,7 @@ def _judged(
         run = DecoderRun.parse(name, dict(row.gen))
         path = Path(row.case)
         c = load_case(str(path if path.is_absolute() or path.exists() else REPO / path))
-        if row.runs_here:
+        if row.runs_here and not _on_gpu(decoder):
             return {**out, **_not_run(run, row, c, seeds[0]), "seconds_row": round(time.perf_counter() - t0, 3)}
         runs = [
             gate_hf(c, run, alpha=row.alpha, tv=row.tv, beta=table.beta, workers=workers, seed=s, tokens=row.tokens,
@@ -193,6 +199,15 @@ def _judged(
     out["expected"] = want
     out["as_expected"] = want is None or all(v == want for v in out["verdicts"])
     return out
+
+
+def _on_gpu(decoder: Any) -> str | None:
+    """The device a served decoder's driver runs on where it is not the CPU (`rheo gate --device cuda`), else None."""
+    if getattr(decoder, "served", None) is None:
+        return None
+    from rheo.decoders.served import device
+
+    return None if device() == "cpu" else device()
 
 
 def _max_tv(exact: str | list[str]) -> Fraction:

@@ -20,6 +20,11 @@ and goes into every record; a release outside the range is driven with a warning
 piece it drives moved or renamed exits with status `MOVED` and one JSON line `{"missing": ...}`, which
 becomes `PackageUnavailable` naming the piece, the installed version and the supported range.
 
+Devices: `rheo gate --device cpu|cuda` reaches the driver as `RHEO_SERVED_DEVICE` (`rheo.decoders.device`, read
+before triton is imported); a driver that finds no CUDA device exits with status `NO_DEVICE` and one JSON line
+`{"no_device": ...}`, which becomes `DeviceUnavailable` (exit 2, one line); `ran_on` checks each reply's `path`
+against the device asked for.
+
 `Served` is the one base of these decoders: a folder says where its driver runs and gets its
 `rheo.decoders.Decoder` from `Served(...).decoder(...)`; `rheo gate --decoder NAME` then gates it like any
 other decoder, its exact TV beside the verdict.
@@ -45,9 +50,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rheo_ref.errors import CaseError, EnvironmentFailure, MissingDependencyError, PackageUnavailable
+from rheo_ref.errors import (
+    CaseError,
+    DeviceUnavailable,
+    EnvironmentFailure,
+    MissingDependencyError,
+    PackageUnavailable,
+)
 from rheo_ref.laws import Law
 from rheo_ref.models import Case
+
+from .device import DEVICE_VAR, DEVICES, NO_DEVICE
 
 REPO = Path(__file__).resolve().parents[2]
 STDERR_TAIL = 15  # lines of the driver's stderr quoted in an error
@@ -59,9 +72,12 @@ class DriverError(EnvironmentFailure):
     """A driver in a served environment exited non-zero, timed out or wrote no JSON reply."""
 
 
-def cuda_visible() -> bool:
-    """Whether this machine shows an NVIDIA device node (no torch import: the check costs nothing)."""
-    return any(Path("/dev").glob("nvidia[0-9]*"))
+def device() -> str:
+    """The device the served drivers run on (`rheo gate --device`, passed as RHEO_SERVED_DEVICE): cpu or cuda."""
+    value = os.environ.get(DEVICE_VAR) or "cpu"
+    if value not in DEVICES:
+        raise CaseError(f"--device {value!r}; allowed: {', '.join(DEVICES)}")
+    return value
 
 
 def env_python(env: str) -> Path:
@@ -230,6 +246,12 @@ def run_driver(
     proc.stdout.close()
     if proc.stderr is not None:
         proc.stderr.close()
+    if proc.returncode == NO_DEVICE:
+        try:
+            reason = json.loads(out)["no_device"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            reason = out.strip()[:300]
+        raise DeviceUnavailable(f"{package} {version}: {reason}")
     if proc.returncode == MOVED:
         try:
             missing = json.loads(out)["missing"]
@@ -252,6 +274,20 @@ def run_driver(
         raise DriverError(f"{module} in {where} replied {type(reply).__name__}, not a JSON object")
     reply["version"] = version
     return reply
+
+
+def ran_on(reply: dict, want: str, module: str) -> None:
+    """Check that a driver ran where it was asked: its reply's `path` names the device (`rheo.decoders.device.path`),
+    and on cuda its kernels were compiled, not run by Triton's interpreter (DriverError otherwise: a verdict on
+    cuda is a verdict on the compiled kernels)."""
+    where = reply.get("path")
+    if not isinstance(where, dict) or where.get("device") != want:
+        got = where.get("device") if isinstance(where, dict) else None
+        raise DriverError(f"{module} ran on {got!r}, not on the device asked for ({want}): its reply's path is "
+                          f"{where!r}")  # fmt: skip
+    if want == "cuda" and where.get("interpreter"):
+        raise DriverError(f"{module} ran its Triton kernels in the interpreter on cuda (TRITON_INTERPRET=1 in the "
+                          "environment): unset it to judge the compiled kernels")  # fmt: skip
 
 
 def table_request(case: Case, context: list[int], n: int, seed: int, num_samples: int, gen: dict) -> dict:
@@ -321,6 +357,7 @@ class Served:
     def decode(self, case: Case, context: list[int], n: int, seed: int, num_samples: int, run: Any) -> list:
         req = self.request(case, context, n, seed, num_samples, run.options())
         reply = self.run(req, timeout=60 + self.seconds_per_sample * num_samples * n)
+        ran_on(reply, device(), self.module)
         return [tuple(s) for s in self.samples(reply)]
 
     def decoder(

@@ -14,19 +14,32 @@ walk is the Triton kernel `eagle_harness.kernels.sampled_tree._walk`, which trit
 refuses: see docs/THIRD_PARTY.md): an accepted child continues at its node, down to `depth` levels, then
 a bonus token from p (torch.multinomial); a residual token ends the round. Each node's children are drawn
 when the walk reaches it (the draws of nodes it never reaches do not change the law).
+
+The device (`rheo gate --device`, `rheo.decoders.device`): cpu, the default, is the above (the Triton walk's
+probe in Triton's interpreter); with cuda every tensor and the generator are on the GPU and the probe launches the
+compiled walk (which still has no harness for the full tree: it ends the run after one launch). No CUDA device in
+this interpreter's torch: one line, exit 2 in the gate. The reply's `path` records the device and the interpreter.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import sys
 import time
+
+from rheo.decoders import device as _device
+
+os.environ.update(_device.settings())  # cpu: TRITON_INTERPRET=1, before triton is imported; cuda: nothing
 
 import torch
 from eagle_harness.core.sampled_tree import draw_children, reject_children
 
 from rheo_ref.models import TableModel, context_key
+
+DEVICE = _device.requested()
+ON = _device.require(DEVICE)  # every tensor's device (cuda with no CUDA device here: exit NO_DEVICE, one line)
 
 
 class Rows:
@@ -38,7 +51,9 @@ class Rows:
         key = context_key(ctx, self.table.context_length)
         row = self.cache.get(key)
         if row is None:
-            row = self.cache[key] = torch.tensor([float(x) for x in self.table.row(ctx)], dtype=torch.float64).log()
+            row = self.cache[key] = torch.tensor(
+                [float(x) for x in self.table.row(ctx)], dtype=torch.float64, device=ON
+            ).log()
         return row
 
 
@@ -46,25 +61,22 @@ def triton_walk_probe(V: int, k: int) -> None:
     """One launch of the package's serving walk (`kernels/sampled_tree.sample_tree`) on a one-request tree:
     a root and its k children (one level), uniform p and q. triton 3.9.0's interpreter refuses it at
     kernels/sampled_tree.py line 54 (`mask has unsupported dtype`), the exception this lets through."""
-    import os
-
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    from eagle_harness.kernels.sampled_tree import sample_tree
+    from eagle_harness.kernels.sampled_tree import sample_tree  # (cpu: TRITON_INTERPRET=1 since the start)
 
     W, D, slots = 1 + k, 2, 1 + k
     sample_tree(
-        torch.full((1, W, V), 1.0 / V),  # target_probs [B, W, V]
-        torch.full((1, slots, V), 1.0 / V),  # q [B, slots, candidates]
-        torch.arange(V).repeat(1, slots, 1),  # q_ids
-        torch.arange(W, dtype=torch.int64).reshape(1, W),  # positions [B, raw nodes]
-        torch.ones(1, dtype=torch.bool),  # root_valid, as SampledTree stores it
-        torch.arange(W - 1, dtype=torch.int64).reshape(1, W - 1),  # nodes [B, W - 1]
-        torch.arange(W, dtype=torch.int64).reshape(1, W) % V,  # tokens
-        torch.arange(W, dtype=torch.int64).reshape(1, W),  # retrieve_index
-        torch.tensor([[1] + [-1] * k]),  # retrieve_next_token: the root's first child
-        torch.tensor([[-1] + list(range(2, W)) + [-1]]),  # retrieve_next_sibling
-        torch.rand(1, W),
-        torch.rand(1),
+        torch.full((1, W, V), 1.0 / V, device=ON),  # target_probs [B, W, V]
+        torch.full((1, slots, V), 1.0 / V, device=ON),  # q [B, slots, candidates]
+        torch.arange(V, device=ON).repeat(1, slots, 1),  # q_ids
+        torch.arange(W, dtype=torch.int64, device=ON).reshape(1, W),  # positions [B, raw nodes]
+        torch.ones(1, dtype=torch.bool, device=ON),  # root_valid, as SampledTree stores it
+        torch.arange(W - 1, dtype=torch.int64, device=ON).reshape(1, W - 1),  # nodes [B, W - 1]
+        torch.arange(W, dtype=torch.int64, device=ON).reshape(1, W) % V,  # tokens
+        torch.arange(W, dtype=torch.int64, device=ON).reshape(1, W),  # retrieve_index
+        torch.tensor([[1] + [-1] * k], device=ON),  # retrieve_next_token: the root's first child
+        torch.tensor([[-1] + list(range(2, W)) + [-1]], device=ON),  # retrieve_next_sibling
+        torch.rand(1, W, device=ON),
+        torch.rand(1, device=ON),
         top_k=k,
         max_depth=D,
     )
@@ -81,7 +93,7 @@ def run(req: dict) -> dict:
     V = p_rows.table.vocab_size
     if gen.get("walk", "core") == "triton":
         triton_walk_probe(V, k)
-    g = torch.Generator().manual_seed(int(req["seed"]))
+    g = torch.Generator(device=ON).manual_seed(int(req["seed"]))
     out: list[list[int]] = [[] for _ in range(num)]
     level = [0] * num
     t0 = time.perf_counter()
@@ -101,10 +113,10 @@ def run(req: dict) -> dict:
                 level[live[j]] = 0
         if inner:
             logits = torch.stack([q_rows.log(ctxs[j]) for j in inner]).float() / T  # [R, V]
-            ids = torch.arange(V).repeat(len(inner), 1)  # [R, V]
+            ids = torch.arange(V, device=ON).repeat(len(inner), 1)  # [R, V]
             proposals = draw_children(logits, ids, k, generator=g)
-            uniforms = torch.rand((len(inner), k), generator=g)  # [R, k]
-            final = uniforms[:, 0].clone() if reuse else torch.rand((len(inner),), generator=g)  # [R]
+            uniforms = torch.rand((len(inner), k), generator=g, device=ON)  # [R, k]
+            final = uniforms[:, 0].clone() if reuse else torch.rand((len(inner),), generator=g, device=ON)  # [R]
             res = reject_children(p[inner], proposals, uniforms, final)
             for j, t, pos in zip(inner, res.tokens.tolist(), res.accepted_position.tolist()):
                 i = live[j]
@@ -118,6 +130,7 @@ def run(req: dict) -> dict:
         "samples": [o[:n] for o in out],
         "seconds": seconds,
         "eagle_harness": importlib.metadata.version("eagle-harness"),
+        "path": _device.path(DEVICE),
     }
 
 

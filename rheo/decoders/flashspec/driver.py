@@ -15,6 +15,11 @@ default "auto" strategy adds an n-gram lookup drafter, whose law depends on the 
 Releases before 0.3.1 (0.2.0, 0.3.0) require the bandit selector as an argument: the driver passes the one-arm
 `UCB1Selector(n_arms=1, window_size=config.bandit.window_size)` that 0.3.1 builds itself when it is left out
 (engine/speculative.py 0.3.1 lines 429-439); 0.1.3 and 0.1.4 have no engine/hf_drafter.py.
+
+The device (`rheo gate --device`, `rheo.decoders.device`; flashspec runs no Triton kernel here, so nothing is set
+before its import): cpu, the default, is the above; with cuda the config, the wrappers, both TableLMs and the
+context are on the GPU. No CUDA device in this interpreter's torch: one line, exit 2 in the gate. The reply's
+`path` records the loop, the device and the interpreter (never: TRITON_INTERPRET is not set here).
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from flashspec.engine.speculative import SpeculativeEngine
 from flashspec.engine.verifier import TargetModel
 from flashspec.utils.config import BanditConfig, FlashSpecConfig, SamplingConfig
 
+from rheo.decoders import device as _device
 from rheo_fast.table_lm import table_lm
 from rheo_ref.models import TableModel
+
+DEVICE = _device.requested()
 
 SAMPLING_KEYS = ("gamma", "temperature", "top_p", "top_k", "variant")
 
@@ -45,7 +53,7 @@ def engine_for(req: dict, n: int) -> SpeculativeEngine:
     config = FlashSpecConfig(
         drafter_name="table-draft",
         target_name="table-target",
-        device="cpu",
+        device=DEVICE,
         dtype="float32",
         max_new_tokens=n,
         drafter_strategy="bandit",
@@ -53,10 +61,11 @@ def engine_for(req: dict, n: int) -> SpeculativeEngine:
         bandit=BanditConfig(n_arms=1),
         sampling=SamplingConfig(**sampling),
     )
-    draft = table_lm(TableModel.from_json(req["draft"], "draft"))
-    target = table_lm(TableModel.from_json(req["target"], "target"))
-    drafter = HuggingFaceDrafter("table-draft", "cpu", torch.float32, temperature=T, model=draft)
-    verifier = TargetModel("table-target", torch.device("cpu"), torch.float32, model=target)
+    on = _device.require(DEVICE)  # (cuda with no CUDA device here: exit NO_DEVICE, one line)
+    draft = table_lm(TableModel.from_json(req["draft"], "draft")).to(on)
+    target = table_lm(TableModel.from_json(req["target"], "target")).to(on)
+    drafter = HuggingFaceDrafter("table-draft", DEVICE, torch.float32, temperature=T, model=draft)
+    verifier = TargetModel("table-target", on, torch.float32, model=target)
     bandit = inspect.signature(SpeculativeEngine).parameters.get("bandit")
     if bandit is not None and bandit.default is inspect.Parameter.empty:  # 0.2.0, 0.3.0: a selector is required
         from flashspec.bandit.ucb import UCB1Selector  # the one-arm selector 0.3.1 builds itself when none is given
@@ -77,7 +86,7 @@ def run(req: dict) -> dict:
     last = t0
     while len(out) < num:
         b = min(batch, num - len(out))
-        ids = torch.tensor([context] * b, dtype=torch.int64)  # [b, L]
+        ids = torch.tensor([context] * b, dtype=torch.int64, device=DEVICE)  # [b, L]
         res = engine.generate(ids, max_new_tokens=n)
         for row in res.output_ids.tolist():  # [b, new tokens], -1 after a row's end
             out.append([int(t) for t in row if t >= 0][:n])
@@ -92,7 +101,10 @@ def run(req: dict) -> dict:
         "samples": out,
         "seconds": seconds,
         "flashspec": importlib.metadata.version("flashspec"),
-        "path": "_generate_single + rejection_step" if batch == 1 else "_generate_generic",
+        "path": {
+            "loop": "_generate_single + rejection_step" if batch == 1 else "_generate_generic",
+            **_device.path(DEVICE),
+        },
     }
 
 

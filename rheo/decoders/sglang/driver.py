@@ -18,13 +18,21 @@ temperatures)` (on CPU: logits / T, then torch.softmax), coins `torch.rand` in [
 before triton is imported). The draft side (SGLang's draft worker) is the harness: candidates are drawn
 with torch.multinomial from the draft probs at `draft_temperature`. A chain of num_steps drafts is one
 round; the samples of a batch run as the batch's rows, one kernel launch per round.
+
+The device (`rheo gate --device`, `rheo.decoders.device`): cpu, the default, is the above; with cuda
+TRITON_INTERPRET is not set, every tensor (and the drafter's and the coins' generators) is on the GPU, and
+`chain_speculative_sampling_triton` and the top-k / top-p rows' `renorm_triton` kernels (the functions SGLang binds
+on ROCm; on CUDA its engine binds FlashInfer's, not installed in .venv-sglang) run compiled. No CUDA device in this
+interpreter's torch: one line, exit 2 in the gate. The reply's `path` records the device and the interpreter.
 """
 
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
+from rheo.decoders import device as _device
+
+os.environ.update(_device.settings())  # cpu: TRITON_INTERPRET=1, before triton is imported; cuda: nothing
 
 import importlib.metadata
 import inspect
@@ -36,6 +44,9 @@ import time
 import torch
 
 from rheo_ref.models import TableModel, context_key
+
+DEVICE = _device.requested()
+ON = _device.require(DEVICE)  # every tensor's device (cuda with no CUDA device here: exit NO_DEVICE, one line)
 
 RELEASE = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3] if x.isdigit())  # (0, 5, 23)
 if RELEASE >= (0, 5, 22):  # eagle_utils.py computes the target probs with this kernel (0.5.22 line 979)
@@ -61,14 +72,14 @@ class Rows:
         key = context_key(ctx, self.table.context_length)
         row = self.cache.get(key)
         if row is None:
-            row = torch.tensor([float(x) for x in self.table.row(ctx)], dtype=torch.float64).log().float()
+            row = torch.tensor([float(x) for x in self.table.row(ctx)], dtype=torch.float64, device=ON).log().float()
             self.cache[key] = row
         return row
 
 
 def probs(rows: Rows, ctxs: list[list[int]], temperature: float) -> torch.Tensor:
     logits = torch.stack([rows.logits(c) for c in ctxs])  # [R, V]
-    temps = torch.full((len(ctxs), 1), temperature, dtype=torch.float32)  # [R, 1]
+    temps = torch.full((len(ctxs), 1), temperature, dtype=torch.float32, device=ON)  # [R, 1]
     if sglang_softmax is None:  # 0.5.14-0.5.21's verify: F.softmax(next_token_logits / expanded_temperature)
         return torch.softmax(logits / temps, dim=-1)  # [R, V]
     return sglang_softmax(logits, temperatures=temps)  # [R, V]
@@ -86,9 +97,9 @@ def renorm(target: torch.Tensor, gen: dict) -> torch.Tensor:
     B, S, V = target.shape
     flat = target.reshape(B * S, V)  # [B*S, V]
     if gen.get("top_k") is not None:
-        flat = top_k_renorm_probs_triton(flat, torch.full((B * S,), int(gen["top_k"])))
+        flat = top_k_renorm_probs_triton(flat, torch.full((B * S,), int(gen["top_k"]), device=ON))
     if gen.get("top_p") is not None:
-        flat = top_p_renorm_probs_triton(flat, torch.full((B * S,), float(gen["top_p"])))
+        flat = top_p_renorm_probs_triton(flat, torch.full((B * S,), float(gen["top_p"]), device=ON))
     return flat.reshape(B, S, V)
 
 
@@ -103,7 +114,7 @@ def run(req: dict) -> dict:
     thr_single = float(gen.get("threshold_single", 1.0))
     thr_acc = float(gen.get("threshold_acc", 1.0))
     n, num, context = int(req["tokens"]), int(req["num_samples"]), list(req["context"])
-    gen_rng = torch.Generator().manual_seed(int(req["seed"]))
+    gen_rng = torch.Generator(device=ON).manual_seed(int(req["seed"]))
     torch.manual_seed(int(req["seed"]) + 1)  # the coins: torch.rand, as _verify_coins draws them unseeded
     out: list[list[int]] = [[] for _ in range(num)]
     t0 = time.perf_counter()
@@ -115,7 +126,7 @@ def run(req: dict) -> dict:
         B, S = len(live), gamma + 1
         ctx0 = [context + out[i] for i in live]
         drafts: list[list[int]] = [[] for _ in live]
-        draft_probs = torch.empty(B, gamma, p_rows.table.vocab_size)  # [B, γ, V]
+        draft_probs = torch.empty(B, gamma, p_rows.table.vocab_size, device=ON)  # [B, γ, V]
         for j in range(gamma):
             ctxs = [c + d for c, d in zip(ctx0, drafts)]
             draw = probs(q_rows, ctxs, T_draw)  # [B, V]: what the candidates are drawn from
@@ -128,13 +139,13 @@ def run(req: dict) -> dict:
         )  # [B, S, V]
         target = renorm(target, gen)  # [B, S, V]
         last = [c[-1] if c else 0 for c in ctx0]
-        candidates = torch.tensor([[r, *d] for r, d in zip(last, drafts)], dtype=torch.int64)  # [B, S]
-        retrive_index = torch.arange(B * S, dtype=torch.int64).reshape(B, S)  # [B, S]
-        predicts = torch.zeros(B * S, dtype=torch.int32)  # [B*S]
-        accept_index = torch.full((B, S), -1, dtype=torch.int32)  # [B, S]
-        accept_num = torch.zeros(B, dtype=torch.int32)  # [B]
+        candidates = torch.tensor([[r, *d] for r, d in zip(last, drafts)], dtype=torch.int64, device=ON)  # [B, S]
+        retrive_index = torch.arange(B * S, dtype=torch.int64, device=ON).reshape(B, S)  # [B, S]
+        predicts = torch.zeros(B * S, dtype=torch.int32, device=ON)  # [B*S]
+        accept_index = torch.full((B, S), -1, dtype=torch.int32, device=ON)  # [B, S]
+        accept_num = torch.zeros(B, dtype=torch.int32, device=ON)  # [B]
         coins = torch.rand_like(candidates, dtype=torch.float32)  # [B, S], as eagle_utils._verify_coins
-        coins_final = torch.rand((B,), dtype=torch.float32)  # [B]
+        coins_final = torch.rand((B,), dtype=torch.float32, device=ON)  # [B]
         chain_speculative_sampling_triton(
             predicts=predicts,
             accept_index=accept_index,
@@ -166,6 +177,7 @@ def run(req: dict) -> dict:
         "sglang": importlib.metadata.version("sglang"),
         "triton": importlib.metadata.version("triton"),
         "ms_per_sample": 1000 * seconds / max(num, 1) if not math.isnan(seconds) else None,
+        "path": _device.path(DEVICE),
     }
 
 

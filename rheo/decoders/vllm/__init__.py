@@ -19,7 +19,7 @@ from rheo_ref.models import Case
 from rheo_ref.processing import merge_ties
 
 from ..rows import Row, Table
-from ..served import Served
+from ..served import Served, device, ran_on
 from .law import PENALTY_KEYS, AdaptiveLaw, BlockLaw, FlyLaw, Law, Setting, VLLMLaw, bad_words_row, min_p_table
 from .mixed import judge_mixed
 
@@ -37,6 +37,8 @@ GEN_KEYS = {
     "temperature": "1/k for an integer k, or 0 (greedy)",
     "top_k": "keep the tokens >= the k-th largest (vLLM's PyTorch path, HAS_TRITON=False)",
     "top_p": "drop tokens whose ascending cumulative mass is <= 1 - top_p (PyTorch path)",
+    "topk_topp": "pytorch (default: HAS_TRITON=False, vLLM's PyTorch top-k/top-p) or triton (vLLM's Triton\n"
+    "top-k/top-p kernel, topk_topp_triton.py: compiled on CUDA only, --device cuda; the same law)",
     "ties": 'all, low or high (or {"top_p": ...}): who is kept of tokens tied at a cut; top-k: vLLM\'s own rule,\n'
     "all, unless given; a top-p cut between tied tokens is refused without it",
     "k": "drafts per round (num_speculative_tokens), 0..128; default 2",
@@ -135,6 +137,8 @@ def _parse(gen: dict[str, Any]) -> tuple[Setting, bool, list[Fraction] | None]:
         rates = [Fraction(x) for x in str(syn).split(",")]
         if any(not 0 <= r <= 1 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
             raise CaseError(f"synthetic={syn!r}: rates must lie in [0, 1] and not increase")
+    if gen.get("topk_topp", "pytorch") not in ("pytorch", "triton"):
+        raise CaseError(f"topk_topp={gen['topk_topp']!r}; allowed: pytorch, triton")
     settings = {k: v for k, v in gen.items() if k in ("temperature", "top_k", "top_p", "k", "min_p", *PENALTY_KEYS)}
     settings["ties"] = merge_ties(VLLM_TIES, gen.get("ties"))
     return Setting.from_gen(settings), bool(dp), rates
@@ -156,6 +160,8 @@ def request(case: Case, gen: dict[str, Any], seed: int, num_samples: int, *, tok
         spec["bad_words"] = [list(w) for w in s.bad_words]
     spec.update(_verifier(gen, s))
     extra: dict[str, Any] = {"runner": "v2"} if gen.get("runner") else {}
+    if gen.get("topk_topp") is not None:  # (the driver's default: pytorch)
+        extra["topk_topp"] = gen["topk_topp"]
     if _method(gen) == "adaptive":
         a = _adaptive(gen, s.k)
         AdaptiveLaw.validate(s, **a)
@@ -201,6 +207,7 @@ def sampler(gen: dict[str, Any]) -> Callable[[Case, int, int], list[tuple[int, .
     def sample(case: Case, seed: int, num_samples: int) -> list[tuple[int, ...]]:
         req = request(case, gen, seed, num_samples)
         reply = SERVED.run(req, timeout=60 + SECONDS_PER_SAMPLE * num_samples * case.tokens)
+        ran_on(reply, device(), MODULE)
         return [tuple(s) for s in reply["samples"][0]]
 
     return sample

@@ -34,7 +34,12 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   `SamplingMetadata.bad_words_token_ids`.
 - `"synthetic_rates"`: vLLM's documented-lossy `rejection_sample_method="synthetic"` (accepts the
   i-th draft with a fixed rate, whatever p and q): the negative control.
-No rheo module beyond this file's standard-library imports is needed here.
+- the device (`rheo gate --device`, `rheo.decoders.device`, read before triton and vLLM are imported): cpu, the
+  default, is all of the above; cuda sets neither TRITON_INTERPRET nor CUDA_VISIBLE_DEVICES, builds every tensor
+  handed to vLLM on the GPU (the request generators too; the harness's drafter still draws on the CPU), leaves
+  `PIN_MEMORY` as vLLM's platform has it, and ends with one line (exit 2 in the gate) where this interpreter's torch
+  sees no CUDA device. Every reply's `path` records the device and whether Triton's interpreter ran.
+No rheo module beyond `rheo.decoders.device` (standard library only) is needed here.
 """
 
 from __future__ import annotations
@@ -52,8 +57,12 @@ from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+from rheo.decoders import device as _device
+
+# Before triton and vLLM are imported: on cpu (the default) TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES="" (with which
+# vLLM keeps Triton enabled with no GPU driver); on cuda (`rheo gate --device cuda`) neither: the compiled kernels.
+DEVICE = _device.prepare(hide_cuda=True)
+ON: Any = "cpu"  # the torch device every tensor handed to vLLM is built on (main: `_device.require(DEVICE)`)
 
 ZERO_LOGIT = -1.0e4  # log 0: finite, as TableLM does (exp(-1e4 / T) is exactly 0 in float32 for T < 90)
 
@@ -108,9 +117,11 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
     ks = [int(s.get("top_k") or 0) for s in specs]
     ps = [float(s.get("top_p") or 1.0) for s in specs]
     top_k = (
-        None if all(not 0 < k < V for k in ks) else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32)
+        None
+        if all(not 0 < k < V for k in ks)
+        else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32, device=device)
     )
-    top_p = None if all(p >= 1.0 for p in ps) else torch.tensor(ps, dtype=torch.float32)
+    top_p = None if all(p >= 1.0 for p in ps) else torch.tensor(ps, dtype=torch.float32, device=device)
     penal = any(k in s for s in specs for k in ("repetition_penalty", "frequency_penalty", "presence_penalty"))
     return SamplingMetadata(
         temperature=temp,
@@ -123,7 +134,7 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         # the penalties as the input batch builds them: the prompt's ids (padded with V), each request's output so
         # far (a list the sampler extends with the drafts, `_combine_outputs_with_spec_tokens`)
         no_penalties=not penal,
-        prompt_token_ids=torch.tensor([list(prompt)] * B, dtype=torch.int64) if penal else None,
+        prompt_token_ids=torch.tensor([list(prompt)] * B, dtype=torch.int64, device=device) if penal else None,
         frequency_penalties=torch.tensor([float(s.get("frequency_penalty", 0.0)) for s in specs], device=device),
         presence_penalties=torch.tensor([float(s.get("presence_penalty", 0.0)) for s in specs], device=device),
         repetition_penalties=torch.tensor([float(s.get("repetition_penalty", 1.0)) for s in specs], device=device),
@@ -236,21 +247,25 @@ def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, 
 
     B = len(drafts)
     ms = [len(d) for d, _ in drafts]
-    tl_ = torch.tensor(logits, dtype=torch.float32).contiguous()  # [sum(m+1), V] target logits
+    tl_ = torch.tensor(logits, dtype=torch.float32, device=ON).contiguous()  # [sum(m+1), V] target logits
     # per request the last context token, then its drafts (row i verifies entry i + 1)
-    ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64)
-    dl: Any = None if dprobs is None else torch.tensor(dprobs, dtype=torch.float32).reshape(B, K, V).log().contiguous()
+    ds = torch.tensor([t for d, last in drafts for t in [last, *d]], dtype=torch.int64, device=ON)
+    dl: Any = (
+        None
+        if dprobs is None
+        else torch.tensor(dprobs, dtype=torch.float32, device=ON).reshape(B, K, V).log().contiguous()
+    )
     if dl is not None and "draft_logits_cache" in inspect.signature(rejection_sample).parameters:
         dl = SimpleNamespace(values=dl, row_mapping=None)  # 0.34: a DraftLogitsCache, replicated (indexed by request)
-    cu = torch.tensor([0, *itertools.accumulate(m + 1 for m in ms)], dtype=torch.int32)
-    idx = torch.arange(B, dtype=torch.int32)
-    expanded = idx.repeat_interleave(torch.tensor([m + 1 for m in ms]))
-    local = torch.tensor([j for m in ms for j in range(m + 1)], dtype=torch.int32)
+    cu = torch.tensor([0, *itertools.accumulate(m + 1 for m in ms)], dtype=torch.int32, device=ON)
+    idx = torch.arange(B, dtype=torch.int32, device=ON)
+    expanded = idx.repeat_interleave(torch.tensor([m + 1 for m in ms], device=ON))
+    local = torch.tensor([j for m in ms for j in range(m + 1)], dtype=torch.int32, device=ON)
     if process is not None:
         tl_ = process(tl_, expanded, local, ds)
     out, num = rejection_sample(
-        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64), idx, expanded, local, torch.ones(B),
-        torch.tensor(seeds, dtype=torch.int64), K, **method,
+        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64, device=ON), idx, expanded, local,
+        torch.ones(B, device=ON), torch.tensor(seeds, dtype=torch.int64, device=ON), K, **method,
     )  # fmt: skip
     return [out[b, : int(num[b])].tolist() for b in range(B)]
 
@@ -277,10 +292,10 @@ def admitted_counts(drafts: list[list[int]], confidences: list[list[float]], ada
     companion, budget = [float(c) for c in adaptive["companion"]], int(adaptive["budget"])
     out = []
     for d, conf in zip(drafts, confidences):
-        probs = torch.tensor([conf, companion], dtype=torch.float32)
-        capacities = torch.tensor([len(d), K], dtype=torch.int32)
-        survival = torch.empty(2 * K, dtype=torch.int32)
-        assign(probs, torch.tensor([0, 1], dtype=torch.int64), capacities, budget, survival)
+        probs = torch.tensor([conf, companion], dtype=torch.float32, device=ON)
+        capacities = torch.tensor([len(d), K], dtype=torch.int32, device=ON)
+        survival = torch.empty(2 * K, dtype=torch.int32, device=ON)
+        assign(probs, torch.tensor([0, 1], dtype=torch.int64, device=ON), capacities, budget, survival)
         out.append(int(capacities[0]))
     return out
 
@@ -319,17 +334,19 @@ def v2_processing(req: dict, context: list[int], emitted: dict, live: list[int])
         if words:
             hist = [context + emitted[r] for r in live]
             width = max(len(h) for h in hist) + 1
-            all_ids = torch.tensor([h + [0] * (width - len(h)) for h in hist], dtype=torch.int32)
+            all_ids = torch.tensor([h + [0] * (width - len(h)) for h in hist], dtype=torch.int32, device=ON)
             flat = [t for w in words for t in w]
             offsets = [0, *itertools.accumulate(len(w) for w in words)]
             apply_bad_words(
-                logits, expanded, torch.tensor([flat] * B, dtype=torch.int32),
-                torch.tensor([offsets] * B, dtype=torch.int32), torch.full((B,), len(words), dtype=torch.int32),
-                all_ids, torch.full((B,), len(context), dtype=torch.int32),
-                torch.tensor([len(h) for h in hist], dtype=torch.int32), input_ids.to(torch.int32), local, len(words),
+                logits, expanded, torch.tensor([flat] * B, dtype=torch.int32, device=ON),
+                torch.tensor([offsets] * B, dtype=torch.int32, device=ON),
+                torch.full((B,), len(words), dtype=torch.int32, device=ON), all_ids,
+                torch.full((B,), len(context), dtype=torch.int32, device=ON),
+                torch.tensor([len(h) for h in hist], dtype=torch.int32, device=ON), input_ids.to(torch.int32), local,
+                len(words),
             )  # fmt: skip
         if min_p:
-            apply_min_p(logits, expanded, torch.full((B,), float(min_p), dtype=torch.float32))
+            apply_min_p(logits, expanded, torch.full((B,), float(min_p), dtype=torch.float32, device=ON))
         return logits
 
     return process
@@ -348,7 +365,7 @@ def v2_method(req: dict, K: int) -> dict:
         from vllm.v1.worker.gpu.spec_decode.rejection_sampler import unconditional_to_conditional_rates
 
         rates = unconditional_to_conditional_rates([float(r) for r in req["synthetic_rates"]])
-        return {"synthetic_conditional_rates": torch.tensor(rates, dtype=torch.float32)}
+        return {"synthetic_conditional_rates": torch.tensor(rates, dtype=torch.float32, device=ON)}
     if m == "fly":
         fly = req["fly"]
         return {"fly_window_size": int(fly["window"]), "fly_entropy_threshold": float(fly["threshold"]),
@@ -424,7 +441,7 @@ def decode_v2(req: dict) -> dict:
         "seconds": {"total": round(time.perf_counter() - t0, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
         "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "runner": "v2",
                  "method": req.get("method", "token"), "interpreter_libdevice": provided,
-                 "adaptive": adaptive is not None},
+                 "adaptive": adaptive is not None, **_device.path(DEVICE)},
     }  # fmt: skip
 
 
@@ -482,8 +499,9 @@ def decode(req: dict) -> dict:
 
     if req.get("topk_topp", "pytorch") == "pytorch":
         tkp.HAS_TRITON = False  # the switch vLLM reads: apply_top_k_top_p -> apply_top_k_top_p_pytorch
-    no_pinned_memory()
-    device = torch.device("cpu")
+    if DEVICE == "cpu":  # (on cuda vLLM's CudaPlatform pins, as in its engine)
+        no_pinned_memory()
+    device = ON
     V, Lp, p_rows = _rows(req["target"])
     _, Lq, q_rows = _rows(req["draft"])
     logp = {k: [math.log(x) if x > 0 else ZERO_LOGIT for x in r] for k, r in p_rows.items()}
@@ -501,8 +519,8 @@ def decode(req: dict) -> dict:
     rows = [i for i, s in enumerate(specs) for _ in range(int(s["num_samples"]))]
     order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed + 2)).tolist()
     rows = [rows[j] for j in order]  # the specs interleaved in the batch
-    seeded = {
-        r: torch.Generator().manual_seed(int(specs[s]["seed"]) + r)
+    seeded = {  # (on the device, as the input batch builds a request's generator)
+        r: torch.Generator(device=device).manual_seed(int(specs[s]["seed"]) + r)
         for r, s in enumerate(rows)
         if specs[s].get("seed") is not None
     }
@@ -542,8 +560,8 @@ def decode(req: dict) -> dict:
                 outputs=[emitted[r] for r in live],
                 prompt=context,
             )
-            lg = torch.tensor(logits, dtype=torch.float32)
-            dp = torch.tensor(dprobs, dtype=torch.float32) if use_q and dprobs else None
+            lg = torch.tensor(logits, dtype=torch.float32, device=device)
+            dp = torch.tensor(dprobs, dtype=torch.float32, device=device) if use_q and dprobs else None
             t1 = time.perf_counter()
             if prof is not None:
                 prof.enable()
@@ -564,7 +582,11 @@ def decode(req: dict) -> dict:
         "torch": torch.__version__,
         "samples": out,
         "seconds": {"total": round(t_all, 3), "rejection_sampler": round(t_vllm, 3), "calls": calls},
-        "path": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"), "HAS_TRITON_topk_topp": tkp.HAS_TRITON},
+        "path": {
+            "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"),
+            "HAS_TRITON_topk_topp": tkp.HAS_TRITON,
+            **_device.path(DEVICE),
+        },
     }
     if prof is not None:
         s = io.StringIO()
@@ -574,7 +596,9 @@ def decode(req: dict) -> dict:
 
 
 def main() -> None:
+    global ON
     req = json.loads(sys.stdin.read())
+    ON = _device.require(DEVICE)  # (cuda where this torch shows no CUDA device: exit NO_DEVICE, one line)
     if req.get("method", "token") == "token" and req.get("runner") != "v2" and has_v1():
         reply = decode(req)  # 0.33: vllm.v1.sample.rejection_sampler.RejectionSampler
     else:

@@ -23,7 +23,8 @@ MIXED: list[dict[str, Any]] = [  # one batch, settings and seeds differing per r
 
 def judge_mixed(decoder: Any, row: Any, table: Any, seed: int) -> dict[str, Any]:
     """The row `mixed-batch` of vLLM's table on one seed (`rheo.decoders.rows.Row.judge`)."""
-    from rheo.decoders.vllm import SECONDS_PER_SAMPLE, SERVED, law, request, target
+    from rheo.decoders.served import device, ran_on
+    from rheo.decoders.vllm import MODULE, SECONDS_PER_SAMPLE, SERVED, law, request, target
 
     tokens, delta = row.tokens, row.tv  # (the row as resolved by the table: rheo.decoders.rows.run_row)
     c = replace(load_case(str(_repo() / row.case)), tokens=tokens)
@@ -35,6 +36,7 @@ def judge_mixed(decoder: Any, row: Any, table: Any, seed: int) -> dict[str, Any]
     req["requests"] = [request(c, g, seed, N)["requests"][0] for g, N in zip(MIXED, Ns)]
     t0 = time.perf_counter()
     reply = SERVED.run(req, timeout=120 + SECONDS_PER_SAMPLE * sum(Ns) * tokens)
+    ran_on(reply, device(), MODULE)
     res = [check_law(s, t, alpha=alpha, tv=delta, beta=table.beta) for s, t in zip(reply["samples"], targets)]
     return {
         "gen": MIXED, "verdict": "REJECT" if any(r.rejected for r in res) else "pass", "N": Ns,
