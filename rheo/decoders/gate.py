@@ -184,10 +184,10 @@ def gate_checked(
             f"decoder {decoder.name} with {dict(decoder.gen)} claims its own target law: --horizon needs the "
             "processed p; allowed: the first tokens (--tokens)"
         )
-    if sequential and (horizon is not None or claimed is not None):
+    if sequential and claimed is not None:  # (with a horizon: refused by the gate's own check, gate_arguments)
         raise CaseError(
-            f"sequential=True with {'--horizon' if horizon is not None else f'decoder {decoder.name} (its own law)'}: "
-            "the sequential gate tests the first tokens against the processed p; allowed: --tokens"
+            f"sequential=True with decoder {decoder.name} (its own law): the sequential gate tests the first tokens "
+            "against the processed p; allowed: --tokens"
         )
     tcase = decoder.target_case(case, n) if claimed is None else case
     exact = decoder.exact_law(replace(case, constraint=None), n)  # the decoder's own law (no decoder here masks)

@@ -124,12 +124,8 @@ def gate_arguments(
     switches, which of tokens / horizon / rounds / sequential go together, then `gate_call` (the sampler,
     the case, the rates, the tokens or horizon, the seed, the sizes). `run_gate` runs the checked call; a
     library entry that gates a decoder (`rheo.decoders.gate.gate_hf`) calls both and checks nothing again."""
-    for name, flag in (("rounds", rounds), ("force", force), ("sequential", sequential)):
-        if not isinstance(flag, bool):
-            raise StatsError(f"{name}={show(flag)} must be True or False")
+    check_switches(horizon=horizon, rounds=rounds, force=force, sequential=sequential)
     if horizon is None:
-        if rounds:
-            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
         return gate_call(
             sampler,
             case,
@@ -142,16 +138,10 @@ def gate_arguments(
             tokens=lambda: case.tokens if tokens is None else validate.whole("tokens", tokens, min=1),
             sequential=sequential,
         )
-    if sequential is not False:
-        raise StatsError(
-            f"sequential={show(sequential)} with horizon={show(horizon)}: the sequential gate tests the first tokens; "
-            "give one (sequential=False for the horizon test)"
-        )
     checked: list[int] = []
 
     def window_tokens() -> int:  # a horizon test reads H tokens; the sizes are checked for the context
-        if tokens is not None:
-            raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
+        tokens_or_horizon(tokens, horizon)
         checked.append(check_horizon(horizon))
         return 1
 
@@ -169,6 +159,27 @@ def gate_arguments(
         rounds=rounds,
     )
     return replace(call, horizon=checked[0])
+
+
+def check_switches(*, horizon: Any, rounds: Any, force: Any, sequential: Any) -> None:
+    """The one check of a gate call's switches and of which go together (`check_lossless`, `plan_samples`):
+    rounds, force and sequential are True or False; rounds needs a horizon; the sequential gate tests the
+    first tokens, not a horizon's windows."""
+    for name, flag in (("rounds", rounds), ("force", force), ("sequential", sequential)):
+        validate.boolean(name, flag)
+    if horizon is None and rounds:
+        raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
+    if horizon is not None and sequential:
+        raise StatsError(
+            f"sequential={show(sequential)} with horizon={show(horizon)}: the sequential gate tests the first tokens; "
+            "give one (sequential=False for the horizon test)"
+        )
+
+
+def tokens_or_horizon(tokens: Any, horizon: Any) -> None:
+    """A gate reads the first `tokens` tokens or a horizon's H, not both (`check_lossless`, `plan_samples`)."""
+    if tokens is not None and horizon is not None:
+        raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
 
 
 def run_gate(sampler: Sampler, case: Case, call: GateCall) -> LawTest | HorizonTest:

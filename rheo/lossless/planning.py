@@ -56,21 +56,18 @@ def plan_samples(
     at level α (docs/STATISTICS.md, "What the statistics promise"). `sequential=True`: the N of the
     sequential gate's last look (planned at its level, `rheo.lossless.sequential.final_alpha`), the
     most `check_lossless(..., sequential=True)` draws."""
+    from rheo.lossless.gate import check_switches, tokens_or_horizon
+
     alpha, beta, tv = validate.gate_rates(alpha, beta, tv)
-    rounds, force = validate.boolean("rounds", rounds), validate.boolean("force", force)
-    if validate.boolean("sequential", sequential):
-        if horizon is not None:
-            raise StatsError(f"sequential=True with horizon={horizon!r}: the sequential gate tests the first tokens")
+    check_switches(horizon=horizon, rounds=rounds, force=force, sequential=sequential)  # (the gate's own check)
+    if sequential:
         from rheo.lossless.sequential import final_alpha
 
         alpha = final_alpha(alpha)
     if isinstance(target, Case):
         check_case(target)
-        if rounds and horizon is None:
-            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
+        tokens_or_horizon(tokens, horizon)
         if horizon is not None:
-            if tokens is not None:
-                raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
             from rheo.lossless.horizon import plan
 
             validate.gate_size(

@@ -118,6 +118,19 @@ def test_only_validate_words_the_refusal_of_a_rate():
     assert all(w in (ROOT / THE_CHECK).read_text(encoding="utf-8") for w in words)
 
 
+@pytest.mark.parametrize(
+    "refusal", ["give one (a horizon test reads H tokens)", "needs a horizon (the first round", "must be True or False"]
+)
+def test_which_options_go_together_is_written_once(refusal):
+    """tokens or horizon, rounds with a horizon, the switches: one check (rheo.lossless), which the CLI and the
+    planner call rather than repeat."""
+    where = [
+        str(f.relative_to(ROOT)) for pkg in PACKAGES for f in sorted((ROOT / pkg).rglob("*.py"))
+        if refusal in f.read_text(encoding="utf-8")
+    ]  # fmt: skip
+    assert len(where) == 1, where
+
+
 def test_no_function_calls_the_rate_checks_twice():
     twice = {}
     for rel, tree in SOURCES:
