@@ -31,7 +31,7 @@ from itertools import islice
 from typing import Any
 
 from rheo_ref.errors import CaseError, SamplerOutputError, StatsError
-from rheo_ref.validate import index, integer, is_bool, label, show, within_limit
+from rheo_ref.validate import index, is_bool, label, show, within_limit
 
 MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens / tokens= or the case
 MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
@@ -171,12 +171,12 @@ def gate_size(
     """Refuse up front what the gate cannot pay for (the API and `rheo gate`, which hands its flags to the
     API and names them in the refusal): more than MAX_TOKENS tokens or MAX_CONTEXT context tokens, an exact
     law over `rheo exact`'s size limit, `needed` samples (a lower bound: the two-cell χ² test's N,
-    `rheo.lossless.stats.min_num_samples(tv, alpha, beta, 2)`) over MAX_SAMPLES. `force`: no limit."""
+    `rheo.lossless.stats.min_num_samples(tv, alpha, beta, 2)`) over MAX_SAMPLES. `force`: no limit. `tokens`
+    and the rates are the caller's, checked there (`gate_call`, `plan_samples`)."""
     from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
 
     if force:
         return
-    integer("tokens", tokens, min=1)
     within_limit(f"tokens={tokens}: tokens per sample", tokens, MAX_TOKENS, override="force=True to run anyway")
     if len(case.context) > MAX_CONTEXT:
         raise CaseError(
