@@ -13,6 +13,7 @@ serve a deprecated attribute ask `attribute` for it, so the text and the release
 | `LosslessError.cells` | `LosslessError.top_cells` | 0.2.0 | `rheo_ref/errors.py`: the reference may not import rheo (the layers point rheo → rheo_fast → rheo_ref), so the property stays there and writes this table's message itself |
 | `rheo.lossless.planning.tv` | `rheo.total_variation` | 0.2.0 | `rheo/lossless/planning.py`, served by `attribute` (a second spelling of `rheo.tv` that nothing in rheo calls) |
 | `rheo.family` (the module: every name in it) | `rheo.families.registry` | 0.2.0 | `rheo/family.py`, served by `attribute` (the registry moved into the folder of the families it lists) |
+| `rheo.decoders.settings.Sampling` | `rheo_ref.processing.Sampling` | 0.2.0 | `rheo/decoders/settings.py`, served by `attribute` (the settings are modelled once, in the lowest layer that reads them) |
 
 Removing them: the release named in a row deletes the row and its shim; `tests/test_deprecated.py`
 fails once rheo's version reaches a row's release, and checks that every shim warns with its row's text.
@@ -53,6 +54,7 @@ DEPRECATED: tuple[Deprecated, ...] = (
     Deprecated("LosslessError.cells", "LosslessError.top_cells", "0.2.0", "rheo_ref/errors.py"),
     Deprecated("rheo.lossless.planning.tv", "rheo.total_variation", "0.2.0", "rheo/lossless/planning.py"),
     Deprecated("rheo.family", "rheo.families.registry", "0.2.0", "rheo/family.py"),
+    Deprecated("rheo.decoders.settings.Sampling", "rheo_ref.processing.Sampling", "0.2.0", "rheo/decoders/settings.py"),
 )
 BY_NAME = {d.old: d for d in DEPRECATED}
 

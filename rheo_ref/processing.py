@@ -45,6 +45,7 @@ A decoder that models an engine declares the engine's rule and the caller names 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -68,7 +69,8 @@ TIES_HELP = (
 
 
 class Settings(Protocol):
-    """What a request sets (`rheo_ref.bugclasses.decoder.Request` is one): temperature (0: greedy;
+    """What a request sets, as `process` reads it (`Sampling` is the model; any object with these fields
+    will do): temperature (0: greedy;
     else 1/T an integer), top_k (0: off), top_p (1: off), min_p (0: off), penalty (frequency ρ,
     1: off), presence (π, 1: off), repetition (θ, 1: off), bias ((token, factor) pairs), order, ties (`TIES`; None: a cut between tied tokens is refused)."""
 
@@ -101,6 +103,40 @@ class Settings(Protocol):
 
     @property
     def ties(self) -> Ties: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling:
+    """One request's processing settings: the one model of them, which every layer reads (`rheo.processed`
+    builds one, `rheo.decoders.laws.Processing` is its transformers subset, a bug-class `Request` is one with
+    the decoder's shape). Fields as `Settings` reads them: temperature (0: greedy; else 1/T an integer),
+    top_k (0: off), top_p (1: off), min_p (0: off), penalty (frequency ρ, 1: off), presence (π, 1: off),
+    repetition (θ, 1: off), bias ((token, factor) pairs, factor = e^bias, 0 bans), order (`ORDERS`), ties
+    (`TIES` at a top-k / top-p cut; None: such a cut refused), greedy_ties (at T = 0, who an argmax picks of
+    tied tokens: "low", "high"; None: refused). Keyword-only; a user's values are checked where they come in
+    (`rheo.decoders.settings.sampling`, `Request`), not here."""
+
+    temperature: Fraction = Fraction(1)
+    top_k: int = 0
+    top_p: Fraction = Fraction(1)
+    min_p: Fraction = Fraction(0)
+    penalty: Fraction = Fraction(1)
+    presence: Fraction = Fraction(1)
+    repetition: int = 1
+    bias: tuple[tuple[int, Fraction], ...] = ()
+    order: str = "transformers"
+    ties: Ties = None
+    greedy_ties: str | None = None
+
+    @property
+    def history(self) -> bool:
+        """Whether a row depends on the tokens emitted before it (a penalty)."""
+        return (self.penalty, self.presence, self.repetition) != (1, 1, 1)
+
+    @property
+    def cuts(self) -> bool:
+        """Whether a step keeps some tokens and drops others (which a grammar's mask changes)."""
+        return self.temperature == 0 or self.top_k > 0 or self.top_p < 1 or self.min_p > 0
 
 
 def logit_bias(w: Weights, factors: Iterable[tuple[int, Num]]) -> Weights:
@@ -313,6 +349,7 @@ __all__ = [
     "STEPS",
     "TIES",
     "TIES_HELP",
+    "Sampling",
     "Settings",
     "Ties",
     "argmax",

@@ -8,8 +8,9 @@ multi-line message).
     integer("--samples", n, min=1)           # an int, not a bool, in range
     index("tokens", n, min=1)                # the same, numpy / torch integers accepted (API arguments)
     number("--temperature", t, min=0)        # a finite int or float, not a bool, in range
-    rate("--alpha", a)                       # a number strictly between 0 and 1
     within_limit("trees per round", est, limit, override="--force")   # TooLargeError
+
+A test's rates (α, β, δ) are checked in one place, `rheo.lossless.validate.rate`.
 """
 
 from __future__ import annotations
@@ -119,14 +120,6 @@ def number(name: str, value: Any, *, min: float | None = None, max: float | None
             ok = False
     if not ok or (min is not None and value < min) or (max is not None and value > max):
         raise CaseError(f"{label(name, value)} must be a finite number {_bounds(min, max)}".rstrip())
-    return float(value)
-
-
-def rate(name: str, value: Any) -> float:
-    """A probability strictly between 0 and 1 (a false-alarm rate, a miss rate, a TV)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
-    if not ok:
-        raise CaseError(f"{label(name, value)} must be a number strictly between 0 and 1")
     return float(value)
 
 

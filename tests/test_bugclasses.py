@@ -62,7 +62,11 @@ def test_processors_match_transformers_rules():
     assert bfloat16(F(1, 3)) != F(1, 3) and abs(bfloat16(F(1, 3)) - F(1, 3)) < F(1, 3) / 2**8
 
 
-@pytest.mark.parametrize("req", [Request(), Request(F(1, 2), 3, F(9, 10), F(1, 2), 2, "block")], ids=str)
+@pytest.mark.parametrize(
+    "req",
+    [Request(), Request(temperature=F(1, 2), top_k=3, top_p=F(9, 10), penalty=F(1, 2), gamma=2, verify="block")],
+    ids=str,
+)
 def test_baseline_is_exactly_lossless_on_the_library_and_hunted_cases(req):
     for name, case in CASES.items():
         assert tv(case_law(case), request_law(case)) == 0, name

@@ -11,10 +11,12 @@ from fractions import Fraction
 import pytest
 
 import rheo
+import rheo.decoders.settings
 import rheo.families.registry
 import rheo.family
 import rheo.lossless.planning
 import rheo.selfgate.matrix
+import rheo_ref.processing
 from rheo.deprecated import BY_NAME, DEPRECATED, Deprecated, attribute
 
 A = {(0,): Fraction(1, 2), (1,): Fraction(1, 2)}
@@ -38,6 +40,10 @@ READ = {
     "rheo.min_detectable_tv": (lambda: rheo.min_detectable_tv, lambda: rheo.lossless.stats.min_detectable_tv),
     "rheo.lossless.planning.tv": (lambda: rheo.lossless.planning.tv, lambda: rheo.total_variation),
     "rheo.family": (lambda: rheo.family.suite_families, lambda: rheo.families.registry.suite_families),
+    "rheo.decoders.settings.Sampling": (
+        lambda: rheo.decoders.settings.Sampling,
+        lambda: rheo_ref.processing.Sampling,
+    ),
     "rheo.selfgate.matrix.ALPHA": (
         lambda: rheo.selfgate.matrix.ALPHA,
         lambda: rheo.selfgate.matrix.alpha_per_test(),

@@ -571,12 +571,13 @@ GATE_HF_FLAGS = {
 
 @pytest.fixture(scope="module")
 def stub_gate_hf():
-    """The sampling itself (transformers generate or a served decoder's own environment, seconds to
-    minutes) stands in: every argument that reaches it passed its checks."""
+    """The gate past `gate_hf`'s one check of its arguments, the decoder's environment and context
+    (`rheo.decoders.gate.gate_checked`: the sampling, transformers generate or a served decoder's own
+    environment, seconds to minutes) stands in: every argument that reaches it passed its checks."""
     mp = pytest.MonkeyPatch()
     import rheo.decoders.gate
 
-    mp.setattr(rheo.decoders.gate, "gate_hf", _reached)
+    mp.setattr(rheo.decoders.gate, "gate_checked", _reached)
     yield
     mp.undo()
 
@@ -620,16 +621,26 @@ def test_gate_served_argument_vectors(files, stub_gate_hf, path, argv):  # gate-
     invoke(["gate-served", case_path(files, path), *argv])
 
 
-def runnable_examples() -> list[str]:
+def runnable_examples(case: str) -> list[str]:
     """The registry's `--decoder` values whose decoder can run here (a served one: an interpreter with its
-    package; one run in this interpreter: the modules it requires are installed, as `make` installs them)."""
+    package; one run in this interpreter: the modules it requires are installed, as `make` installs them)
+    on `case` (a decoder that declares a constraint on the case, `check_context` / `check_case`, accepts it)."""
     import importlib.util
 
     from rheo.decoders import DecoderRun
-    from rheo_ref.errors import PackageUnavailable
+    from rheo_ref.errors import CaseError, PackageUnavailable
+    from rheo_ref.models import load_case
+
+    c = load_case(case)
 
     def built(name: str) -> bool:
-        entry = DecoderRun.parse(name).entry
+        run = DecoderRun.parse(name)
+        entry = run.entry
+        try:
+            entry.check_context(c, name)
+            entry.check_case(c, run)
+        except CaseError:
+            return False
         served = entry.served
         if served is not None:
             try:
@@ -653,7 +664,9 @@ def decoders_reach_the_sampling(case: str) -> list[str]:
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing); a served
     decoder whose package is installed nowhere here is refused with the install line (tests/test_served_where.py)."""
-    assert decoders_reach_the_sampling(case_path(files, "small")) == runnable_examples()
+    small = case_path(files, "small")
+    assert decoders_reach_the_sampling(small) == runnable_examples(small)
+    assert "assisted" in runnable_examples(small)  # (the filter leaves the built-in transformers decoders)
     assert {"assisted", "prompt-lookup", "ensemble:1/2", "rheo-lm", "eagle", "seqspec:capped_hsd"} <= {
         *decoder_examples()
     }  # (the built-in ones are registered)

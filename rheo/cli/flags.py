@@ -4,7 +4,12 @@ its default and what the value is of."""
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+from rheo_ref.errors import RheoError
 
 
 def seed(sp: Any, *, of: str | None = None, default: int | None = 0, required: bool = False) -> None:
@@ -39,3 +44,43 @@ def beta(sp: Any, *, default: float, at: str) -> None:
 def workers(sp: Any, *, of: str, default: int = 1) -> None:
     """`--workers`: local processes."""
     sp.add_argument("--workers", type=int, default=default, help=f"{of} (default {default})")
+
+
+# --- the library's refusals, in the flags' words ----------------------------------------------------------
+
+_OVERRIDES = (  # how the API says to go past a limit -> what the CLI (no --force on `rheo gate`) says
+    ("a larger tv or alpha, a smaller 1 - beta, or force=True to run anyway", "a larger --tv or --alpha, or a smaller 1 - --beta"),
+    ("use fewer tokens, or force=True to run anyway", "use fewer --tokens"),
+    (" (force=True to run anyway)", ""),
+    ("; force=True to run anyway", ""),
+)  # fmt: skip
+
+
+GATE = ("alpha", "tv", "beta", "seed", "tokens", "horizon")  # the gate's keywords that are flags of `rheo gate`
+
+
+def flag_words(text: str, names: Sequence[str]) -> str:
+    """A library refusal's text with its keywords named as the flags that carry them: `alpha=2.0` ->
+    `--alpha 2.0`, `at tv 0.1` -> `at --tv 0.1`, and the API's `force=True` way past a limit dropped."""
+    for api, cli in _OVERRIDES:
+        text = text.replace(api, cli)
+    words = "|".join(re.escape(n) for n in names)
+    text = re.sub(rf"(?<![\w-])({words})=", r"--\1 ", text)
+    return re.sub(rf"(?<![\w-])({words}) (?=[-+]?(\d|\.\d|inf|nan))", r"--\1 ", text)
+
+
+@contextlib.contextmanager
+def library_checks(names: Sequence[str]) -> Iterator[None]:
+    """Run a library call whose arguments the CLI handed on unchecked: a `RheoError` it raises is raised
+    again, the same class (the same exit status), its message in the flags' words (`flag_words`)."""
+    try:
+        yield
+    except RheoError as e:
+        text = flag_words(str(e), names)
+        try:
+            again = type(e)(text) if text != str(e) else None
+        except TypeError:  # an error that carries more than its message (a verdict): left as it is
+            again = None
+        if again is None:
+            raise
+        raise again from None

@@ -22,7 +22,6 @@ from rheo.cli import flags, user_sampler
 from rheo.decoders import DecoderRun, decoders
 from rheo.lossless import validate
 from rheo.lossless.cluster import CHUNK
-from rheo.lossless.validate import MAX_TOKENS, gate_size
 from rheo_ref import strict_json
 from rheo_ref.errors import CaseError
 from rheo_ref.numbers import integer_text, json_float, json_int
@@ -238,10 +237,7 @@ def run_gate_hf(args: argparse.Namespace) -> int:
 
 
 def _run_gate_hf(args: argparse.Namespace) -> int:
-    import importlib.util
 
-    from rheo.lossless.stats import min_num_samples
-    from rheo_ref.errors import MissingDependencyError
     from rheo_ref.models import load_case
 
     sampling = args.sampling = sampling_options(args)  # (--workers, --scheduler, --chunk: checked before any work)
@@ -256,16 +252,12 @@ def _run_gate_hf(args: argparse.Namespace) -> int:
             raise CaseError(f"--python {show(args.python)}: only a served decoder runs in another environment; "
                             f"allowed with --python: {', '.join(n for n, d in decoders().items() if d.served)}")  # fmt: skip
         os.environ[PYTHON_VAR] = str(Path(args.python).absolute())  # (the sampling workers inherit it)
-    if entry is not None:  # (an unknown name is refused with the allowed ones below)
-        for module in entry.requires:
-            if importlib.util.find_spec(module) is None:
-                raise MissingDependencyError(f"rheo gate --decoder {entry.name} needs {module} ({entry.install})")
-        if entry.served is not None:  # the interpreter with the package (--python, this one, rheo's .venv-NAME)
-            entry.served.python()
-    for name in ("alpha", "tv", "beta"):  # up front, as --rows gates each row later: the library's one check
-        if getattr(args, name) is not None:
-            validate.rate(f"--{name}", getattr(args, name))
     if args.rows is not None:
+        if entry is not None:  # up front, as each row is gated later (one gate: gate_hf checks it, once)
+            entry.check_environment()
+        for name in ("alpha", "tv", "beta"):  # up front, as each row is gated later (a failing row is a record)
+            if getattr(args, name) is not None:
+                validate.rate(f"--{name}", getattr(args, name))
         if getattr(args, "sequential", False):
             raise CaseError("--sequential with --rows: the verdict table's rows run the fixed-N gate; allowed: "
                             "--sequential with one gate (CASE, no --rows)")  # fmt: skip
@@ -281,26 +273,10 @@ def _run_gate_hf(args: argparse.Namespace) -> int:
         raise CaseError("rheo gate needs a CASE file (or --rows, which runs the decoder's table on its own cases)")
     args.alpha, args.tv, args.beta = (ALPHA if args.alpha is None else args.alpha, TV if args.tv is None else args.tv,
                                       BETA if args.beta is None else args.beta)  # fmt: skip
-    integer("--seed", args.seed, min=0, max=2**63 - 1)
-    if args.tokens is not None:
-        integer("--tokens", args.tokens, min=1, max=MAX_TOKENS)
-    if args.horizon is not None:
-        integer("--horizon", args.horizon, min=2, max=MAX_TOKENS)
-        if args.tokens is not None:
-            raise CaseError(f"--tokens {args.tokens} and --horizon {args.horizon}: give one")
     case = load_case(args.case)
-    gate_size(  # the API's own limits (rheo.lossless.validate), named by their flags
-        case,
-        args.tokens if args.tokens is not None else case.tokens,
-        alpha=args.alpha,
-        tv=args.tv,
-        beta=args.beta,
-        needed=min_num_samples(args.tv, args.alpha, args.beta, 2),
-        flags=True,
-    )
     decoder = DecoderRun.parse(args.decoder, parse_gen(args.gen))
-    with cluster(args, sampling) as scheduler:
-        report = _one_gate(args, case, decoder, scheduler, sampling)
+    with flags.library_checks(flags.GATE):  # the library checks the flags once (gate_hf), in their words
+        report = _one_gate(args, case, decoder, sampling)
     if args.plot:
         from rheo.lossless.diagnosis import plot_worst
 
@@ -309,9 +285,12 @@ def _run_gate_hf(args: argparse.Namespace) -> int:
     return 0 if report["verdict"] == "pass" else 1
 
 
-def _one_gate(args: argparse.Namespace, case: Any, decoder: Any, scheduler: Any, sampling: dict) -> dict:
+def _one_gate(args: argparse.Namespace, case: Any, decoder: Any, sampling: dict) -> dict:
+    """One gate: the flags handed to the library's `gate_hf` as they are (it checks them, once, before any
+    work: a cluster is started on the first draw); with --scheduler local, --workers is the cluster's size."""
     from rheo.decoders.gate import gate_hf
 
+    scheduler = sampling["scheduler"]
     on = {} if scheduler is None else {"scheduler": scheduler, "chunk": sampling["chunk"]}
     report = gate_hf(  # (refuses a context shorter than the decoder's min_context first: Decoder.check_context)
         case,
@@ -321,7 +300,7 @@ def _one_gate(args: argparse.Namespace, case: Any, decoder: Any, scheduler: Any,
         beta=args.beta,
         seed=args.seed,
         tokens=args.tokens,
-        workers=1 if scheduler is not None else args.workers,
+        workers=sampling["workers"] if scheduler is not None else args.workers,
         horizon=args.horizon,
         sequential=bool(getattr(args, "sequential", False)),
         **on,

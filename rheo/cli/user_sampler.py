@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rheo.cli import flags
 from rheo_ref.errors import CaseError, MissingDependencyError, RheoError
 from rheo_ref.validate import show
 
@@ -159,7 +160,8 @@ def gate(args: argparse.Namespace, *, alpha: float, tv: float, beta: float) -> i
         if sampling["scheduler"] is not None:
             sampler = stack.enter_context(_on_cluster(fn, sampler, sampling))
         t0 = time.perf_counter()
-        res = _check(check_lossless, sampler, case, args, alpha=alpha, tv=tv, beta=beta)
+        with flags.library_checks(flags.GATE):  # the library checks the flags, once, in their words
+            res = _check(check_lossless, sampler, case, args, alpha=alpha, tv=tv, beta=beta)
         seconds = time.perf_counter() - t0
     report: dict[str, Any] = {
         "sampler": args.sampler,

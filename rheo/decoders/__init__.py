@@ -124,6 +124,20 @@ class Decoder:
             return None, self.version
         return name, self.version or dist_version(name)
 
+    def check_environment(self) -> None:
+        """The library's one check that this decoder can run here, before any work: its `requires` importable
+        (else `MissingDependencyError` naming the install line) and, for a served decoder, an interpreter with
+        its package (`Served.python`)."""
+        import importlib.util
+
+        from rheo_ref.errors import MissingDependencyError
+
+        for module in self.requires:
+            if importlib.util.find_spec(module) is None:
+                raise MissingDependencyError(f"rheo gate --decoder {self.name} needs {module} ({self.install})")
+        if self.served is not None:  # the interpreter with the package (--python, this one, rheo's .venv-NAME)
+            self.served.python()
+
     def check_context(self, case: Case, spelling: str | None = None) -> None:
         """Refuse a case whose context is shorter than `min_context` (the library's check, before any work;
         `spelling`: the run's name with its `:ARG`, for the message)."""

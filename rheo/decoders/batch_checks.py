@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from rheo.lossless import validate
-from rheo.lossless.stats import DEFAULT_BETA, LawTest, check_law, current_test_seed, samples_for
+from rheo.lossless.stats import DEFAULT_BETA, LawTest, current_test_seed, law_samples, law_test
 from rheo_ref.errors import CaseError, LosslessError, SamplerOutputError, StatsError
 from rheo_ref.models import Case
 
@@ -111,8 +111,7 @@ def check_batch(
     docstring). N is planned so that every test detects TV ≥ `tv` of its law with power ≥ 1 − β."""
     from rheo.lossless.planning import target_law
 
-    alpha, beta = validate.rates(alpha, beta)
-    tv = validate.rate("tv", tv, one=True)
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)  # once: the tests below take the floats
     if len(requests) < 2:
         raise StatsError(f"{len(requests)} request(s); allowed: at least 2 (a batch, and a pair to test)")
     seed = current_test_seed("batch") if seed is None else validate.whole("seed", seed, min=0, max=2**63 - 1)
@@ -124,16 +123,16 @@ def check_batch(
     }
     a_each = alpha / (2 * len(requests) + len(pairs))
     every: list[Mapping[tuple[int, ...], Fraction]] = [*laws, *pair_laws.values()]
-    n = max(samples_for(law, tv, a_each, beta) for law in every)
+    n = max(law_samples(law, tv, a_each, beta) for law in every)
     tests = []
     for i, (req, law) in enumerate(zip(requests, laws)):
         alone = [b[0] for b in _run(sampler, case, [req], seed + 1 + i, n)]
-        tests.append(check_law(alone, law, alpha=a_each, tv=tv, beta=beta, label=f"{_name(i, req)} alone", seed=seed))
+        tests.append(law_test(alone, law, alpha=a_each, tv=tv, beta=beta, label=f"{_name(i, req)} alone", seed=seed))
     batch = _run(sampler, case, requests, seed, n)
     for i, (req, law) in enumerate(zip(requests, laws)):
         rows = [b[i] for b in batch]
         tests.append(
-            check_law(
+            law_test(
                 rows, law, alpha=a_each, tv=tv, beta=beta, label=f"{_name(i, req)} as row {i} of the batch", seed=seed
             )
         )
@@ -142,7 +141,7 @@ def check_batch(
         label = f"rows {i} and {j} of the batch: first tokens independent (a shared random stream couples them)"
         names = (f"row {i} token 1", f"row {j} token 1")
         tests.append(
-            check_law(both, pair_laws[i, j], alpha=a_each, tv=tv, beta=beta, label=label, names=names, seed=seed)
+            law_test(both, pair_laws[i, j], alpha=a_each, tv=tv, beta=beta, label=label, names=names, seed=seed)
         )
     return BatchTest(tuple(tests), alpha)
 

@@ -22,10 +22,10 @@ from fractions import Fraction
 from typing import Any
 
 from rheo.decoders import DecoderRun
-from rheo.lossless.cluster import CHUNK
-from rheo.lossless.gate import check_lossless
+from rheo.lossless.cluster import CHUNK, LOCAL
+from rheo.lossless.gate import gate_arguments, run_gate
 from rheo.lossless.horizon import HorizonTest
-from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, check_law, samples_for, seed_for
+from rheo.lossless.stats import DEFAULT_BETA, GateCall, LawTest, Sampler, law_samples, law_test, seed_for
 from rheo_ref.errors import CaseError
 from rheo_ref.exact import target_law
 from rheo_ref.exact import tv as total_variation
@@ -39,8 +39,7 @@ def sampler(decoder: DecoderRun, case: Case, *, workers: int = 1) -> Sampler:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise CaseError(f"workers={workers!r} must be an integer >= 1")
     entry = decoder.entry
-    if entry.served is not None:  # a served decoder: an interpreter where its package is installed, first
-        entry.served.python()
+    entry.check_environment()  # its modules, and a served decoder's interpreter, first
     entry.check_context(case, decoder.name)
     entry.check_case(case, decoder)
     obj = case.to_json()
@@ -132,7 +131,7 @@ def gate_hf(
     seed: int,
     beta: float = DEFAULT_BETA,
     tokens: int | None = None,
-    workers: int = 1,
+    workers: int | None = None,
     horizon: int | None = None,
     sequential: bool = False,
     scheduler: Any = None,
@@ -143,14 +142,23 @@ def gate_hf(
     family-wise total; rheo.lossless.horizon). With `scheduler` (what `rheo.on_dask` takes: 'local',
     tcp://HOST:PORT or a `distributed.Client`) the samples are drawn on that Dask cluster in chunks of
     `chunk` (rheo.lossless.cluster), each chunk one call of the decoder (a served decoder: one driver run,
-    started by the worker). Returns the verdict as a JSON-ready dict (docs/THIRD_PARTY.md)."""
-    n = case.tokens if tokens is None else tokens
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise CaseError(f"tokens={n!r} must be an integer >= 1")
-    if scheduler is not None and workers != 1:
+    started by the worker; a 'local' cluster of `workers` processes, default one a core, started on the first
+    draw). Without `scheduler`, `workers` spawned processes sample (default 1). Returns the verdict as a
+    JSON-ready dict (docs/THIRD_PARTY.md).
+
+    The gate's arguments (rates, tokens or horizon, seed, the sizes) are checked once, here, by the
+    library's own check (`rheo.lossless.gate.gate_arguments`), before any exact law is built or any sample
+    drawn; the CLI hands them on unchecked and names its flags in the refusal."""
+    local = scheduler == LOCAL
+    if scheduler is not None and workers not in (None, 1) and not local:
         raise CaseError(f"workers={workers!r} with scheduler={scheduler!r}: the cluster's workers draw the chunks; "
-                        "allowed: workers=1 (or a local cluster of that many: scheduler='local', rheo.on_dask)")  # fmt: skip
-    sample = sampler(decoder, case, workers=workers)  # checks the case first (before the exact law's cost)
+                        "allowed: workers=1, or scheduler='local' with workers=N (a local cluster of N processes)")  # fmt: skip
+    processes = 1 if scheduler is not None or workers is None else workers  # (the cluster's workers draw)
+    sample = sampler(decoder, case, workers=processes)  # checks the case first (before the exact law's cost)
+    call = gate_arguments(
+        sample, case, alpha=alpha, tv=tv, beta=beta, seed=seed, tokens=tokens, horizon=horizon, sequential=sequential
+    )
+    n = case.tokens if call.horizon is not None else call.tokens
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
             from rheo.decoders.served import PYTHON_VAR, device
@@ -159,29 +167,31 @@ def gate_hf(
             given = os.environ.get(PYTHON_VAR)
             if decoder.entry.served is not None and (given or device() != "cpu"):
                 sample = WithServedPython(sample, given or "", device())
-            sample = stack.enter_context(on_dask(sample, scheduler, chunk=chunk))
-        report = _gate(case, decoder, sample, n, alpha=alpha, tv=tv, beta=beta, seed=seed, workers=workers,
-                       horizon=horizon, sequential=sequential)  # fmt: skip
+            sample = stack.enter_context(on_dask(sample, scheduler, chunk=chunk, workers=workers if local else None))
+        report = gate_checked(case, decoder, sample, n, call, workers=processes)
     if scheduler is not None:
         report["scheduler"] = scheduler if isinstance(scheduler, str) else str(scheduler.scheduler.address)
         report["chunk"] = chunk
     return report
 
 
-def _gate(
-    case: Case, decoder: DecoderRun, sample: Sampler, n: int, *, alpha: float, tv: float, beta: float, seed: int,
-    workers: int, horizon: int | None, sequential: bool,
-) -> dict[str, Any]:  # fmt: skip
+def gate_checked(
+    case: Case, decoder: DecoderRun, sample: Sampler, n: int, call: GateCall, *, workers: int
+) -> dict[str, Any]:
+    """The gate on a call `gate_hf` has checked (its arguments, the decoder's environment and context): nothing
+    is checked again but which law the decoder's setting claims. Where every argument that reaches it has passed
+    its checks (the fuzz harness stubs it there)."""
+    horizon, sequential = call.horizon, call.sequential
     claimed = decoder.entry.target_law(case, n, decoder)  # None: the processed p
     if claimed is not None and horizon is not None:
         raise CaseError(
             f"decoder {decoder.name} with {dict(decoder.gen)} claims its own target law: --horizon needs the "
             "processed p; allowed: the first tokens (--tokens)"
         )
-    if sequential and (horizon is not None or claimed is not None):
+    if sequential and claimed is not None:  # (with a horizon: refused by the gate's own check, gate_arguments)
         raise CaseError(
-            f"sequential=True with {'--horizon' if horizon is not None else f'decoder {decoder.name} (its own law)'}: "
-            "the sequential gate tests the first tokens against the processed p; allowed: --tokens"
+            f"sequential=True with decoder {decoder.name} (its own law): the sequential gate tests the first tokens "
+            "against the processed p; allowed: --tokens"
         )
     tcase = decoder.target_case(case, n) if claimed is None else case
     exact = decoder.exact_law(replace(case, constraint=None), n)  # the decoder's own law (no decoder here masks)
@@ -198,11 +208,11 @@ def _gate(
     t0 = time.perf_counter()
     res: LawTest | HorizonTest
     if horizon is not None:
-        res = check_lossless(sample, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, horizon=horizon)
+        res = run_gate(sample, tcase, call)
     elif claimed is None:
-        res = check_lossless(keep, tcase, alpha=alpha, tv=tv, beta=beta, seed=seed, sequential=sequential)
+        res = run_gate(keep, tcase, call)
     else:
-        res = check_claimed(keep, case, claimed, alpha=alpha, tv=tv, beta=beta, seed=seed)
+        res = check_claimed(keep, case, claimed, alpha=call.alpha, tv=call.tv, beta=call.beta, seed=call.seed)
     seconds = time.perf_counter() - t0
     target = target_law(tcase, n) if claimed is None else claimed
     exact_tv = None if exact is None else total_variation(exact, target)
@@ -218,7 +228,7 @@ def _gate(
         if device() != "cpu":  # (checked against each driver's reply: Served.decode)
             extra["device"] = device()
     if exact is not None and exact_tv and seen:  # where it is lossy: do the samples fit its own law?
-        extra["own_law_p"] = check_law(seen, exact, alpha=alpha, tv=tv, beta=beta).p_value
+        extra["own_law_p"] = law_test(seen, exact, alpha=call.alpha, tv=call.tv, beta=call.beta).p_value
     return {
         "decoder": decoder.name,
         **extra,
@@ -228,7 +238,7 @@ def _gate(
         **verdict_fields(res),
         "exact_tv": None if exact_tv is None else str(exact_tv),
         "exact_tv_float": None if exact_tv is None else float(exact_tv),
-        "seed": seed,
+        "seed": call.seed,
         "seconds": round(seconds, 3),
         "ms_per_sample": round(1000 * seconds / res.n, 3),
         **horizon_fields(res),
@@ -239,10 +249,10 @@ def check_claimed(
     sample: Sampler, case: Case, claimed: Law, *, alpha: float, tv: float, beta: float, seed: int
 ) -> LawTest:
     """The first tokens against a law the decoder's setting claims (not the processed p): N from α, δ and β
-    on that law (`samples_for`), then `check_law`."""
+    on that law (`samples_for`), then `check_law`; the rates are the gate's, checked once (`gate_hf`)."""
     n = len(next(iter(claimed)))
-    samples = sample(replace(case, tokens=n), seed, samples_for(claimed, tv, alpha, beta))
-    return check_law(samples, claimed, alpha=alpha, tv=tv, beta=beta)
+    samples = sample(replace(case, tokens=n), seed, law_samples(claimed, tv, alpha, beta))
+    return law_test(samples, claimed, alpha=alpha, tv=tv, beta=beta)
 
 
 def exact_tv_of(decoder: DecoderRun, case: Case, n: int) -> Fraction | None:

@@ -39,7 +39,7 @@ from fractions import Fraction
 from typing import Any
 
 from rheo_ref import processing
-from rheo_ref.errors import CaseError
+from rheo_ref.errors import CaseError, TieError
 from rheo_ref.laws import Law, compose
 from rheo_ref.models import Case, Context, Row, TableModel, present
 from rheo_ref.verifier_laws import specinfer_accept, specinfer_reject
@@ -62,7 +62,9 @@ MAX_POWER = 100  # the smallest temperature is 1/MAX_POWER
 class Processing:
     """transformers' sampling warpers as exact rationals: rows to the power `power` (temperature
     1/power), then top-k, then top-p (None: off); `ties`: who is kept of tokens tied across a top-k
-    or top-p cut (`rheo_ref.processing.check_ties`; None: such a cut is refused)."""
+    or top-p cut (`rheo_ref.processing.check_ties`; None: such a cut is refused). The subset of the one
+    settings model (`sampling`: `rheo_ref.processing.Sampling`) that `generate`'s warpers take, parsed from
+    `--gen` (`from_gen`) and applied by the same checked steps as `rheo.processed` (`processed_row`)."""
 
     power: int = 1
     top_k: int | None = None
@@ -99,13 +101,21 @@ class Processing:
     def identity(self) -> bool:
         return self.power == 1 and self.top_k is None and self.top_p is None
 
+    @property
+    def sampling(self) -> processing.Sampling:
+        """These settings in the one model of them (`rheo_ref.processing.Sampling`, transformers' order)."""
+        return processing.Sampling(
+            temperature=Fraction(1, self.power),
+            top_k=self.top_k or 0,
+            top_p=ONE if self.top_p is None else self.top_p,
+            ties=self.ties,
+        )
+
     def row(self, row: Sequence[Fraction], where: str = "row") -> Row:
-        r = processing.normalise(processing.temperature(tuple(row), Fraction(1, self.power)))
-        if self.top_k is not None and self.top_k < len(r):
-            r = _top_k(r, self.top_k, self.ties, where)
-        if self.top_p is not None:
-            r = _top_p(r, self.top_p, self.ties, where)
-        return r
+        """The processed row: the core's steps (`processed_row`), refusing what float rounding or a tie decides."""
+        if self.identity:
+            return processing.normalise(tuple(row))
+        return processed_row(tuple(row), self.sampling, (), (), where)
 
     def table(self, table: TableModel) -> TableModel:
         if self.identity:
@@ -135,30 +145,79 @@ class Processing:
         return replace(case, draft=draft, target=self.table(case.target), draft_sample=ds)
 
 
-def _top_k(r: Row, k: int, ties: processing.Ties, where: str) -> Row:
-    """`rheo_ref.processing.top_k` (a cut between tied tokens: `ties`), refusing a near-tie that float
-    rounding would decide."""
-    kth = sorted(r, reverse=True)[k - 1]
-    for x in r:
-        if x < kth and kth and float(kth - x) <= FLOAT_MARGIN * float(kth):
-            raise CaseError(f"{where}: top_k={k} boundary: {x} is within float rounding of the k-th value {kth}")
-    return processing.normalise(processing.top_k(r, k, ties, where=where))
+# --- the steps float rounding or a tie could decide, checked, then the core's step -------------
 
 
-def _top_p(r: Row, top_p: Fraction, ties: processing.Ties, where: str) -> Row:
-    """`rheo_ref.processing.top_p` (transformers' rule: sort ascending, drop tokens whose cumulative
-    probability is <= 1 − top_p, never the largest; a cut between tied tokens: `ties`), refusing a
-    cut-off that float rounding would decide."""
-    cut = 1 - top_p
-    order = sorted(range(len(r)), key=lambda i: r[i])
-    cum = ZERO
-    for i in order[:-1]:
-        cum += r[i]
-        if abs(float(cum - cut)) <= FLOAT_MARGIN:
+def _near(a: Fraction, b: Fraction, scale: Fraction) -> bool:
+    return a != b and abs(float(a - b)) <= FLOAT_MARGIN * float(scale)
+
+
+def _checked_steps(s: processing.Sampling, where: str) -> tuple[tuple[str, Any], ...]:
+    def greedy(w, s_, counts, seen):
+        w = processing.normalise(w)
+        best = max(w)
+        near = [i for i, x in enumerate(w) if _near(x, best, best)]
+        if near:
             raise CaseError(
-                f"{where}: top_p={float(top_p):g}: a cumulative mass {cum} is within float rounding of 1 - top_p"
+                f"{where}: T = 0: tokens {near} are within float rounding of the largest probability {best}"
             )
-    return processing.normalise(processing.top_p(r, top_p, ties, where=where))
+        tied = [i for i, x in enumerate(w) if x == best]
+        if len(tied) > 1 and s.greedy_ties is None:
+            raise TieError(
+                f"row: T = 0: the argmax is tied between tokens {tied} (probability {best} each); name the "
+                f'tie rule: ties="low" (the lowest id, as numpy and torch argmax) or "high" (the highest id)'
+            )
+        return processing.one_hot(w, tied[0] if s.greedy_ties != "high" else tied[-1])
+
+    def top_k(w, s_, counts, seen):
+        r = processing.normalise(w)
+        if 0 < s.top_k < len(r):
+            kth = sorted(r, reverse=True)[s.top_k - 1]
+            for x in r:
+                if x < kth and _near(x, kth, kth):
+                    raise CaseError(
+                        f"{where}: top_k={s.top_k} boundary: {x} is within float rounding of the k-th value {kth}"
+                    )
+        return processing.STEPS["top_k"](w, s_, counts, seen)
+
+    def top_p(w, s_, counts, seen):
+        r = processing.normalise(w)
+        cum = Fraction(0)
+        for x in sorted(r)[:-1]:
+            cum += x
+            if s.top_p < 1 and abs(float(cum - (1 - s.top_p))) <= FLOAT_MARGIN:
+                raise CaseError(
+                    f"{where}: top_p={processing.show_p(s.top_p)}: a cumulative mass {cum} is within float rounding of 1 - top_p"
+                )
+        return processing.STEPS["top_p"](w, s_, counts, seen)
+
+    def min_p(w, s_, counts, seen):
+        r = processing.normalise(w)
+        cut = s.min_p * max(r)
+        close = [i for i, x in enumerate(r) if s.min_p and x and (x == cut or _near(x, cut, max(r)))]
+        if close:
+            raise CaseError(
+                f"{where}: min_p={processing.show_p(s.min_p)}: tokens {close} have a probability within float rounding "
+                f"of min_p·max = {cut}, so float rounding decides whether they are kept"
+            )
+        return processing.STEPS["min_p"](w, s_, counts, seen)
+
+    steps: list[tuple[str, Any]] = [("top_k", top_k), ("top_p", top_p), ("min_p", min_p)]
+    if s.temperature == 0:
+        steps.append(("temperature", greedy))
+    return tuple(steps)
+
+
+def processed_row(
+    raw: tuple, s: processing.Sampling, emitted: tuple[int, ...], seen: tuple[int, ...], where: str
+) -> tuple:
+    """The processed, normalised row (exact) after `emitted` output tokens; `seen`: prompt and output."""
+    if not any(raw):
+        raise CaseError(
+            f"{where}: no token has positive probability (a grammar state whose tokens the target never emits)"
+        )
+    counts = [emitted.count(t) for t in range(len(raw))]
+    return processing.process(raw, s, counts, seen, replace=_checked_steps(s, where), where=where)
 
 
 # --- drafters ----------------------------------------------------------------------------------

@@ -24,45 +24,18 @@ from `rheo.unprocessed(case)`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from rheo.decoders.laws import FLOAT_MARGIN, MAX_POWER, check_exact_float
+from rheo.decoders.laws import MAX_POWER, check_exact_float, processed_row
 from rheo_ref import processing
-from rheo_ref.errors import CaseError, TieError, TooLargeError
+from rheo_ref.errors import CaseError, TooLargeError
 from rheo_ref.models import Case, TableModel, present
 
 _ORIGIN = "_rheo_processed_from"  # set on a processed target: (the raw case, the keywords of `processed`)
 MAX_ROWS = 200_000  # rows of a history-keyed table (the reachable prefixes) before `processed` refuses
 GREEDY_TIES = ("low", "high")  # who an argmax picks of tied tokens: the lowest id (numpy, torch), the highest
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """One request's settings as `rheo_ref.processing.Settings` reads them (T = 0: greedy)."""
-
-    temperature: Fraction = Fraction(1)
-    top_k: int = 0
-    top_p: Fraction = Fraction(1)
-    min_p: Fraction = Fraction(0)
-    penalty: Fraction = Fraction(1)  # frequency ρ
-    presence: Fraction = Fraction(1)
-    repetition: int = 1
-    bias: tuple[tuple[int, Fraction], ...] = ()
-    order: str = "transformers"
-    ties: processing.Ties = None
-    greedy_ties: str | None = None
-
-    @property
-    def history(self) -> bool:
-        """Whether a row depends on the tokens emitted before it (a penalty)."""
-        return (self.penalty, self.presence, self.repetition) != (1, 1, 1)
-
-    @property
-    def cuts(self) -> bool:
-        """Whether a step keeps some tokens and drops others (which a grammar's mask changes)."""
-        return self.temperature == 0 or self.top_k > 0 or self.top_p < 1 or self.min_p > 0
 
 
 def _number(name: str, value: Any, lo: Fraction, hi: Fraction, off: str, *, open_lo: bool = False) -> Fraction:
@@ -87,8 +60,9 @@ def sampling(
     logit_bias: Mapping[int, Any] | None = None,
     order: str = "transformers",
     ties: Any = None,
-) -> Sampling:
-    """The checked settings (the arguments of `processed`, which documents them)."""
+) -> processing.Sampling:
+    """The checked settings (the arguments of `processed`, which documents them), as the one model of them,
+    `rheo_ref.processing.Sampling`."""
     greedy = temperature is not None and not isinstance(temperature, bool) and temperature == 0
     T = Fraction(0) if greedy else Fraction(1, MAX_POWER)  # (replaced below when not greedy)
     T_float = float(temperature) if isinstance(temperature, Fraction) else temperature
@@ -121,7 +95,7 @@ def sampling(
     if order not in processing.ORDERS:
         raise CaseError(f"order={order!r}; allowed: {', '.join(processing.ORDERS)}")
     one = Fraction(1)
-    return Sampling(
+    return processing.Sampling(
         temperature=T,
         top_k=base.top_k or 0,
         top_p=one if top_p is None else _top_p(top_p),
@@ -148,85 +122,12 @@ def _top_p(value: Any) -> Fraction:
     return Fraction(value)
 
 
-# --- the steps float rounding or a tie could decide, checked, then the core's step -------------
-
-
-def _near(a: Fraction, b: Fraction, scale: Fraction) -> bool:
-    return a != b and abs(float(a - b)) <= FLOAT_MARGIN * float(scale)
-
-
-def _checked_steps(s: Sampling, where: str) -> tuple[tuple[str, Any], ...]:
-    def greedy(w, s_, counts, seen):
-        w = processing.normalise(w)
-        best = max(w)
-        near = [i for i, x in enumerate(w) if _near(x, best, best)]
-        if near:
-            raise CaseError(
-                f"{where}: T = 0: tokens {near} are within float rounding of the largest probability {best}"
-            )
-        tied = [i for i, x in enumerate(w) if x == best]
-        if len(tied) > 1 and s.greedy_ties is None:
-            raise TieError(
-                f"row: T = 0: the argmax is tied between tokens {tied} (probability {best} each); name the "
-                f'tie rule: ties="low" (the lowest id, as numpy and torch argmax) or "high" (the highest id)'
-            )
-        return processing.one_hot(w, tied[0] if s.greedy_ties != "high" else tied[-1])
-
-    def top_k(w, s_, counts, seen):
-        r = processing.normalise(w)
-        if 0 < s.top_k < len(r):
-            kth = sorted(r, reverse=True)[s.top_k - 1]
-            for x in r:
-                if x < kth and _near(x, kth, kth):
-                    raise CaseError(
-                        f"{where}: top_k={s.top_k} boundary: {x} is within float rounding of the k-th value {kth}"
-                    )
-        return processing.STEPS["top_k"](w, s_, counts, seen)
-
-    def top_p(w, s_, counts, seen):
-        r = processing.normalise(w)
-        cum = Fraction(0)
-        for x in sorted(r)[:-1]:
-            cum += x
-            if s.top_p < 1 and abs(float(cum - (1 - s.top_p))) <= FLOAT_MARGIN:
-                raise CaseError(
-                    f"{where}: top_p={processing.show_p(s.top_p)}: a cumulative mass {cum} is within float rounding of 1 - top_p"
-                )
-        return processing.STEPS["top_p"](w, s_, counts, seen)
-
-    def min_p(w, s_, counts, seen):
-        r = processing.normalise(w)
-        cut = s.min_p * max(r)
-        close = [i for i, x in enumerate(r) if s.min_p and x and (x == cut or _near(x, cut, max(r)))]
-        if close:
-            raise CaseError(
-                f"{where}: min_p={processing.show_p(s.min_p)}: tokens {close} have a probability within float rounding "
-                f"of min_p·max = {cut}, so float rounding decides whether they are kept"
-            )
-        return processing.STEPS["min_p"](w, s_, counts, seen)
-
-    steps: list[tuple[str, Any]] = [("top_k", top_k), ("top_p", top_p), ("min_p", min_p)]
-    if s.temperature == 0:
-        steps.append(("temperature", greedy))
-    return tuple(steps)
-
-
-def processed_row(raw: tuple, s: Sampling, emitted: tuple[int, ...], seen: tuple[int, ...], where: str) -> tuple:
-    """The processed, normalised row (exact) after `emitted` output tokens; `seen`: prompt and output."""
-    if not any(raw):
-        raise CaseError(
-            f"{where}: no token has positive probability (a grammar state whose tokens the target never emits)"
-        )
-    counts = [emitted.count(t) for t in range(len(raw))]
-    return processing.process(raw, s, counts, seen, replace=_checked_steps(s, where), where=where)
-
-
-def _table(model: TableModel, s: Sampling) -> TableModel:
+def _table(model: TableModel, s: processing.Sampling) -> TableModel:
     rows = {k: processed_row(r, s, (), (), f"{model.name} row {k!r}") for k, r in model.probs.items()}
     return TableModel(model.vocab_size, model.context_length, rows, model.name)
 
 
-def _history_table(case: Case, s: Sampling, tokens: int) -> TableModel:
+def _history_table(case: Case, s: processing.Sampling, tokens: int) -> TableModel:
     """The processed target keyed by the whole context: a row for every prefix (of fewer than
     `tokens` tokens) that the processed target reaches from the case's context."""
     ctx, grammar = case.context, case.constraint
@@ -366,4 +267,12 @@ def unprocessed(case: Case) -> tuple[Case, dict[str, Any]]:
     return replace(case, target=raw.target, **drafts), dict(given)
 
 
-__all__ = ["MAX_ROWS", "Sampling", "processed", "processed_row", "sampling", "unprocessed"]
+__all__ = ["MAX_ROWS", "processed", "processed_row", "sampling", "unprocessed"]
+
+
+def __getattr__(name: str) -> object:
+    """The deprecated `Sampling` (PEP 562): the settings model moved to `rheo_ref.processing.Sampling`, the one
+    every layer reads; `rheo.deprecated` has its row."""
+    from rheo import deprecated
+
+    return deprecated.attribute(__name__, name, {"Sampling": lambda: processing.Sampling})

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from rheo.lossless.stats import LawTest, check_law
+from rheo.lossless import validate
+from rheo.lossless.stats import LawTest, law_test
 from rheo_fast.lm import kvcache as kv
 from rheo_fast.lm.decode import LMTreeModel, generate_tree
 from rheo_ref.variants import SPEC, Variant, variant_named
@@ -79,17 +80,18 @@ def lossless_check(
     mutant: str | None = None,
 ) -> LosslessReport:
     """The χ² check of the module docstring; `mutant` names a broken variant (a negative control)."""
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)  # once: each law_test below takes the floats
     model, tok = target.model, target.tokenizer
     ids = tok(prompt)["input_ids"]
     lm = LMTreeModel(model, head, T=1.0)
     pairs = sample_pairs(lm, ids, scheme, n, seed, variant_named(mutant))
     tests = [
-        check_law([(a,) for a, _ in pairs], exact_next(model, ids), alpha=alpha, tv=tv, beta=beta, label="first token")
+        law_test([(a,) for a, _ in pairs], exact_next(model, ids), alpha=alpha, tv=tv, beta=beta, label="first token")
     ]
     for x, c in Counter(a for a, _ in pairs).most_common(top):
         seconds = [(b,) for a, b in pairs if a == x]
         tests.append(
-            check_law(
+            law_test(
                 seconds,
                 exact_next(model, ids + [x]),
                 alpha=alpha,

@@ -7,12 +7,14 @@ docs/GATE_REFERENCE.md what the API refuses, docs/STATISTICS.md what the record'
 
 from __future__ import annotations
 
-from typing import overload
+from dataclasses import replace
+from typing import Any, overload
 
 from rheo.lossless import validate
 from rheo.lossless.horizon import HorizonTest, horizon_test
-from rheo.lossless.stats import DEFAULT_BETA, LawTest, Sampler, check_first_tokens, gate_call, hide_lossless
-from rheo_ref.errors import CaseError, LosslessError, StatsError
+from rheo.lossless.stats import DEFAULT_BETA, GateCall, LawTest, Sampler, first_tokens_test, gate_call, hide_lossless
+from rheo.lossless.windows import check_horizon
+from rheo_ref.errors import LosslessError, StatsError
 from rheo_ref.models import Case
 from rheo_ref.validate import show
 
@@ -86,35 +88,61 @@ def check_lossless(
     looks and the first look that rejects stops the test (`rheo.lossless.sequential`).
     """
     __tracebackhide__ = hide_lossless
-    for name, flag in (("rounds", rounds), ("force", force), ("sequential", sequential)):
-        if not isinstance(flag, bool):
-            raise StatsError(f"{name}={show(flag)} must be True or False")
+    call = gate_arguments(
+        sampler,
+        case,
+        alpha=alpha,
+        tv=tv,
+        beta=beta,
+        tokens=tokens,
+        seed=seed,
+        statistic=statistic,
+        horizon=horizon,
+        rounds=rounds,
+        force=force,
+        sequential=sequential,
+    )
+    return run_gate(sampler, case, call)
+
+
+def gate_arguments(
+    sampler: Sampler,
+    case: Case,
+    *,
+    alpha: Any,
+    tv: Any,
+    beta: Any = DEFAULT_BETA,
+    tokens: Any = None,
+    seed: Any = None,
+    statistic: Any = "pearson",
+    horizon: Any = None,
+    rounds: Any = False,
+    force: Any = False,
+    sequential: Any = False,
+) -> GateCall:
+    """Every check `check_lossless` makes of its arguments, each made once, before any sampling: the
+    switches, which of tokens / horizon / rounds / sequential go together, then `gate_call` (the sampler,
+    the case, the rates, the tokens or horizon, the seed, the sizes). `run_gate` runs the checked call; a
+    library entry that gates a decoder (`rheo.decoders.gate.gate_hf`) calls both and checks nothing again."""
+    check_switches(horizon=horizon, rounds=rounds, force=force, sequential=sequential)
     if horizon is None:
-        if rounds:
-            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
-        return check_first_tokens(
+        return gate_call(
             sampler,
             case,
             alpha=alpha,
-            tv=tv,
             beta=beta,
-            tokens=tokens,
-            seed=seed,
+            tv=tv,
             statistic=statistic,
+            seed=seed,
             force=force,
+            tokens=lambda: case.tokens if tokens is None else validate.whole("tokens", tokens, min=1),
             sequential=sequential,
-        )
-    if sequential is not False:
-        raise StatsError(
-            f"sequential={show(sequential)} with horizon={show(horizon)}: the sequential gate tests the first tokens; "
-            "give one (sequential=False for the horizon test)"
         )
     checked: list[int] = []
 
     def window_tokens() -> int:  # a horizon test reads H tokens; the sizes are checked for the context
-        if tokens is not None:
-            raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
-        checked.append(validate.whole("horizon", horizon, error=CaseError))
+        tokens_or_horizon(tokens, horizon)
+        checked.append(check_horizon(horizon))
         return 1
 
     call = gate_call(
@@ -128,19 +156,48 @@ def check_lossless(
         force=force,
         tokens=window_tokens,
         tokens_first=True,
+        rounds=rounds,
     )
-    alpha, beta, tv, seed = call.alpha, call.beta, call.tv, call.seed
+    return replace(call, horizon=checked[0])
+
+
+def check_switches(*, horizon: Any, rounds: Any, force: Any, sequential: Any) -> None:
+    """The one check of a gate call's switches and of which go together (`check_lossless`, `plan_samples`):
+    rounds, force and sequential are True or False; rounds needs a horizon; the sequential gate tests the
+    first tokens, not a horizon's windows."""
+    for name, flag in (("rounds", rounds), ("force", force), ("sequential", sequential)):
+        validate.boolean(name, flag)
+    if horizon is None and rounds:
+        raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
+    if horizon is not None and sequential:
+        raise StatsError(
+            f"sequential={show(sequential)} with horizon={show(horizon)}: the sequential gate tests the first tokens; "
+            "give one (sequential=False for the horizon test)"
+        )
+
+
+def tokens_or_horizon(tokens: Any, horizon: Any) -> None:
+    """A gate reads the first `tokens` tokens or a horizon's H, not both (`check_lossless`, `plan_samples`)."""
+    if tokens is not None and horizon is not None:
+        raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
+
+
+def run_gate(sampler: Sampler, case: Case, call: GateCall) -> LawTest | HorizonTest:
+    """The gate on a call `gate_arguments` has checked: the first tokens, or with `call.horizon` every window."""
+    __tracebackhide__ = hide_lossless
+    if call.horizon is None:
+        return first_tokens_test(sampler, case, call)
     return horizon_test(
         sampler,
         case,
-        checked[0],
-        alpha=alpha,
-        tv=tv,
-        beta=beta,
-        seed=seed,
-        statistic=statistic,
-        rounds=rounds,
-        force=force,
+        call.horizon,
+        alpha=call.alpha,
+        tv=call.tv,
+        beta=call.beta,
+        seed=call.seed,
+        statistic=call.statistic,
+        rounds=call.rounds,
+        force=call.force,
     )
 
 

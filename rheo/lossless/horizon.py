@@ -33,13 +33,13 @@ from rheo.lossless.diagnosis import Cell, Conditional
 from rheo.lossless.stats import (
     LawTest,
     Sampler,
-    check_law,
     hide_lossless,
+    law_samples,
+    law_test,
     read_batch,
-    samples_for,
     with_tokens,
 )
-from rheo.lossless.windows import Law, check_horizon, first_lengths, target_windows, windows_given_first_length
+from rheo.lossless.windows import Law, first_lengths, target_windows, windows_given_first_length
 from rheo_ref.errors import CaseError, SamplerOutputError
 from rheo_ref.models import Case
 
@@ -79,8 +79,9 @@ def plan(
     case: Case, horizon: int, *, alpha: float, tv: float, beta: float, rounds: bool, limit: int | None = None
 ) -> HorizonPlan:
     """Exact laws, the number of tests m, the per-test α = alpha / m and N (the largest law's;
-    `MoreThan(limit + 1)` past a `limit`, `samples_for`)."""
-    horizon = check_horizon(horizon)
+    `MoreThan(limit + 1)` past a `limit`, `samples_for`). The rates are checked by the caller
+    (`rheo.lossless.validate.gate_rates`, once at the public entry: the gate, `plan_samples`), and so is
+    the horizon (`rheo.lossless.windows.check_horizon`)."""
     if case.constraint is not None:  # the windows compose rounds by the visible context; a grammar's state is not in it
         raise CaseError(
             f"horizon={horizon}: the horizon test does not take a case with a constraint (its windows follow the "
@@ -103,7 +104,7 @@ def plan(
     for law in laws:  # N is the largest law's: a law certified at the N so far needs no search
         if n and promise.planner(law, each, beta).holds(n, tv):
             continue
-        n = max(n, samples_for(law, tv, each, beta, limit=limit))
+        n = max(n, law_samples(law, tv, each, beta, limit=limit))
         if limit is not None and n > limit:
             break
     return HorizonPlan(horizon, windows, lengths, given, m, alpha, each, n)
@@ -207,11 +208,12 @@ def check_horizon_samples(
     statistic: str = "pearson",
     label: str = "horizon",
 ) -> HorizonTest:
-    """Every test of the plan on the sampled rows (H tokens each) and first-round lengths; no raise."""
+    """Every test of the plan on the sampled rows (H tokens each) and first-round lengths; no raise. The
+    rates and the statistic are the checked call's (`gate_call`): each window's test checks them no more."""
     a = p.alpha_each
 
     def test(samples: list, law: Law, what: str, names: tuple[str, ...], condition: str = "") -> LawTest:
-        return check_law(
+        return law_test(
             samples, law, alpha=a, tv=tv, beta=beta, statistic=statistic, label=what, names=names, condition=condition
         )
 
@@ -276,7 +278,8 @@ def horizon_test(
     rounds: bool = False,
     force: bool = False,
 ) -> HorizonTest:
-    """The horizon test of a decoder (`rheo.check_lossless(..., horizon=H)`); no raise."""
+    """The horizon test of a decoder (`rheo.check_lossless(..., horizon=H)`) on arguments the gate has
+    checked (`rheo.lossless.gate.gate_arguments`); no raise."""
     __tracebackhide__ = hide_lossless
     p = plan(case, horizon, alpha=alpha, tv=tv, beta=beta, rounds=rounds, limit=validate.sample_limit(force))
     validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from rheo.lossless import validate
-from rheo.lossless.stats import DEFAULT_BETA, check_case, gate_rates, law_detectable_tv, min_num_samples, samples_for
+from rheo.lossless.stats import DEFAULT_BETA, check_case, chi2_samples, law_detectable_tv, law_samples
+from rheo.lossless.windows import check_horizon
 from rheo_ref.errors import StatsError
 from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, Law, check_law_size
 from rheo_ref.exact import target_law as _target_law
@@ -55,29 +56,26 @@ def plan_samples(
     at level α (docs/STATISTICS.md, "What the statistics promise"). `sequential=True`: the N of the
     sequential gate's last look (planned at its level, `rheo.lossless.sequential.final_alpha`), the
     most `check_lossless(..., sequential=True)` draws."""
-    alpha, beta, tv = gate_rates(alpha, beta, tv, "pearson")
-    rounds, force = validate.boolean("rounds", rounds), validate.boolean("force", force)
-    if validate.boolean("sequential", sequential):
-        if horizon is not None:
-            raise StatsError(f"sequential=True with horizon={horizon!r}: the sequential gate tests the first tokens")
+    from rheo.lossless.gate import check_switches, tokens_or_horizon
+
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv)
+    check_switches(horizon=horizon, rounds=rounds, force=force, sequential=sequential)  # (the gate's own check)
+    if sequential:
         from rheo.lossless.sequential import final_alpha
 
         alpha = final_alpha(alpha)
     if isinstance(target, Case):
         check_case(target)
-        if rounds and horizon is None:
-            raise StatsError("rounds=True needs a horizon (the first round's laws are tested with the windows)")
+        tokens_or_horizon(tokens, horizon)
         if horizon is not None:
-            if tokens is not None:
-                raise StatsError(f"tokens={tokens!r} and horizon={horizon!r}: give one (a horizon test reads H tokens)")
             from rheo.lossless.horizon import plan
 
             validate.gate_size(
-                target, 1, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
+                target, 1, needed=chi2_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
             )
             p = plan(
                 target,
-                validate.whole("horizon", horizon, min=2),
+                check_horizon(horizon),
                 alpha=alpha,
                 tv=tv,
                 beta=beta,
@@ -87,14 +85,14 @@ def plan_samples(
             return validate.planned_samples(p.n, alpha=p.alpha_each, tv=tv, beta=beta, force=force)
         n_tok = target.tokens if tokens is None else validate.whole("tokens", tokens, min=1)
         validate.gate_size(
-            target, n_tok, needed=min_num_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
+            target, n_tok, needed=chi2_samples(tv, alpha, beta, 2), alpha=alpha, tv=tv, beta=beta, force=force
         )
-        n = samples_for(_target_law(target, n_tok), tv, alpha, beta, limit=validate.sample_limit(force))
+        n = law_samples(_target_law(target, n_tok), tv, alpha, beta, limit=validate.sample_limit(force))
         return validate.planned_samples(n, alpha=alpha, tv=tv, beta=beta, force=force)
     if isinstance(target, Mapping):
         if tokens is not None or horizon is not None or rounds:
             raise StatsError("tokens=, horizon= and rounds= apply to a case; an exact law is planned as it is")
-        return samples_for(validate.exact_law(target), tv, alpha, beta)
+        return law_samples(validate.exact_law(target), tv, alpha, beta)
     raise StatsError(f"plan_samples needs a Case or an exact law (a dict of token tuples to Fractions), got {target!r}")
 
 

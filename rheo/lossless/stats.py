@@ -91,9 +91,13 @@ def _check_margin(margin: Any) -> float:
 
 def min_num_samples(tv: float, alpha: float, beta: float, cells: int, *, margin: float = MARGIN) -> int:
     """Smallest N at which a level-`alpha` χ² test over `cells` cells detects TV ≥ `tv` with power ≥ 1−`beta`."""
-    alpha, beta = validate.rates(alpha, beta)
-    tv, cells = validate.rate("tv", tv, one=True), _check_cells(cells)
-    lam = noncentrality(cells - 1, alpha, beta / _check_margin(margin))
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)
+    return chi2_samples(tv, alpha, beta, _check_cells(cells), margin=_check_margin(margin))
+
+
+def chi2_samples(tv: float, alpha: float, beta: float, cells: int, *, margin: float = MARGIN) -> int:
+    """`min_num_samples` on arguments its callers have checked (`validate.gate_rates`, cells ≥ 2, margin ≥ 1)."""
+    lam = noncentrality(cells - 1, alpha, beta / margin)
     return max(1, math.ceil(Fraction(lam) / (4 * Fraction(tv) ** 2)))  # exact: 4δ² underflows at δ = 1e-200
 
 
@@ -106,10 +110,16 @@ def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise StatsError(f"n={n!r} must be an integer >= 1 (the number of samples)")
     alpha, beta = validate.rates(alpha, beta)
+    if cells != 1:
+        cells = _check_cells(cells)
+    return chi2_detectable_tv(n, alpha, beta, cells, margin=_check_margin(margin))
+
+
+def chi2_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: float = MARGIN) -> float:
+    """`min_detectable_tv` on arguments its callers have checked (n ≥ 1, `validate.rates`, margin ≥ 1)."""
     if cells == 1:
         return 1 - beta ** (1 / n)
-    cells = _check_cells(cells)
-    return min(1.0, math.sqrt(noncentrality(cells - 1, alpha, beta / _check_margin(margin)) / (4 * n)))
+    return min(1.0, math.sqrt(noncentrality(cells - 1, alpha, beta / margin) / (4 * n)))
 
 
 # --- pooling and the assertion ---------------------------------------------------------------
@@ -118,10 +128,10 @@ def min_detectable_tv(n: int, alpha: float, beta: float, cells: int, *, margin: 
 def _detectable(groups: list[tuple], n: int, alpha: float, beta: float) -> float:
     """Detectable TV of the test over these cells, as a distance between the *coarsened* laws
     (outcomes of one cell merged). One cell is a test only when it is one outcome (a point-mass
-    law): then any sample elsewhere rejects; else it detects nothing."""
+    law): then any sample elsewhere rejects; else it detects nothing. α and β: checked by the caller."""
     if len(groups) >= 2:
-        return min_detectable_tv(n, alpha, beta, len(groups))
-    return min_detectable_tv(n, alpha, beta, 1) if len(groups[0]) == 1 else 1.0
+        return chi2_detectable_tv(n, alpha, beta, len(groups))
+    return chi2_detectable_tv(n, alpha, beta, 1) if len(groups[0]) == 1 else 1.0
 
 
 def _full_detectable(detectable_cells: float, pooled: float) -> float:
@@ -132,7 +142,8 @@ def _full_detectable(detectable_cells: float, pooled: float) -> float:
 def law_detectable_tv(law: Law, n: int, alpha: float, beta: float) -> float:
     """Smallest TV **of the full law** (every outcome, none pooled) that the gate's test of `law`
     with `n` samples detects with power ≥ 1−β at level α, as proved at that n
-    (`rheo.lossless.promise`, docs/STATISTICS.md, "What the statistics promise")."""
+    (`rheo.lossless.promise`, docs/STATISTICS.md, "What the statistics promise"). The arguments are
+    checked by its callers (`rheo.lossless.planning.detectable_tv` is the public entry)."""
     from rheo.lossless import promise  # numpy and scipy: imported when a law is tested, not with the parser
 
     return promise.planner(law, alpha, beta).detectable(n)
@@ -236,11 +247,32 @@ def check_law(
     The record carries where the samples deviate most (`rheo.lossless.diagnosis`): `names` name the
     outcome's components (default "token 1", "token 2", ...), `condition` what the whole test
     conditions on (e.g. "first round of length 3")."""
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)
+    validate.statistic(statistic, STATISTICS)
+    return law_test(
+        samples, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label, names=names,
+        condition=condition, seed=seed,
+    )  # fmt: skip
+
+
+def law_test(
+    samples: Iterable[Sequence[int]] | Mapping[tuple[int, ...], int],
+    law: Law,
+    *,
+    alpha: float,
+    tv: float,
+    beta: float,
+    statistic: str = "pearson",
+    label: str = "law",
+    names: Sequence[str] | None = None,
+    condition: str = "",
+    seed: int | None = None,
+) -> LawTest:
+    """`check_law` on rates and a statistic its caller has checked (`validate.gate_rates`, once at the
+    public entry: `check_law`, the gate, a horizon's windows, a sequential test's looks); the samples,
+    the law and the seed are checked here, each call its own."""
     import numpy as np
 
-    alpha, beta = validate.rates(alpha, beta)
-    tv = validate.rate("tv", tv, one=True)
-    validate.statistic(statistic, STATISTICS)
     law = validate.exact_law(law)
     counts = validate.sample_counts(samples)
     n = sum(counts.values())
@@ -324,8 +356,8 @@ def assert_law(
     )
     if res.detectable_tv > res.tv + 1e-12:
         raise LosslessError(
-            f"{res.summary()}: too few samples to detect TV {tv:g} of the full law; "
-            f"need N >= {samples_for(law, tv, alpha, beta)}",
+            f"{res.summary()}: too few samples to detect TV {res.tv:g} of the full law; "
+            f"need N >= {law_samples(law, res.tv, res.alpha, res.beta)}",
             res,
         )
     if res.rejected:
@@ -346,8 +378,12 @@ def samples_for(law: Law, tv: float, alpha: float, beta: float, *, limit: int | 
     full law** with power ≥ 1−β at level α, as proved at that N (`rheo.lossless.promise`).
     With a `limit`, an N over it is not searched for: `MoreThan(limit + 1)` is returned at the
     price of one certificate at the limit (the refusal's cost does not grow with N)."""
-    alpha, beta = validate.rates(alpha, beta)
-    tv = validate.rate("tv", tv, one=True)
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)
+    return law_samples(law, tv, alpha, beta, limit=limit)
+
+
+def law_samples(law: Law, tv: float, alpha: float, beta: float, *, limit: int | None = None) -> int:
+    """`samples_for` on rates its caller has checked (`validate.gate_rates`, once at the public entry)."""
     if not any(p > 0 for p in law.values()):
         raise StatsError("the exact law has no outcome of positive probability")
     from rheo.lossless import promise
@@ -362,17 +398,18 @@ def samples_for_coarse(law: Law, tv: float, alpha: float, beta: float) -> int:
 
     Not a promise about the full law (`samples_for` is); used where the deviation is known
     exactly, e.g. the samples to convict a bug class, whose TV between the coarsened laws is
-    computed exactly at that N (rheo.selfgate.bugclasses).
+    computed exactly at that N (rheo.selfgate.bugclasses). Its rates are the caller's, checked there (a
+    mutant's exact TV, the audit's α and β): called in a loop, it checks nothing again.
     """
     cells = sum(1 for p in law.values() if p > 0)
     if cells == 1:
-        return max(1, math.ceil(math.log(beta) / math.log(1 - tv))) if tv < 1 else 1
-    n = min_num_samples(tv, alpha, beta, cells)
+        return max(1, math.ceil(math.log(beta) / math.log(1 - tv))) if tv != 1 else 1
+    n = chi2_samples(tv, alpha, beta, cells)
     for _ in range(8):
         k = len(pool_cells(law, n))
         if k < 2:
             break
-        n2 = min_num_samples(tv, alpha, beta, k)
+        n2 = chi2_samples(tv, alpha, beta, k)
         if n2 >= n:
             break
         n = n2
@@ -451,10 +488,7 @@ def check_first_tokens(
     planned at the last look's level).
     """
     __tracebackhide__ = hide_lossless
-    from rheo_ref.exact import target_law
-
     sequential = validate.boolean("sequential", sequential)
-
     call = gate_call(
         sampler,
         case,
@@ -465,21 +499,30 @@ def check_first_tokens(
         seed=seed,
         force=force,
         tokens=lambda: case.tokens if tokens is None else validate.whole("tokens", tokens, min=1),
+        sequential=sequential,
     )
-    alpha, beta, tv, seed, n_tok = call.alpha, call.beta, call.tv, call.seed, call.tokens
-    law = target_law(case, n_tok)
-    from rheo.lossless import sequential as seq
+    return first_tokens_test(sampler, case, call)
 
-    plan_alpha = seq.final_alpha(alpha) if sequential else alpha
+
+def first_tokens_test(sampler: Sampler, case: Case, call: GateCall) -> LawTest:
+    """`check_first_tokens` on a call `gate_call` has checked (nothing is checked again here but what the
+    sampler returns and the N the law asks for)."""
+    __tracebackhide__ = hide_lossless
+    from rheo.lossless import sequential as seq
+    from rheo_ref.exact import target_law
+
+    alpha, beta, tv, seed, n_tok, statistic = call.alpha, call.beta, call.tv, call.seed, call.tokens, call.statistic
+    law = target_law(case, n_tok)
+    plan_alpha = seq.final_alpha(alpha) if call.sequential else alpha
     n = validate.planned_samples(
-        samples_for(law, tv, plan_alpha, beta, limit=validate.sample_limit(force)),
+        law_samples(law, tv, plan_alpha, beta, limit=validate.sample_limit(call.force)),
         alpha=plan_alpha,
         tv=tv,
         beta=beta,
-        force=bool(force),
+        force=call.force,
     )
     label = f"first {n_tok} tokens vs target law"
-    if sequential:
+    if call.sequential:
         shown = with_tokens(case, n_tok)
         return seq.check_sequential(
             lambda look, s, m: read_batch(sampler(shown, s, m), n_tok, m),
@@ -491,30 +534,27 @@ def check_first_tokens(
             seed=seed,
             statistic=statistic,
             label=label,
-            check=check_law,
+            check=law_test,
         )
     out = read_batch(sampler(with_tokens(case, n_tok), seed, n), n_tok, n)
-    return check_law(
-        out,
-        law,
-        alpha=alpha,
-        tv=tv,
-        beta=beta,
-        statistic=statistic,
-        label=label,
-        seed=seed,
-    )
+    return law_test(out, law, alpha=alpha, tv=tv, beta=beta, statistic=statistic, label=label, seed=seed)
 
 
 @dataclass(frozen=True)
 class GateCall:
-    """A gate call's arguments, checked (`gate_call`): rates as floats, the seed, the tokens read."""
+    """A gate call's arguments, checked once (`gate_call`): rates as floats, the seed, the tokens read, and
+    the switches as given (`check_lossless` checks them before)."""
 
     alpha: float
     beta: float
     tv: float
     seed: int
     tokens: int
+    statistic: str = "pearson"
+    force: bool = False
+    sequential: bool = False
+    horizon: int | None = None
+    rounds: bool = False
 
 
 def gate_call(
@@ -529,26 +569,24 @@ def gate_call(
     force: Any,
     tokens: Callable[[], int],
     tokens_first: bool = False,
+    sequential: bool = False,
+    horizon: int | None = None,
+    rounds: bool = False,
 ) -> GateCall:
     """The checks every gate call makes before its sampler runs, written once, in this order (the first
     bad argument is the one reported): the sampler and the case; the rates and the statistic, with the
     tokens the test reads (`tokens()`: checks them and says how many the sizes are checked for) after
     them, or before them when `tokens_first` (a horizon test: tokens and horizon); the seed; the sizes
-    `rheo gate-hf` caps (`rheo.lossless.validate.gate_size`; `force` lifts them)."""
+    `rheo gate-hf` caps (`rheo.lossless.validate.gate_size`; `force` lifts them). `sequential`, `horizon`
+    and `rounds` are recorded as given (checked by the caller)."""
     check_gate_args(sampler, case)
     n_tok = tokens() if tokens_first else None
-    a, b, t = gate_rates(alpha, beta, tv, statistic)
+    a, b, t = validate.gate_rates(alpha, beta, tv)
+    validate.statistic(statistic, STATISTICS)
     n_tok = tokens() if n_tok is None else n_tok
     s = gate_seed(seed, case)
-    validate.gate_size(case, n_tok, needed=min_num_samples(t, a, b, 2), alpha=a, tv=t, beta=b, force=bool(force))
-    return GateCall(a, b, t, s, n_tok)
-
-
-def gate_rates(alpha: Any, beta: Any, tv: Any, statistic: Any) -> tuple[float, float, float]:
-    """The gate's rates as floats and its statistic, checked (`rheo.lossless.validate`)."""
-    a, b = validate.rates(alpha, beta)
-    validate.statistic(statistic, STATISTICS)
-    return a, b, validate.rate("tv", tv)
+    validate.gate_size(case, n_tok, needed=chi2_samples(t, a, b, 2), alpha=a, tv=t, beta=b, force=bool(force))
+    return GateCall(a, b, t, s, n_tok, statistic, bool(force), sequential, horizon, rounds)
 
 
 def gate_seed(seed: Any, case: Case) -> int:

@@ -3,11 +3,11 @@ by then: rates, integers, the sizes the CLI caps, a sampler's output, counts and
 
 Each bad value raises one `RheoError` subclass whose one-line message names the value (and, for a
 sampler's output, the sample and token it sits at) and what is allowed:
-- `rate`, `whole`, `rates`: numbers users really pass are taken at their exact value (int, float,
+- `rate`, `whole`, `rates`, `gate_rates`: numbers users really pass are taken at their exact value (int, float,
   `Fraction`, `Decimal`, numpy scalars of every width, 0-d arrays and tensors); a boolean, a
   string, a complex number, NaN or infinity is refused with that reason;
-- `gate_size`, `planned_samples`: the limits of `rheo gate-hf` (docs/CLI.md), shared by the CLI and
-  the API (`force=True` lifts them in the API, as `--force` does where the CLI has it);
+- `gate_size`, `planned_samples`: the limits of `rheo gate-hf` (docs/CLI.md): the API's, which the CLI
+  hands its flags to (`force=True` lifts them in the API);
 - `sampler_rows`: a sampler returns N token sequences: a list or tuple (or any iterable: at most
   N + 1 items are read) of lists, tuples or 1-D integer arrays, or a numpy / torch integer array of
   shape (N, tokens), or an object with `tokens` (`rheo.Rounds`, rheo_fast's `Decoded`); a token is
@@ -31,7 +31,7 @@ from itertools import islice
 from typing import Any
 
 from rheo_ref.errors import CaseError, SamplerOutputError, StatsError
-from rheo_ref.validate import index, integer, is_bool, label, show, within_limit
+from rheo_ref.validate import index, is_bool, label, show, within_limit
 
 MAX_TOKENS = 64  # tokens per sample (the exact law grows as b^tokens), from --tokens / tokens= or the case
 MAX_CONTEXT = 1024  # tokens of the case's context (TableLM runs a forward pass over all of them)
@@ -111,6 +111,14 @@ def rates(alpha: Any, beta: Any) -> tuple[float, float]:
     return a, b
 
 
+def gate_rates(alpha: Any, beta: Any, tv: Any, *, tv_one: bool = False) -> tuple[float, float, float]:
+    """(α, β, δ) as floats: the one check of a test's rates, made once at each public entry (`check_law`,
+    `samples_for`, `check_lossless`, `plan_samples`, ...); the helpers those call take the floats it returns
+    and check nothing again. `tv_one`: δ = 1 allowed (a law's planner: every sample off the law)."""
+    a, b = rates(alpha, beta)
+    return a, b, rate("tv", tv, one=tv_one)
+
+
 def whole(name: str, value: Any, *, min: int | None = None, max: int | None = None, error: type = StatsError) -> int:
     """`value` as an int: an int or a numpy / torch integer (not a bool, not a float, even 2.0), in range."""
     return index(name, value, min=min, max=max, error=error)
@@ -159,35 +167,26 @@ def gate_size(
     tv: float,
     beta: float,
     force: bool = False,
-    flags: bool = False,
 ) -> None:
-    """Refuse up front what the gate cannot pay for (`rheo gate-hf` and the API alike): more than
-    MAX_TOKENS tokens or MAX_CONTEXT context tokens, an exact law over `rheo exact`'s size limit,
-    `needed` samples (a lower bound: the two-cell χ² test's N, `rheo.lossless.stats.min_num_samples(tv,
-    alpha, beta, 2)`) over MAX_SAMPLES. `flags`: name the CLI's flags; `force`: no limit (the API's
-    override)."""
+    """Refuse up front what the gate cannot pay for (the API and `rheo gate`, which hands its flags to the
+    API and names them in the refusal): more than MAX_TOKENS tokens or MAX_CONTEXT context tokens, an exact
+    law over `rheo exact`'s size limit, `needed` samples (a lower bound: the two-cell χ² test's N,
+    `rheo.lossless.stats.min_num_samples(tv, alpha, beta, 2)`) over MAX_SAMPLES. `force`: no limit. `tokens`
+    and the rates are the caller's, checked there (`gate_call`, `plan_samples`)."""
     from rheo_ref.exact import DEFAULT_MAX_LAW_SIZE, check_law_size
 
     if force:
         return
-    if flags:
-        integer("tokens", tokens, min=1, max=MAX_TOKENS)
-    else:
-        integer("tokens", tokens, min=1)
-        within_limit(f"tokens={tokens}: tokens per sample", tokens, MAX_TOKENS, override="force=True to run anyway")
+    within_limit(f"tokens={tokens}: tokens per sample", tokens, MAX_TOKENS, override="force=True to run anyway")
     if len(case.context) > MAX_CONTEXT:
         raise CaseError(
-            f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,}"
-            + ("" if flags else " (force=True to run anyway)")
+            f"the case's context has {len(case.context):,} tokens; allowed: at most {MAX_CONTEXT:,} "
+            "(force=True to run anyway)"
         )
     check_law_size(
-        case,
-        tokens,
-        DEFAULT_MAX_LAW_SIZE,
-        name="tokens",
-        override=None if flags else "use fewer tokens, or force=True to run anyway",
+        case, tokens, DEFAULT_MAX_LAW_SIZE, name="tokens", override="use fewer tokens, or force=True to run anyway"
     )
-    samples_lower_bound(needed, alpha=alpha, tv=tv, beta=beta, flags=flags)
+    samples_lower_bound(needed, alpha=alpha, tv=tv, beta=beta)
 
 
 def samples_lower_bound(

@@ -15,7 +15,7 @@ import sys
 
 def library_rows(alpha: float, beta: float) -> list[dict]:
     from rheo.lossless import validate
-    from rheo.lossless.stats import samples_for
+    from rheo.lossless.stats import law_samples
     from rheo.selfgate.case_library import LIBRARY
     from rheo_ref.bugclasses.cases import BugCase, request_law
 
@@ -30,7 +30,7 @@ def library_rows(alpha: float, beta: float) -> list[dict]:
 
             gc = library_gate_case(name)
             laws = [check_law_of(gc, ch) for ch in CHECKS]
-        n = max(samples_for(law, entry["floor"], alpha, beta) for law in laws)
+        n = max(law_samples(law, entry["floor"], alpha, beta) for law in laws)  # (the floors are the library's)
         rows.append(
             {
                 "name": name,

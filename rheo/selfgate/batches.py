@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from rheo.lossless.stats import LawTest, check_law, samples_for
+from rheo.lossless import validate
+from rheo.lossless.stats import LawTest, law_samples, law_test
 from rheo.selfgate.bugclasses import CLASS_OF, FloatStream, _floats, convict_n
 from rheo_ref.bugclasses.batch import (
     BATCH_MUTANTS,
@@ -120,9 +121,10 @@ def run_batch_check(
     a mismatch, else 1)."""
     steps = CORRECT_BATCH if mutant is None else BATCH_MUTANTS[mutant][1]
     laws = {f"request{i}": request_law(c) for i, c in enumerate(cases)} | {"batch": product_law(cases)}
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)  # once: the helpers below take floats
     each = alpha / len(laws)
     if n is None:
-        n = 1 if check == "invariance" else samples_for(laws[check], tv, each, beta)
+        n = 1 if check == "invariance" else law_samples(laws[check], tv, each, beta)
     draws = [sample_batch(cases, seeds, seed * 1_000_003 + k, steps) for k in range(n)]
     if check == "invariance":
         mismatch = sum(outs != alone for outs, alone in draws)
@@ -132,7 +134,7 @@ def run_batch_check(
     else:
         i = int(check[7:])
         rows = [outs[i] for outs, _ in draws]
-    res: LawTest = check_law(rows, laws[check], alpha=each, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
+    res: LawTest = law_test(rows, laws[check], alpha=each, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
     return {"check": check, "n": n, "rejected": res.rejected, "p_value": res.p_value}
 
 

@@ -24,12 +24,13 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from rheo.lossless import validate
 from rheo.lossless.stats import (
     LawTest,
-    check_law,
+    law_samples,
+    law_test,
     min_num_samples,
     pool_cells,
-    samples_for,
     samples_for_coarse,
     seed_for,
 )
@@ -172,13 +173,14 @@ def run_check(
 ) -> LawTest:
     """One gate test of the baseline decoder (or `mutant`) on `case` (module docstring); N is the
     gate's rule for `tv` unless `n` is given."""
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)  # once: the helpers below take floats
     law = check_law_of(case, check)
-    N = samples_for(law, tv, alpha, beta) if n is None else n
+    N = law_samples(law, tv, alpha, beta) if n is None else n
     grid = GRID if check == "grid" else None
     draws = sampler(mutant, first_round=check == "round", logprobs=check == "logprobs", grid=grid)(case, seed, N)
     if check.startswith("joint"):
         draws = [s[: int(check[5:])] for s in draws]
-    return check_law(draws, law, alpha=alpha, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
+    return law_test(draws, law, alpha=alpha, beta=beta, tv=tv, label=f"{check} [{mutant or 'baseline'}]")
 
 
 def coarse_tv(a: Law, b: Law, cells: list[tuple]) -> Fraction:

@@ -30,13 +30,14 @@ from functools import cache, lru_cache
 from typing import Any
 
 from rheo.families.registry import mutant_cases_of, suite_families
+from rheo.lossless import validate
 from rheo.lossless.gate import check_lossless
 from rheo.lossless.stats import (
     DEFAULT_BETA,
     LawTest,
     StatsError,
-    check_law,
-    samples_for,
+    law_samples,
+    law_test,
     seed_for,
 )
 from rheo_ref.exact import Exact, Law, mutant_exact, target_law
@@ -268,14 +269,15 @@ def run_check(
     """One gate test at level `alpha` (default `alpha_per_test()`); the seed defaults to one fixed
     by (case, check, mutant)."""
     alpha = alpha_per_test() if alpha is None else alpha
+    alpha, beta, tv = validate.gate_rates(alpha, beta, tv, tv_one=True)  # once: the helpers below take floats
     law = check_law_of(gc, check) if law is None else law
-    n = samples_for(law, tv, alpha, beta)
+    n = law_samples(law, tv, alpha, beta)
     seed = seed_for(f"gate|{gc.name}|{check}|{mutant}") if seed is None else seed
     samples = check_sampler(gc, check, mutant, factory)(seed, n)
     names, condition = (("the first round's length",), "") if check == "lengths" else (None, "")
     if check == "round":
         condition = "in the first round"
-    return check_law(
+    return law_test(
         samples,
         law,
         alpha=alpha,

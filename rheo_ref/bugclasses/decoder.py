@@ -60,10 +60,10 @@ HARNESS_TIES = (("top_k", "all"), ("top_p", "high"))  # the served decoder's tie
 TREE_WIDTH = 2  # branches of the `tree` verification's draft tree
 
 
-@dataclass(frozen=True)
-class Request:
-    """The sampling parameters of a request and the decoder's shape (rheo_ref.processing says what
-    each setting does and in which order).
+@dataclass(frozen=True, kw_only=True)
+class Request(processing.Sampling):
+    """The sampling parameters of a request (the one settings model, `rheo_ref.processing.Sampling`, which
+    says what each setting does and in which order) and the decoder's shape (gamma, verify), keyword-only.
 
     temperature: 0 (greedy) or 1/T an integer 1..4, so rows stay rational; top_k: 0 = off; top_p:
     1 = off; penalty ρ: the frequency factor per earlier occurrence of a token among the generated
@@ -76,17 +76,8 @@ class Request:
     decoder: top-k keeps every tied token (transformers' `TopKLogitsWarper`, vLLM's mask) and top-p
     drops the lower ids first (a stable ascending sort), so it keeps the higher ids."""
 
-    temperature: Fraction = Fraction(1)
-    top_k: int = 0
-    top_p: Fraction = Fraction(1)
-    penalty: Fraction = Fraction(1)
     gamma: int = 2
     verify: str = "token"
-    min_p: Fraction = Fraction(0)
-    presence: Fraction = Fraction(1)
-    repetition: int = 1
-    bias: tuple[tuple[int, Fraction], ...] = ()
-    order: str = "transformers"
     ties: processing.Ties = HARNESS_TIES
 
     def __post_init__(self) -> None:
@@ -142,18 +133,18 @@ class Request:
     @classmethod
     def from_json(cls, obj: dict) -> Request:
         return cls(
-            Fraction(obj.get("temperature", "1")),
-            int(obj.get("top_k", 0)),
-            Fraction(obj.get("top_p", "1")),
-            Fraction(obj.get("penalty", "1")),
-            int(obj.get("gamma", 2)),
-            str(obj.get("verify", "token")),
-            Fraction(obj.get("min_p", "0")),
-            Fraction(obj.get("presence", "1")),
-            int(obj.get("repetition", 1)),
-            tuple((int(t), Fraction(f)) for t, f in obj.get("bias", [])),
-            str(obj.get("order", "transformers")),
-            obj.get("ties", HARNESS_TIES),
+            temperature=Fraction(obj.get("temperature", "1")),
+            top_k=int(obj.get("top_k", 0)),
+            top_p=Fraction(obj.get("top_p", "1")),
+            penalty=Fraction(obj.get("penalty", "1")),
+            gamma=int(obj.get("gamma", 2)),
+            verify=str(obj.get("verify", "token")),
+            min_p=Fraction(obj.get("min_p", "0")),
+            presence=Fraction(obj.get("presence", "1")),
+            repetition=int(obj.get("repetition", 1)),
+            bias=tuple((int(t), Fraction(f)) for t, f in obj.get("bias", [])),
+            order=str(obj.get("order", "transformers")),
+            ties=obj.get("ties", HARNESS_TIES),
         )
 
 

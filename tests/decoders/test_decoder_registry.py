@@ -259,8 +259,9 @@ def test_toy_decoder_joins_the_fuzz_harness(toys, monkeypatch):
     import rheo.decoders.gate
 
     assert {"toy", "toy-broken:1/2"} <= set(examples())
-    monkeypatch.setattr(rheo.decoders.gate, "gate_hf", test_fuzz._reached)
-    assert test_fuzz.decoders_reach_the_sampling(CASE) == test_fuzz.runnable_examples()
+    monkeypatch.setattr(rheo.decoders.gate, "gate_checked", test_fuzz._reached)
+    assert test_fuzz.decoders_reach_the_sampling(CASE) == test_fuzz.runnable_examples(CASE)
+    assert {"toy", "toy-broken:1/2"} <= set(test_fuzz.runnable_examples(CASE))
 
 
 FOLDER = """
@@ -328,5 +329,5 @@ def test_a_decoder_folder_is_discovered_and_runs_end_to_end(toy_folder, capsys, 
             "seconds"} <= set(rows[0])  # fmt: skip
     assert "| folder-toy:1 | - | W=1 control |" in out  # the markdown rows (no package: not transformers')
     assert rows[0]["package"] is None and rows[0]["version"] is None
-    monkeypatch.setattr(rheo.decoders.gate, "gate_hf", test_fuzz._reached)
+    monkeypatch.setattr(rheo.decoders.gate, "gate_checked", test_fuzz._reached)
     assert "folder-toy:1/100" in examples() and "folder-toy:1/100" in test_fuzz.decoders_reach_the_sampling(CASE)

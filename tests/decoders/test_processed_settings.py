@@ -34,9 +34,9 @@ GRAMMAR = Constraint((frozenset({0, 1, 3}), frozenset({1, 2})), (((0, 0), (1, 0)
         (dict(repetition=2, top_k=3, ties="all"), Request(repetition=2, top_k=3, ties="all")),
         (
             dict(temperature=F(1, 2), top_p=F(4, 5), ties="high", order="vllm"),
-            Request(F(1, 2), top_p=F(4, 5), ties="high", order="vllm"),
+            Request(temperature=F(1, 2), top_p=F(4, 5), ties="high", order="vllm"),
         ),
-        (dict(temperature=0, frequency=F(1, 2), ties="low"), Request(F(0), penalty=F(1, 2))),
+        (dict(temperature=0, frequency=F(1, 2), ties="low"), Request(temperature=F(0), penalty=F(1, 2))),
     ],
 )
 @pytest.mark.parametrize("grammar", [None, GRAMMAR])

@@ -87,7 +87,7 @@ def exact_law(case: Case, n: int, run: Any) -> Law | None:
     from rheo.decoders.laws import Processing
 
     proc = run.processing()
-    plain = Processing(proc.power)
+    plain = Processing(power=proc.power)
     q_s = proc.for_draft().table(case.q_samp_model)
     return _law(plain.table(case.target), q_s, plain.table(case.q_samp_model), run.options()["lookahead"],
                 case.context, n)  # fmt: skip

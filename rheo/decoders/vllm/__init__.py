@@ -249,10 +249,8 @@ def target(case: Case, gen: dict[str, Any], n: int) -> Law:
         from rheo.decoders.rounds import single_token_law
         from rheo_ref.processing import process
 
-        from .law import _Processors
-
         lead = len(case.context)
-        proc = _Processors(Fraction(1, s.power), s.bias, s.repetition, s.frequency, s.presence)
+        proc = s.penalised()
 
         def row_of(c: tuple[int, ...]) -> tuple:
             out = c[lead:]

@@ -33,7 +33,7 @@ from rheo.decoders.rounds import token_law
 from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
-from rheo_ref.processing import Ties
+from rheo_ref.processing import Sampling, Ties
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,24 @@ class Setting:
             return cls(k=k, greedy=True, min_p=m or None)
         own = ("min_p", "bad_words", *PENALTY_KEYS)
         proc = Processing.from_gen({x: v for x, v in gen.items() if x not in own})
-        return cls(proc.power, proc.top_k, proc.top_p, k, ties=proc.ties, min_p=m or None, **extra)
+        return cls(power=proc.power, top_k=proc.top_k, top_p=proc.top_p, k=k, ties=proc.ties, min_p=m or None, **extra)
+
+    def penalised(self, *, bias: bool = True) -> Sampling:
+        """1/T, the logit bias (unless `bias` is False) and the penalties in the one settings model
+        (`rheo_ref.processing.Sampling`), in vLLM's order (bias, repetition, frequency, presence,
+        temperature; no cut: the penalised rows are modelled without top-k, top-p or min-p)."""
+        return Sampling(
+            temperature=Fraction(1, self.power),
+            bias=self.bias if bias else (),
+            repetition=self.repetition,
+            penalty=self.frequency,
+            presence=self.presence,
+            order="vllm",
+        )
 
     @property
     def processing(self) -> Processing:
-        return Processing(self.power, self.top_k, self.top_p, self.ties)
+        return Processing(power=self.power, top_k=self.top_k, top_p=self.top_p, ties=self.ties)
 
 
 PENALTY_KEYS = ("logit_bias", "repetition", "frequency", "presence", "bad_words")
@@ -155,22 +168,6 @@ def _penalties(gen: dict) -> dict:
         if gen.get(name) is not None and _factor(name, gen[name], upper=True) != 1:
             out[name] = _factor(name, gen[name], upper=True)
     return out
-
-
-@dataclass(frozen=True)
-class _Processors:
-    """`rheo_ref.processing.Settings` for vLLM's order (bias, repetition, frequency, presence, temperature)."""
-
-    temperature: Fraction
-    bias: tuple[tuple[int, Fraction], ...]
-    repetition: int
-    penalty: Fraction
-    presence: Fraction
-    top_k: int = 0
-    top_p: Fraction = ONE
-    min_p: Fraction = ZERO
-    order: str = "vllm"
-    ties: Ties = None
 
 
 def min_p_row(row: Row, m: Fraction, where: str = "") -> Row:
@@ -311,8 +308,7 @@ class VLLMLaw:
 
         out = c[self.prompt :]
         counts = [out.count(t) for t in range(self.raw.vocab_size)]
-        s = _Processors(Fraction(1, self.s.power), self.s.bias if bonus else (), self.s.repetition,
-                        self.s.frequency, self.s.presence)  # fmt: skip
+        s = self.s.penalised(bias=bonus)
         row = process(self.raw.row(list(c)), s, counts, c, where=f"row {list(c)}")
         # bad words at the verified positions on the output and the drafts before each (0.33 rejection_sampler.py
         # lines 367-370, apply_bad_words_with_drafts), at the bonus on the output and all the drafts (sampler.py

@@ -9,7 +9,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from rheo.lossless.stats import check_law, samples_for
+from rheo.lossless import validate
+from rheo.lossless.stats import law_samples, law_test
 from rheo_ref.exact import tv
 from rheo_ref.models import load_case
 
@@ -28,16 +29,16 @@ def judge_mixed(decoder: Any, row: Any, table: Any, seed: int) -> dict[str, Any]
 
     tokens, delta = row.tokens, row.tv  # (the row as resolved by the table: rheo.decoders.rows.run_row)
     c = replace(load_case(str(_repo() / row.case)), tokens=tokens)
-    alpha = row.alpha / len(MIXED)
+    alpha, beta, delta = validate.gate_rates(row.alpha / len(MIXED), table.beta, delta, tv_one=True)  # once
     targets = [target(c, g, tokens) for g in MIXED]
     exact = [tv(law(c, g, tokens), t) for g, t in zip(MIXED, targets)]
-    Ns = [samples_for(t, delta, alpha, table.beta) for t in targets]
+    Ns = [law_samples(t, delta, alpha, beta) for t in targets]
     req = request(c, MIXED[0], seed, Ns[0])
     req["requests"] = [request(c, g, seed, N)["requests"][0] for g, N in zip(MIXED, Ns)]
     t0 = time.perf_counter()
     reply = SERVED.run(req, timeout=120 + SECONDS_PER_SAMPLE * sum(Ns) * tokens)
     ran_on(reply, device(), MODULE)
-    res = [check_law(s, t, alpha=alpha, tv=delta, beta=table.beta) for s, t in zip(reply["samples"], targets)]
+    res = [law_test(s, t, alpha=alpha, tv=delta, beta=beta) for s, t in zip(reply["samples"], targets)]
     return {
         "gen": MIXED, "verdict": "REJECT" if any(r.rejected for r in res) else "pass", "N": Ns,
         "cells": [r.cells for r in res], "detectable_tv": [round(r.detectable_tv, 4) for r in res],
