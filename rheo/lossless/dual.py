@@ -191,8 +191,9 @@ def _far(a: np.ndarray, w: np.ndarray, theta: float, top: np.ndarray, lam: float
 class Dual:
     """The dual Chernoff bound for one (law, λ, critical value c): G tables per θ, the bound per (θ, μ, ν, δ)."""
 
-    def __init__(self, p: np.ndarray, w: np.ndarray, lam: float, c: float, sd: float):
+    def __init__(self, p: np.ndarray, w: np.ndarray, lam: float, c: float, sd: float, counts: np.ndarray | None = None):
         self.p, self.w, self.lam, self.c, self.sd = p, w, lam, c, sd
+        self.counts = np.ones(len(p)) if counts is None else counts  # [K] outcomes per cell (equal p: equal suprema)
         self.a = lam * p
         self.m = _points(self.a, lam)  # [K, J]
         self.top = self.m[:, -1]
@@ -214,15 +215,14 @@ class Dual:
         """The bound's value with each supremum taken over the grid only: below `log_miss` at the
         same arguments (used to choose them), not a bound."""
         g = self.table(theta)
-        return float(
-            theta * self.c - 2 * mu * delta + np.sum(np.max(g + self._terms(self.m, self.a[:, None], mu, nu), axis=1))
-        )
+        best = np.max(g + self._terms(self.m, self.a[:, None], mu, nu), axis=1)  # [K]
+        return float(theta * self.c - 2 * mu * delta + np.sum(self.counts * best))
 
     def log_miss(self, theta: float, mu: float, delta: float, nu: float = 0.0) -> float:
         """The rigorous bound: log P_P(S ≤ c) ≤ this for every P on the support at TV ≥ δ (μ, ν ≥ 0)."""
         if mu < 0 or nu < 0:
             raise ValueError(f"the multipliers must be ≥ 0: μ = {mu}, ν = {nu}")
-        return float(theta * self.c - 2 * mu * delta + np.sum(self.cell_sups(theta, mu, nu)))
+        return float(theta * self.c - 2 * mu * delta + np.sum(self.counts * self.cell_sups(theta, mu, nu)))
 
     def cell_sups(self, theta: float, mu: float, nu: float = 0.0, *, rounds: int = 4, split: int = 8) -> np.ndarray:
         """[K] an upper bound on each cell's sup over 0 ≤ m ≤ λ of
@@ -240,7 +240,7 @@ class Dual:
         m_l, m_r = m[:, :-1].ravel(), m[:, 1:].ravel()
         g_l, g_r = g[:, :-1].ravel(), g[:, 1:].ravel()
         best = np.max(g + self._terms(m, a[:, None], mu, nu), axis=1)  # [K] the best grid value
-        tol = 0.02 / k
+        tol = 0.02 / float(np.sum(self.counts))
         for r in range(rounds + 1):
             kappa = np.where(m_l >= a[cell], up, -down)
             bound = _interval_sup(m_l, m_r, g_l, g_r, kappa, a[cell])
@@ -276,7 +276,7 @@ class Dual:
         from scipy.optimize import minimize
 
         if start is None:
-            mu0 = 4 * delta * self.lam**2 * theta / float(np.sum(1 / self.w))
+            mu0 = 4 * delta * self.lam**2 * theta / float(np.sum(self.counts / self.w))
             start = (mu0, 0.01 * mu0)
 
         def value(x: np.ndarray) -> float:

@@ -47,6 +47,7 @@ SPILL_SHARE = 0.01  # share of β spent on N' > N (the Poisson count overshootin
 OFF_SHARE = 0.1  # share of β spent on mass off the support that no sample reveals
 TRUNC_SHARE = 0.05  # share of α spent on the truncation of the null statistic
 FLOOR = 0.05  # τ = FLOOR / K: the weights' floor (w_i = max(p_i, τ)^(−2/3))
+VARIANCE_MAX_CELLS = 50_000  # the variance-bound certificate runs on supports of at most this many outcomes
 CONV_CELLS = 512  # the null's tail by convolution on supports of at most this many outcomes (else Chernoff alone)
 CONV_GRID = 400  # the convolution's grid: h = sd / max(CONV_GRID, 4K) (rounding costs ≤ K·h ≤ sd/4 of c)
 CONV_MAX_BINS = 200_000  # past this many grid points below the Chernoff critical value, Chernoff alone
@@ -64,12 +65,17 @@ class Weights:
     p: np.ndarray  # [K]
     w: np.ndarray  # [K]
     inv_w_sum: float  # Σ 1/w_i: D ≥ 4δ² / inv_w_sum
+    u_p: np.ndarray  # [U] the distinct probabilities (outcomes of equal p have equal weights and terms)
+    u_w: np.ndarray  # [U] their weights
+    u_n: np.ndarray  # [U] how many outcomes have each
 
     @staticmethod
     def of(probs: Any) -> Weights:
         p = np.sort(np.asarray([float(x) for x in probs if x > 0], dtype=float))[::-1]  # [K]
         w = np.maximum(p, FLOOR / len(p)) ** -POWER  # [K]
-        return Weights(p, w, float(np.sum(1 / w)))
+        u_p, u_n = np.unique(p, return_counts=True)
+        u_w = np.maximum(u_p, FLOOR / len(p)) ** -POWER
+        return Weights(p, w, float(np.sum(1 / w)), u_p, u_w, u_n.astype(float))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -116,22 +122,23 @@ class Null:
         from scipy.stats import poisson
 
         self.lam = lam
-        a = lam * wt.p  # [K] null means
-        k = len(a)
+        a = lam * wt.u_p  # [U] null means, one per distinct probability (u_n outcomes each)
+        self.counts = wt.u_n  # [U]
+        k = int(np.sum(self.counts))
         eps = TRUNC_SHARE * alpha / k
-        b = np.maximum(poisson.isf(eps, a), np.ceil(a + 1)).astype(np.int64)  # [K]
+        b = np.maximum(poisson.isf(eps, a), np.ceil(a + 1)).astype(np.int64)  # [U]
         b = np.where(poisson.sf(b, a) <= eps, b, b + 1)  # P(X_i > b_i) ≤ eps, whatever isf's rounding
-        self.trunc = float(np.sum(poisson.sf(b, a)))
+        self.trunc = float(np.sum(self.counts * poisson.sf(b, a)))
         lens = b + 1  # values 0..b_i, the last standing for "≥ b_i"
-        self.starts = np.concatenate([[0], np.cumsum(lens)[:-1]])  # [K]
-        self.cell = np.repeat(np.arange(k), lens)  # [Σ(b+1)]
+        self.starts = np.concatenate([[0], np.cumsum(lens)[:-1]])  # [U]
+        self.cell = np.repeat(np.arange(len(a)), lens)  # [Σ(b+1)]
         x = np.arange(int(lens.sum())) - self.starts[self.cell]  # [Σ(b+1)]
         ac = a[self.cell]
         logpmf = x * np.log(np.maximum(ac, 1e-300)) - ac - gammaln(x + 1)
         logpmf[self.starts + b] = poisson.logsf(b - 1, a)  # P(X ≥ b_i)
         self.logpmf = logpmf
-        self.f = wt.w[self.cell] * ((x - ac) ** 2 - x)  # [Σ(b+1)] the weighted term at min(X, b)
-        self.sd = math.sqrt(float(np.sum(wt.w**2 * 2 * a**2)))  # the null standard deviation of S
+        self.f = wt.u_w[self.cell] * ((x - ac) ** 2 - x)  # [Σ(b+1)] the weighted term at min(X, b)
+        self.sd = math.sqrt(float(np.sum(self.counts * wt.u_w**2 * 2 * a**2)))  # the null standard deviation of S
         self.alpha = alpha
         room = alpha - self.trunc
         self.theta_c = 0.0
@@ -149,8 +156,8 @@ class Null:
         """The law of Σ k_i (k_i = ⌈(f_i − min f_i)/h⌉) on 0..L with an overflow bin, L the Chernoff
         critical value's grid index: `tail[j]` = P(Σ k_i ≥ j) for j ≤ L (see the class docstring)."""
         ends = np.append(self.starts[1:], len(self.f))
-        mins = np.minimum.reduceat(self.f, self.starts)  # [K]
-        self.base = float(np.sum(mins))
+        mins = np.minimum.reduceat(self.f, self.starts)  # [U]
+        self.base = float(np.sum(self.counts * mins))
         self.grid = self.sd / max(CONV_GRID, 4 * k)
         top = math.ceil((self.critical - self.base) / self.grid) + 1
         if top > CONV_MAX_BINS:
@@ -158,7 +165,7 @@ class Null:
         cur = np.zeros(top + 1)  # P(Σ k = j) so far, j = 0..top
         cur[0] = 1.0
         over = 0.0  # P(Σ k > top) so far
-        for i in range(k):
+        for i in np.repeat(np.arange(len(mins)), self.counts.astype(np.int64)):  # every outcome's term
             s, e = int(self.starts[i]), int(ends[i])
             steps = grid_steps(self.f[s:e] - mins[i], self.grid)
             pm = np.exp(self.logpmf[s:e])
@@ -176,8 +183,8 @@ class Null:
     def cgf(self, theta: float) -> float:
         """Λ(θ) = log E exp(θ S_b), exactly (log-sum-exp per outcome)."""
         z = self.logpmf + theta * self.f
-        m = np.maximum.reduceat(z, self.starts)  # [K]
-        return float(np.sum(m + np.log(np.add.reduceat(np.exp(z - m[self.cell]), self.starts))))
+        m = np.maximum.reduceat(z, self.starts)  # [U]
+        return float(np.sum(self.counts * (m + np.log(np.add.reduceat(np.exp(z - m[self.cell]), self.starts)))))
 
     def _critical(self, log_room: float) -> float:
         thetas: dict[float, float] = {}
@@ -323,6 +330,8 @@ def miss_bound(wt: Weights, lam: float, c: float, delta: float, *, grid: int = 4
     so V_L, V_Q and b have bounds that depend on D' only. On each interval D ∈ [D_j, D_{j+1}] of a
     geometric grid from D₀ to 2·w_max (Σ d² ≤ Σ|d| ≤ 2): E S ≥ λ²D_j, the bounds are taken at D_{j+1},
     and the gap λ²D_j − c is split t₁ + t₂ on a grid. The largest bound over the intervals is returned."""
+    if len(wt.p) > VARIANCE_MAX_CELLS:  # its [grid × K] arrays would not fit: the dual certificate alone
+        return 1.0
     m = Moments.of(wt)
     d_min = 4 * delta**2 / wt.inv_w_sum
     d_max = 2 * m.w_max * (1 + 1e-9)
@@ -520,7 +529,8 @@ class Planner:
             if len(self._duals) > 4:
                 self._duals.clear()
             null = self.null(n)
-            self._duals[n] = Dual(self.wt.p, self.wt.w, poisson_rate(n, self.beta), null.critical, null.sd)
+            wt = self.wt
+            self._duals[n] = Dual(wt.u_p, wt.u_w, poisson_rate(n, self.beta), null.critical, null.sd, wt.u_n)
         return self._duals[n]
 
     def plan(self, delta: float, *, cap: int = 10**10, limit: int | None = None) -> int | None:

@@ -220,7 +220,8 @@ def test_the_weakest_alternative_found_by_search_is_rejected(name):
         return
     null = pl.null(n)
     order = np.argsort(-p, kind="stable")  # the planner's weights are over p sorted descending
-    wt = promise.Weights(p[order], pl.wt.w, pl.wt.inv_w_sum)
+    wt = pl.wt
+    assert np.array_equal(wt.p, p[order])
     rng = np.random.default_rng(7)
     best = raise_heavy(wt.p, 0, det)  # a feasible start: the heaviest outcome raised
     best_m = _margin(wt, null.lam, null.critical, best)
