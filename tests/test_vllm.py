@@ -231,14 +231,15 @@ def test_quick_vllm_034_v2_sampler(gen, verdict, rheo_seed, monkeypatch):
 
 @served034
 def test_vllm_034_moved_pieces_exit_2_with_one_line(capsys, monkeypatch):
-    """What 0.34.0 removed (the V1 RejectionSampler's temperature / top-k / top-p, MinPLogitsProcessor): exit 2,
-    one line naming the piece, the installed version and the supported range; no traceback."""
+    """What 0.34.0 removed (the V1 RejectionSampler's temperature / top-k / top-p, MinPLogitsProcessor, its logit
+    bias without runner=v2): exit 2, one line naming the piece, the installed version and the supported range; no
+    traceback."""
     from rheo.cli.main import main
     from rheo.decoders.served import PYTHON_VAR, REPO
 
     python = str(REPO / ".venv-vllm034" / "bin" / "python")
     monkeypatch.setenv(PYTHON_VAR, python)  # (restored after: the CLI sets it for its workers)
-    for gen in (["--gen", "temperature=0.5"], ["--gen", "min_p=0.5"]):
+    for gen in (["--gen", "temperature=0.5"], ["--gen", "min_p=0.5"], ["--gen", "logit_bias=3:4"]):
         code = main(["gate", str(CASES / "hf.json"), "--decoder", "vllm", "--python", python, "--tokens", "2", *gen])
         err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("rheo")]
         assert code == 2 and len(err) == 1, err
@@ -457,4 +458,4 @@ def test_slow_vllm_034_v2_rows(setting, request, monkeypatch):
 
     monkeypatch.setenv(PYTHON_VAR, str(REPO / ".venv-vllm034" / "bin" / "python"))
     r = verdict_row(NAME, setting, request.node.nodeid)
-    assert r["package"] == "vllm 0.34.0", r
+    assert (r["package"], r["version"]) == ("vllm", "0.34.0"), r
