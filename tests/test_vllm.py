@@ -231,14 +231,15 @@ def test_quick_vllm_034_v2_sampler(gen, verdict, rheo_seed, monkeypatch):
 
 @served034
 def test_vllm_034_moved_pieces_exit_2_with_one_line(capsys, monkeypatch):
-    """What 0.34.0 removed (the V1 RejectionSampler's temperature / top-k / top-p, MinPLogitsProcessor): exit 2,
-    one line naming the piece, the installed version and the supported range; no traceback."""
+    """What 0.34.0 removed (the V1 RejectionSampler's temperature / top-k / top-p, MinPLogitsProcessor, its logit
+    bias without runner=v2): exit 2, one line naming the piece, the installed version and the supported range; no
+    traceback."""
     from rheo.cli.main import main
     from rheo.decoders.served import PYTHON_VAR, REPO
 
     python = str(REPO / ".venv-vllm034" / "bin" / "python")
     monkeypatch.setenv(PYTHON_VAR, python)  # (restored after: the CLI sets it for its workers)
-    for gen in (["--gen", "temperature=0.5"], ["--gen", "min_p=0.5"]):
+    for gen in (["--gen", "temperature=0.5"], ["--gen", "min_p=0.5"], ["--gen", "logit_bias=3:4"]):
         code = main(["gate", str(CASES / "hf.json"), "--decoder", "vllm", "--python", python, "--tokens", "2", *gen])
         err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("rheo")]
         assert code == 2 and len(err) == 1, err
@@ -400,13 +401,41 @@ def test_the_v2_runners_min_p_applies_at_every_position_exactly():
     assert tv(vllm.law(CASE, gen, 2), vllm.claimed(CASE, gen, 2)) == Fraction(3, 8)
 
 
+@pytest.mark.parametrize("draft_probs", [1, 0])
+@pytest.mark.parametrize("k", [0, 1, 3])
+@pytest.mark.parametrize(
+    "extra",
+    [{"logit_bias": "3:4"}, {"logit_bias": "0:1/3,2:5"}, {"repetition": 2, "frequency": "1/2", "presence": "1/2"}],
+)
+def test_the_v2_runners_logit_bias_and_penalties_apply_at_every_position_exactly(extra, k, draft_probs):
+    """0.34's Sampler.apply_sampling_params runs its logit bias and penalties (LogitBiasState, PenaltiesState) on every
+    logits row, verified and bonus, the penalties on the output and the drafts before each position: the law is the
+    processed target on the output so far (TV 0), which is far from the raw p."""
+    from rheo_ref.exact import target_law
+
+    gen = {"k": k, "draft_probs": draft_probs, **extra}
+    claimed = vllm.claimed(CASE, gen, 2)
+    assert tv(vllm.law(CASE, {**gen, "runner": "v2"}, 2), claimed) == 0
+    assert tv(claimed, target_law(CASE, 2)) > Fraction(1, 20)
+
+
+def test_the_v2_runners_logit_bias_row_is_lossless_where_the_v1_rows_is_not():
+    """The logit-bias-v2 row's exact law is its claimed law; the same setting on 0.33's V1 RejectionSampler (bias at
+    the bonus only) is at TV 9528271/25899840 from it: the row would see the V1 defect if the V2 runner had it."""
+    row = {r.setting: dict(r.gen) for r in vllm.DECODER.table.rows}
+    v2, v1 = row["logit-bias-v2"], row["logit-bias"]
+    assert {x: y for x, y in v2.items() if x != "runner"} == v1
+    assert tv(vllm.law(CASE, v2, 2), vllm.claimed(CASE, v2, 2)) == 0
+    assert tv(vllm.law(CASE, v1, 2), vllm.claimed(CASE, v1, 2)) == Fraction(9528271, 25899840)
+
+
 @pytest.mark.parametrize(
     "gen, message",
     [({"method": "adaptive", "k": 3, "adaptive_budget": 6}, "budget=6"), ({"adaptive_budget": 2}, "without method"),
      ({"method": "adaptive", "k": 2, "adaptive_companion": "1/2"}, "k=2 values"),
      ({"method": "adaptive", "k": 2, "adaptive_confidence": "peek"}, "state, draft"),
      ({"bad_words": "a"}, "token ids"), ({"runner": "v1"}, "runner='v1'"),
-     ({"runner": "v2", "repetition": 2}, "runner=v2 drives"), ({"runner": "v2", "method": "block"}, "V2 already"),
+     ({"runner": "v2", "pad": 1}, "pad with runner=v2"), ({"runner": "v2", "method": "block"}, "V2 already"),
      ({"bad_words": "2", "temperature": 0}, "temperature 0")],
 )  # fmt: skip
 def test_bad_adaptive_bad_words_and_runner_settings_are_refused(gen, message):
@@ -415,7 +444,7 @@ def test_bad_adaptive_bad_words_and_runner_settings_are_refused(gen, message):
         vllm.law(CASE, gen, 2)
 
 
-NEW_ROWS = ("adaptive", "bad-words-v2", "min-p-v2")
+NEW_ROWS = ("adaptive", "bad-words-v2", "min-p-v2", "logit-bias-v2", "penalties-v2")
 
 
 @pytest.mark.slow
@@ -423,10 +452,10 @@ NEW_ROWS = ("adaptive", "bad-words-v2", "min-p-v2")
 @pytest.mark.lossless
 @pytest.mark.parametrize("setting", NEW_ROWS)
 def test_slow_vllm_034_v2_rows(setting, request, monkeypatch):
-    """The V2 runner's adaptive verification, bad words and min-p rows on vLLM 0.34.0 (--python its environment),
-    two seeds; the records carry the installed version."""
+    """The V2 runner's adaptive verification, bad words, min-p, logit bias and penalties rows on vLLM 0.34.0
+    (--python its environment), two seeds; the records carry the installed version."""
     from rheo.decoders.served import PYTHON_VAR, REPO
 
     monkeypatch.setenv(PYTHON_VAR, str(REPO / ".venv-vllm034" / "bin" / "python"))
     r = verdict_row(NAME, setting, request.node.nodeid)
-    assert r["package"] == "vllm 0.34.0", r
+    assert (r["package"], r["version"]) == ("vllm", "0.34.0"), r

@@ -54,17 +54,18 @@ GEN_KEYS = {
     "the state before x_i) or draft (c_i = q(x_i): a confidence that sees its own draft)",
     "bad_words": "token ids joined by '-', words by ',' (3: ban 3; 1-3: ban 3 right after 1 in the output): vLLM's bad\n"
     "words (0.33: SamplingMetadata.bad_words_token_ids; runner=v2: the V2 runner's apply_bad_words), T = 1",
-    "runner": "v2: drive the V2 runner's rejection_sample with its own min-p / bad words (apply_min_p,\n"
-    "apply_bad_words: applied at every position, as Sampler.apply_sampling_params does)",
+    "runner": "v2: drive the V2 runner's rejection_sample with its own logit bias / penalties / bad words / min-p\n"
+    "(apply_logit_bias, apply_penalties, apply_bad_words, apply_min_p: applied at every position, in that order, as\n"
+    "Sampler.apply_sampling_params does)",
     "fly_window": "method=fly: FLy's window W, 1..k-1; default min(6, k - 1) (vLLM's SpeculativeConfig)",
     "fly_threshold": "method=fly: the top-k entropy threshold; default 0.3 (vLLM's)",
     "fly_top_k": "method=fly: the tokens of the entropy; default 3 (vLLM's)",
     "synthetic": "comma-separated unconditional acceptance rates: vLLM's lossy synthetic method (negative control)",
     "logit_bias": "token:factor pairs, e.g. 3:4: vLLM's own LogitBiasLogitsProcessor with logit_bias {token: ln factor}\n"
-    "(0.33's V1 path, T = 1)",
-    "repetition": "repetition_penalty θ, an integer >= 1 (prompt and output tokens: w^θ); 0.33's V1 path, T = 1",
-    "frequency": "ρ in (0, 1]: frequency_penalty = -ln ρ (w·ρ^count in the output); 0.33's V1 path, T = 1",
-    "presence": "π in (0, 1]: presence_penalty = -ln π (w·π once in the output); 0.33's V1 path, T = 1",
+    "(0.33's V1 path; runner=v2: the V2 runner's apply_logit_bias), T = 1",
+    "repetition": "repetition_penalty θ, an integer >= 1 (prompt and output tokens: w^θ); 0.33's V1 path or runner=v2, T = 1",
+    "frequency": "ρ in (0, 1]: frequency_penalty = -ln ρ (w·ρ^count in the output); 0.33's V1 path or runner=v2, T = 1",
+    "presence": "π in (0, 1]: presence_penalty = -ln π (w·π once in the output); 0.33's V1 path or runner=v2, T = 1",
     "pad": "the last `pad` of the k draft slots hold the padded id -1 (their q rows handed as zeros), as an engine\n"
     "pads a ragged batch; 0.33's V1 path",
     "zero_token": "the q rows handed to vLLM state q(token) = 0 (not renormalised: an underflowed probability) while\n"
@@ -84,9 +85,11 @@ def _method(gen: dict[str, Any]) -> str:
         raise CaseError(f"runner={gen['runner']!r}; allowed: v2")
     if gen.get("runner") and (m != "token" or gen.get("synthetic") is not None):
         raise CaseError("runner=v2 is token-level verification; block, fly, adaptive and synthetic are V2 already")
-    if gen.get("runner") and any(gen.get(x) is not None for x in (*PENALTY_KEYS, *VERIFIER_KEYS) if x != "bad_words"):
+    if gen.get("runner") and any(gen.get(x) is not None for x in VERIFIER_KEYS):
+        bad = next(x for x in VERIFIER_KEYS if gen.get(x) is not None)
         raise CaseError(
-            "runner=v2 drives min_p and bad_words; logit bias, penalties and verifier inputs: 0.33's V1 path"
+            f"{bad} with runner=v2: runner=v2 drives min_p, bad_words, logit_bias and penalties; the verifier inputs "
+            "(pad, zero_token, q_row): 0.33's V1 path"
         )
     if m != "token" and gen.get("synthetic") is not None:
         raise CaseError(f"method={m} with synthetic: vLLM refuses the pair (synthetic is a method of its own)")
@@ -291,6 +294,8 @@ ADAPTIVE_PATH = (
     "_assign_draft_token_budget) and rejection_sampler_utils.py (rejection_sample)"
 )
 V2_SAMPLE_PATH = "vllm/v1/worker/gpu/sample/{bad_words.py (apply_bad_words), min_p.py (apply_min_p)} and " + V2_PATH
+V2_BIAS_PATH = "vllm/v1/worker/gpu/sample/logit_bias.py (apply_logit_bias) and " + V2_PATH
+V2_PENALTIES_PATH = "vllm/v1/worker/gpu/sample/penalties.py (bincount, apply_penalties) and " + V2_PATH
 ADAPTIVE_ROW = {"k": 3, "method": "adaptive", "adaptive_budget": 3, "adaptive_companion": "15/32,7/16,1/2"}
 # Block verification with draft logits resamples through `tldevice.log1p` (_resample_kernel: 0.33.0 line 946,
 # 0.34.0 line 986), CUDA libdevice, which Triton's interpreter lacks: the driver gives the interpreter a log1p
@@ -432,6 +437,24 @@ DECODER = SERVED.decoder(
                 "min_p = 0.5 through the V2 runner's apply_min_p at every position (Sampler.apply_sampling_params), "
                 "then rejection_sample: the V1 min-p-0.5 row's defect is not in the V2 runner",
                 path=V2_SAMPLE_PATH,
+                slow=True,
+            ),
+            Row(
+                "logit-bias-v2",
+                {"k": 3, "logit_bias": "3:4", "runner": "v2"},
+                "logit_bias {3: ln 4} through the V2 runner's apply_logit_bias at every position "
+                "(Sampler.apply_sampling_params), then rejection_sample: the V1 logit-bias row's defect is not in the V2 "
+                "runner",
+                path=V2_BIAS_PATH,
+                slow=True,
+            ),
+            Row(
+                "penalties-v2",
+                {"k": 3, "repetition": 2, "frequency": "1/2", "presence": "1/2", "runner": "v2"},
+                "repetition_penalty 2, frequency_penalty = presence_penalty = ln 2 through the V2 runner's bincount "
+                "(prompt mask, output counts) and apply_penalties (the drafts before each position from the input ids), "
+                "then rejection_sample",
+                path=V2_PENALTIES_PATH,
                 slow=True,
             ),
             Row(

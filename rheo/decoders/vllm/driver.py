@@ -238,8 +238,9 @@ def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, 
     of drafts m <= K (adaptive verification admits a prefix): the tensors the runner builds (target logits at
     temperature 1, one seed a request, positions; per request m + 1 rows, `cu_num_logits` = cumsum(m + 1) as
     `AdaptiveVerificationManager.reallocate_drafts` lays it). `dprobs`: per request K q rows (the draft logits cache
-    holds every step; rows past m are not read). `process(logits, expanded_idx_mapping, local_pos, input_ids)`:
-    vLLM's own V2 processing applied to the logits first (bad words, min-p), as `Sampler.apply_sampling_params`."""
+    holds every step; rows past m are not read). `process(logits, expanded_idx_mapping, local_pos, input_ids, pos)`:
+    vLLM's own V2 processing applied to the logits first (logit bias, penalties, bad words, min-p), as
+    `Sampler.apply_sampling_params`."""
     import inspect
     from types import SimpleNamespace
 
@@ -261,10 +262,11 @@ def _v2_round(rejection_sample, drafts, logits, dprobs, seeds, positions, K, V, 
     idx = torch.arange(B, dtype=torch.int32, device=ON)
     expanded = idx.repeat_interleave(torch.tensor([m + 1 for m in ms], device=ON))
     local = torch.tensor([j for m in ms for j in range(m + 1)], dtype=torch.int32, device=ON)
+    pos = torch.tensor(positions, dtype=torch.int64, device=ON)
     if process is not None:
-        tl_ = process(tl_, expanded, local, ds)
+        tl_ = process(tl_, expanded, local, ds, pos)
     out, num = rejection_sample(
-        tl_, dl, ds, cu, torch.tensor(positions, dtype=torch.int64, device=ON), idx, expanded, local,
+        tl_, dl, ds, cu, pos, idx, expanded, local,
         torch.ones(B, device=ON), torch.tensor(seeds, dtype=torch.int64, device=ON), K, **method,
     )  # fmt: skip
     return [out[b, : int(num[b])].tolist() for b in range(B)]
@@ -311,39 +313,74 @@ def confidence(q_rows: list[list[float]], drafts: list[int], rule: str) -> list[
 
 
 def v2_processing(req: dict, context: list[int], emitted: dict, live: list[int]):
-    """vLLM's own V2 processing of the target logits (`Sampler.apply_sampling_params`: logits processors, then
-    temperature, then min-p), for the settings of this request: bad words through
-    `vllm.v1.worker.gpu.sample.bad_words.apply_bad_words` (its Triton kernel, with the request's output and drafts
-    as the runner keeps them: `all_token_ids` = prompt + output, `prompt_len`, `total_len`, the input ids
-    [last, drafts]) and min-p through `vllm.v1.worker.gpu.sample.min_p.apply_min_p`, both unmodified. None when
-    the request sets neither."""
+    """vLLM's own V2 processing of the target logits (`Sampler.apply_sampling_params`: the logits processors in the
+    order logit bias, penalties, bad words, then temperature, then min-p), for the settings of this request, each
+    through the V2 runner's own function, unmodified, with the tensors its state objects hold (`LogitBiasState`,
+    `PenaltiesState`, `BadWordsState` keep them in UVA / staged buffers; their functions take plain tensors):
+    - logit bias: `vllm.v1.worker.gpu.sample.logit_bias.apply_logit_bias` (its Triton `_bias_kernel`), per request
+      the bias token ids and values (widths MAX_NUM_*, as the state allocates them), no allowed ids, no min tokens;
+    - penalties: the state's prompt mask and output counts, built by `penalties.bincount` from prompt + output (what
+      `PenaltiesState.apply_staged_writes` and `post_update` keep: the prompt's bits, one count a sampled token), then
+      `penalties.apply_penalties` (the drafts before each position read from the input ids [last, drafts]);
+    - bad words: `bad_words.apply_bad_words` (its Triton kernel, with `all_token_ids` = prompt + output,
+      `prompt_len`, `total_len`, the input ids);
+    - min-p: `min_p.apply_min_p`.
+    None when the request sets none of them."""
     (spec,) = req["requests"]
-    words, min_p = spec.get("bad_words"), spec.get("min_p")
-    if not words and not min_p:
+    words, min_p, bias = spec.get("bad_words"), spec.get("min_p"), spec.get("logit_bias")
+    penal = any(k in spec for k in ("repetition_penalty", "frequency_penalty", "presence_penalty"))
+    if not words and not min_p and not bias and not penal:
         return None
     import torch
 
     try:
+        from vllm.v1.worker.gpu.sample import logit_bias as lb
+        from vllm.v1.worker.gpu.sample import penalties as pen
         from vllm.v1.worker.gpu.sample.bad_words import apply_bad_words
         from vllm.v1.worker.gpu.sample.min_p import apply_min_p
     except ImportError as e:
-        moved(f"vllm.v1.worker.gpu.sample (apply_bad_words / apply_min_p) ({e})")
+        moved(f"vllm.v1.worker.gpu.sample (apply_logit_bias / apply_penalties / apply_bad_words / apply_min_p) ({e})")
 
-    def process(logits, expanded, local, input_ids):
-        B = len(live)
+    def ints(rows, dtype=torch.int32):
+        return torch.tensor(rows, dtype=dtype, device=ON)
+
+    def process(logits, expanded, local, input_ids, pos):
+        B, V = len(live), logits.shape[1]
+        hist = [context + emitted[r] for r in live]
+        width = max(len(h) for h in hist) + 1
+        all_ids = ints([h + [0] * (width - len(h)) for h in hist])  # the runner's all_token_ids (prompt + output)
+        prompt_len, total_len = ints([len(context)] * B), ints([len(h) for h in hist])
+        zeros = ints([0] * B)
+        if bias:  # LogitBiasState's tensors: [max_num_reqs, MAX_NUM_*] token ids and values, counts per request
+            ids, vals = [int(t) for t in bias], [float(b) for b in bias.values()]
+
+            def padded(xs, w, dtype=torch.int32):
+                return torch.tensor([xs + [0] * (w - len(xs))] * B, dtype=dtype, device=ON)
+
+            lb.apply_logit_bias(
+                logits, expanded, pos, zeros, padded([], lb.MAX_NUM_ALLOWED_TOKEN_IDS), ints([len(ids)] * B),
+                padded(ids, lb.MAX_NUM_LOGIT_BIAS_TOKENS), padded(vals, lb.MAX_NUM_LOGIT_BIAS_TOKENS, torch.float32),
+                prompt_len, zeros, zeros, padded([], lb.MAX_NUM_STOP_TOKEN_IDS),
+            )  # fmt: skip
+        if penal:  # PenaltiesState's tensors, filled by vLLM's own bincount from prompt + output
+            mask = torch.zeros(B, (V + 31) // 32, dtype=torch.int32, device=ON)
+            counts = torch.zeros(B, V, dtype=torch.int32, device=ON)
+            idx = torch.arange(B, dtype=torch.int64, device=ON)
+            pen.bincount(idx, all_ids, prompt_len, total_len, mask, counts, width)
+
+            def per_request(key: str, off: float):
+                return torch.full((B,), float(spec.get(key, off)), dtype=torch.float32, device=ON)
+
+            pen.apply_penalties(
+                logits, expanded, input_ids, local, per_request("repetition_penalty", 1.0),
+                per_request("frequency_penalty", 0.0), per_request("presence_penalty", 0.0), mask, counts,
+            )  # fmt: skip
         if words:
-            hist = [context + emitted[r] for r in live]
-            width = max(len(h) for h in hist) + 1
-            all_ids = torch.tensor([h + [0] * (width - len(h)) for h in hist], dtype=torch.int32, device=ON)
             flat = [t for w in words for t in w]
             offsets = [0, *itertools.accumulate(len(w) for w in words)]
             apply_bad_words(
-                logits, expanded, torch.tensor([flat] * B, dtype=torch.int32, device=ON),
-                torch.tensor([offsets] * B, dtype=torch.int32, device=ON),
-                torch.full((B,), len(words), dtype=torch.int32, device=ON), all_ids,
-                torch.full((B,), len(context), dtype=torch.int32, device=ON),
-                torch.tensor([len(h) for h in hist], dtype=torch.int32, device=ON), input_ids.to(torch.int32), local,
-                len(words),
+                logits, expanded, ints([flat] * B), ints([offsets] * B), ints([len(words)] * B), all_ids, prompt_len,
+                total_len, input_ids.to(torch.int32), local, len(words),
             )  # fmt: skip
         if min_p:
             apply_min_p(logits, expanded, torch.full((B,), float(min_p), dtype=torch.float32, device=ON))
@@ -458,15 +495,16 @@ V2_DRIVES = "temperature 1, no top-k / top-p, one setting a batch"
 def check_v2(req: dict) -> None:
     """Settings the V2 path here cannot give vLLM: the V1 RejectionSampler applied them; without it, name it."""
     specs = req["requests"]
-    extra = sorted({k for s in specs for k in ("logit_bias", "repetition_penalty", "frequency_penalty",
-                                               "presence_penalty", "pad", "zero_token", "q_row") if k in s})  # fmt: skip
+    v2 = req.get("runner") == "v2"  # logit bias, penalties, bad words, min-p: the V2 runner's own functions
+    processors = ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty")
+    extra = sorted({k for s in specs for k in (*(() if v2 else processors), "pad", "zero_token", "q_row") if k in s})
     if extra:
         moved(
             f"vllm/v1/sample/rejection_sampler.py (RejectionSampler, where this driver hands vLLM {', '.join(extra)}) "
             "is not in this release; its V2 runner applies logit bias and penalties in Sampler.apply_sampling_params "
-            "and builds its draft ids in its input batch, neither driven here"
+            "(--gen runner=v2 drives its apply_logit_bias / apply_penalties) and builds its draft ids in its input "
+            "batch (not driven here)"
         )
-    v2 = req.get("runner") == "v2"  # min-p and bad words through the V2 runner's own functions (v2_processing)
     if any(s.get("min_p") for s in specs) and not v2:
         moved(
             "vllm.v1.sample.logits_processor (MinPLogitsProcessor, applied by 0.33's RejectionSampler and Sampler) "

@@ -235,6 +235,7 @@ class VLLMLaw:
         self.bonus = self.p if not setting.min_p or setting.greedy else min_p_table(self.p, setting.min_p)
         if v2 and setting.min_p:  # the V2 runner: Sampler.apply_sampling_params applies min-p at every position
             self.p = self.bonus
+        self.v2 = v2  # the V2 runner: logit bias (like penalties and bad words) at every position, verified and bonus
         self.rates = None if synthetic_rates is None else conditional_rates([Fraction(r) for r in synthetic_rates])
         if self.rates is not None and len(self.rates) < setting.k:
             raise CaseError(f"synthetic_rates has {len(self.rates)} entries; k={setting.k} drafts need one each")
@@ -301,14 +302,16 @@ class VLLMLaw:
         logit bias among them, then the penalties on the output and all the drafts, line 468), a verified position
         through `RejectionSampler.apply_logits_processors` (rejection_sampler.py lines 329-384: penalties on the
         output and the drafts before it, line 357, bad words, and of the non-argmax-invariant processors only
-        `MinTokensLogitsProcessor`, lines 372-373): no logit bias there."""
+        `MinTokensLogitsProcessor`, lines 372-373): no logit bias there. The V2 runner (`v2`):
+        `Sampler.apply_sampling_params` runs logit bias, penalties and bad words on every logits row (0.34.0
+        `vllm/v1/worker/gpu/sample/sampler.py` lines 69-76, 252): the logit bias at the verified positions too."""
         if not self.s.history:
             return (self.bonus if bonus else self.p).row(list(c))
         from rheo_ref.processing import process
 
         out = c[self.prompt :]
         counts = [out.count(t) for t in range(self.raw.vocab_size)]
-        s = self.s.penalised(bias=bonus)
+        s = self.s.penalised(bias=bonus or self.v2)  # V2 applies the bias at every position, V1 at the bonus only
         row = process(self.raw.row(list(c)), s, counts, c, where=f"row {list(c)}")
         # bad words at the verified positions on the output and the drafts before each (0.33 rejection_sampler.py
         # lines 367-370, apply_bad_words_with_drafts), at the bonus on the output and all the drafts (sampler.py
