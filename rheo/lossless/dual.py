@@ -7,11 +7,11 @@ m_i = λP_i, and S = Σ_i f_i(X_i), f_i(x) = w_i[(x − a_i)² − x], a_i = λp
 
     P_P(S ≤ c) ≤ exp(θc + Σ_i G_i(m_i)),   G_i(m) = log E_{X ~ Poisson(m)} e^{−θ f_i(X)}.
 
-Every law P on the support at TV ≥ δ has Σ_i |m_i − a_i| ≥ 2δλ, so for every μ ≥ 0 (weak duality:
-the added term is ≥ 0)
+Every law P on the support at TV ≥ δ has Σ_i |m_i − a_i| ≥ 2δλ and Σ_i (m_i − a_i) ≤ 0 (it carries
+no more mass than p), so for every μ, ν ≥ 0 (weak duality: the added term is ≥ 0)
 
-    Σ_i G_i(m_i) ≤ Σ_i G_i(m_i) + (μ/λ)(Σ_i |m_i − a_i| − 2δλ) ≤ Σ_i H_i − 2μδ,
-    H_i = sup_{0 ≤ m ≤ λ} [G_i(m) + (μ/λ)|m − a_i|],
+    Σ_i G_i(m_i) ≤ Σ_i G_i(m_i) + (μ/λ)(Σ_i |m_i − a_i| − 2δλ) − (ν/λ)Σ_i (m_i − a_i) ≤ Σ_i H_i − 2μδ,
+    H_i = sup_{0 ≤ m ≤ λ} [G_i(m) + ((μ − ν)/λ)(m − a_i)₊ + ((μ + ν)/λ)(a_i − m)₊],
 
 a bound on the miss probability of **every** such P at once, that needs no variance bound and no
 spike lemma: each H_i is a one-dimensional supremum. It is bounded above rigorously
@@ -22,9 +22,10 @@ the grid (m ≥ M_i) by a partition of x at thresholds x_0 < … < x_L past a + 
 (E e^{−θf(X)} ≤ P(X ≤ x_0)e^{θw(a + 1/4)} + Σ_l P(X ≤ x_{l+1})e^{−θf(x_l + 1)} + e^{−θf(x_L + 1)}, as
 f ≥ −w(a + 1/4) everywhere, each P(X ≤ x) falling in m: `_far`). Sums over x run over a window
 around m, the rest bounded by Chernoff's Poisson tails times the largest e^{−θf} there, so every number used
-is an upper bound where the argument needs one.
+is an upper bound where the argument needs one (below the window: e^{−θf(x₋ − 1)} where x₋ − 1 ≤ a,
+else split at x_m ≥ a, `_log_mgf`).
 
-The choice of θ and μ affects only how tight the bound is, never its validity.
+The choice of θ, μ and ν affects only how tight the bound is, never its validity.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ GRID_ABOVE = 20  # grid points on [a_i, M_i]
 NEAR = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.5, 6.5)  # extra grid points a ± t√(a + 1)
 FAR_RATIO = 1.25  # the far intervals [m_k, 1.25 m_k] past M_i
 THETA_START, THETA_STEP, THETA_TRIES = 1.5, 1.5, 6  # θ·sd searched from 1.5 by factors of 1.5 (sd: the null's sd)
+MU_CAP = 1e4  # the multipliers are searched up to this many times the quadratic model's μ
 
 
 def _log_poisson_tail(m: np.ndarray, k: np.ndarray, *, upper: bool) -> np.ndarray:
@@ -275,11 +277,14 @@ class Dual:
         from `start` or from the quadratic model's μ = 4δλ²θ/Σ(1/w)): a choice, not a bound."""
         from scipy.optimize import minimize
 
-        if start is None:
-            mu0 = 4 * delta * self.lam**2 * theta / float(np.sum(self.counts / self.w))
+        mu0 = max(4 * delta * self.lam**2 * theta / float(np.sum(self.counts / self.w)), 1e-9)
+        cap = MU_CAP * mu0  # past it the search stops (a multiplier that large only loosens the bound)
+        if start is None or not all(np.isfinite(start)) or max(start) > cap:
             start = (mu0, 0.01 * mu0)
 
         def value(x: np.ndarray) -> float:
+            if max(abs(x[0]), abs(x[1])) > cap:
+                return np.inf
             return self.grid_value(theta, abs(x[0]), delta, abs(x[1]))
 
         scale = max(start[0], 1e-9)

@@ -15,10 +15,13 @@ N the `Planner` uses the one that certifies the smaller TV (a choice made before
   2. *The statistic* S = Σ_i w_i [(X_i − λp_i)² − X_i] over every outcome of positive p (no pooling),
      w_i = max(p_i, τ)^(−2/3), τ = FLOOR/K (the 2/3-power weights: N grows with ‖p‖₂/₃). With d = P − p: E S = λ² Σ w_i d_i² = λ²D and
      Var S = Σ w_i² (2λ²P_i² + 4λ³ P_i d_i²).
-  3. *The critical value* c: a Chernoff bound on the truncated null statistic (its cumulant
-     generating function computed exactly) plus a union bound on the truncation: P_p(S ≥ c) ≤ α.
+  3. *The critical value* c: the smaller of two bounds on the truncated null statistic's tail, a
+     Chernoff bound (its cumulant generating function computed exactly) and, on supports of ≤
+     CONV_CELLS outcomes, the exact convolution of its terms rounded up to a grid, plus a union
+     bound on the truncation: P_p(S ≥ c) ≤ α (`Null`).
   4. *The power*, by either of two certificates. The first (`rheo.lossless.dual`): one Chernoff
-     bound on the worst law, by weak duality, each cell's supremum bounded on its own. The second
+     bound on the worst law, by weak duality over the TV and the mass constraints, each cell's
+     supremum bounded on its own (cells of equal p once, counted as often as they occur). The second
      (`miss_bound`): for every P with TV(P, p) ≥ δ, D ≥ D₀ = 4δ²/Σ 1/w (Cauchy–Schwarz); S − E S
      splits as L + Q, bounded by Bennett (L) and Maurer (Q); their variances are bounded over every
      P with D in an interval (`cell_reach`: how far one outcome can move; `spike_cubes`: how much
@@ -52,7 +55,7 @@ CONV_CELLS = 512  # the null's tail by convolution on supports of at most this m
 CONV_GRID = 400  # the convolution's grid: h = sd / max(CONV_GRID, 4K) (rounding costs ≤ K·h ≤ sd/4 of c)
 CONV_MAX_BINS = 200_000  # past this many grid points below the Chernoff critical value, Chernoff alone
 CONV_CUT = 1e-40  # a term's probabilities below this go to the overflow (up: the tail only grows)
-CONV_SLACK = 1e-8  # the relative float error charged to the convolution's tail
+CONV_SLACK = 1e-7  # the relative float error charged to the convolution's tail (≥ 2·CONV_CELLS·CONV_MAX_BINS·2⁻⁵³)
 POWER = 2 / 3  # the weights' exponent: Σ w_i²p_i² = Σ 1/w_i, the instance-optimal ‖p‖₂/₃ scaling
 
 
@@ -113,7 +116,7 @@ class Null:
       independent integers, whose law is computed exactly up to an overflow bin (every mass that
       would pass the top, or too small to carry, is moved into the overflow: up, so the tail only
       grows): T(s) = P(Σ k_i ≥ ⌈(s − Σ min f_i)/h⌉). Every number is a sum of products of
-      non-negative floats, so rounding changes it by a relative ≤ K(L + J)·2⁻⁵³ < CONV_SLACK.
+      non-negative floats, so rounding changes it by a relative ≤ 2KL·2⁻⁵³ < CONV_SLACK (L + 1 grid points).
 
     The critical value c is the least s with p_value(s) ≤ α (the smaller of the two bounds' own)."""
 

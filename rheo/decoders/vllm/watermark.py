@@ -106,7 +106,7 @@ def run(req: dict) -> dict:
 def main() -> None:
     with open(sys.argv[1]) as f:
         req: Any = json.load(f)
-    print(json.dumps(run(req)))
+    print(json.dumps(run(req), allow_nan=False))
 
 
 if __name__ == "__main__":
