@@ -663,7 +663,7 @@ def decoders_reach_the_sampling(case: str) -> list[str]:
 
 def test_gate_hf_valid_arguments_reach_the_sampling(files, stub_gate_hf):
     """The control: valid arguments are not refused (so the test above is not passing by refusing); a served
-    decoder whose package is installed nowhere here is refused with the install line (tests/test_served_where.py)."""
+    decoder whose package is installed nowhere here is refused with the install line (tests/decoders/test_served_where.py)."""
     small = case_path(files, "small")
     assert decoders_reach_the_sampling(small) == runnable_examples(small)
     assert "assisted" in runnable_examples(small)  # (the filter leaves the built-in transformers decoders)

@@ -11,7 +11,7 @@ A sampler's outcomes are compared with an exact law (a dict from token tuples to
   P(χ'²_{k−1}(λ*) > χ²_{k−1,1−α}) = 1−β/margin. The approximation is asymptotic: simulated at
   N ≈ 10^4–10^5 and k ≤ 266 it overstates the power at the worst-case alternative by up to
   ~0.01 (0.981 for a claimed 0.99), so `margin` (default 2, i.e. the formula is solved for
-  power 1−β/2) keeps the *realised* power ≥ 1−β; tests/test_stats.py measures it. margin=1
+  power 1−β/2) keeps the *realised* power ≥ 1−β; tests/lossless/test_stats.py measures it. margin=1
   is the textbook formula.
 - Cells whose expected count is below `MIN_EXPECTED` (10) are pooled into one cell, so the
   χ² reference holds far into its tail (at α ~ 1e-6 a lone cell of expected count 5 would

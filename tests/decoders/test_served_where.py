@@ -5,7 +5,7 @@ table row that fails is reported and the other rows run; `--device cuda` reaches
 (exit 2) where its environment has no CUDA device, and each record says where it ran.
 
 No served environment is needed here: the drivers are small scripts written by the tests, run by this
-interpreter. vLLM 0.34.0 itself is judged in tests/test_vllm.py (its `.venv-vllm034`, skipped when absent).
+interpreter. vLLM 0.34.0 itself is judged in tests/decoders/test_vllm.py (its `.venv-vllm034`, skipped when absent).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from rheo_ref.gumbel import speculative_law, target_law
 from rheo_ref.models import load_case
 
 served034 = needs_env("vllm034")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 N = 4000
 
 
