@@ -69,7 +69,7 @@ def _log_factorial(n: int) -> np.ndarray:
 def _points(a: np.ndarray, lam: float) -> np.ndarray:
     """[K, J] the grid of Poisson means per cell, rising: 0, geometric up to a_i/2, linear to a_i
     (a point), then on to M_i = min(3a_i + 16√a_i + 26, λ); with points a_i ± t√(a_i + 1) for the
-    t of NEAR (clipped to [0, M_i]), where the maximisers of a class of small D lie."""
+    t of NEAR (clipped to [0, M_i]), where the worst laws' moves (a few √a_i) put the maximisers."""
     s = np.sqrt(a) + 1  # [K]
     top = np.minimum(3 * a + 16 * s + 10, lam)  # [K] M_i
     rel = np.concatenate(

@@ -76,9 +76,8 @@ class Weights:
     def of(probs: Any) -> Weights:
         p = np.sort(np.asarray([float(x) for x in probs if x > 0], dtype=float))[::-1]  # [K]
         w = np.maximum(p, FLOOR / len(p)) ** -POWER  # [K]
-        u_p, u_n = np.unique(p, return_counts=True)
-        u_w = np.maximum(u_p, FLOOR / len(p)) ** -POWER
-        return Weights(p, w, float(np.sum(1 / w)), u_p, u_w, u_n.astype(float))
+        u_p, first, u_n = np.unique(p, return_index=True, return_counts=True)
+        return Weights(p, w, float(np.sum(1 / w)), u_p, w[first], u_n.astype(float))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -168,7 +167,7 @@ class Null:
         cur = np.zeros(top + 1)  # P(Σ k = j) so far, j = 0..top
         cur[0] = 1.0
         over = 0.0  # P(Σ k > top) so far
-        for i in np.repeat(np.arange(len(mins)), self.counts.astype(np.int64)):  # every outcome's term
+        for i, count in enumerate(self.counts.astype(np.int64)):  # each distinct term once, `count` times over
             s, e = int(self.starts[i]), int(ends[i])
             steps = grid_steps(self.f[s:e] - mins[i], self.grid)
             pm = np.exp(self.logpmf[s:e])
@@ -176,11 +175,13 @@ class Null:
             v = np.bincount(steps[keep], weights=pm[keep], minlength=top + 1)  # [top + 1] this term's kept law
             gone = float(np.sum(pm[~keep]))  # moved to the overflow
             above = np.concatenate([np.cumsum(v[::-1])[::-1][1:], [0.0]]) + gone  # [top + 1] P(k_i > j)
-            new = np.zeros(top + 1)
-            for j in np.nonzero(v)[0]:
-                new[j:] += v[j] * cur[: top + 1 - j]
-            over += float(np.dot(cur, above[::-1]))  # cur[t]·P(k_i > top − t)
-            cur = new
+            support = np.nonzero(v)[0]
+            for _ in range(count):
+                new = np.zeros(top + 1)
+                for j in support:
+                    new[j:] += v[j] * cur[: top + 1 - j]
+                over += float(np.dot(cur, above[::-1]))  # cur[t]·P(k_i > top − t)
+                cur = new
         self.tail = np.cumsum(cur[::-1])[::-1] + over  # [top + 1]
 
     def cgf(self, theta: float) -> float:

@@ -194,9 +194,14 @@ def test_fly_with_no_deferral_is_token_level_and_lossy_with_vllms_defaults(draft
     "gen, message",
     [({"min_p": 2}, "min_p=2 must lie"), ({"min_p": 0.5, "top_k": 2}, "min_p with top_k"),
      ({"method": "fly", "k": 2, "fly_window": 2}, "fly_window=2 with k=2"), ({"fly_window": 1}, "without method=fly"),
-     ({"method": "fly", "synthetic": "1"}, "synthetic")],
+     ({"method": "fly", "synthetic": "1"}, "synthetic"),
+     ({"logit_bias": "3"}, "token:factor"), ({"repetition": 0}, "repetition=0"), ({"frequency": 2}, r"\(0, 1\]"),
+     ({"pad": 4, "k": 3}, "pad=4"), ({"q_row": "inf"}, "q_row='inf'"), ({"zero_token": 1, "draft_probs": 0}, "need"),
+     ({"repetition": 2, "temperature": 0}, "temperature 0"), ({"pad": 1, "method": "block"}, "method=block"),
+     ({"pad": 1, "repetition": 2}, "pad with penalties")],
 )  # fmt: skip
-def test_bad_min_p_and_fly_settings_are_refused(gen, message):
+def test_bad_processing_and_verifier_settings_are_refused(gen, message):
+    """min-p, fly, processor and verifier-input settings vLLM's driver cannot give, refused by `check` or the law."""
     with pytest.raises(CaseError, match=message):
         vllm.check(gen)
         vllm.law(CASE, gen, 2)
@@ -308,19 +313,6 @@ def test_a_draft_stated_at_q_zero_and_a_zero_q_row_stay_lossless_and_a_nan_row_e
     renorm = VLLMLaw(p, q, Setting(k=1))
     renorm._stated = lambda r: tuple(x / sum(row) for x in row)  # type: ignore[method-assign]
     assert tv(renorm.token_law(CASE.context, 1), vllm.target(CASE, {"k": 1}, 1)) > 0
-
-
-@pytest.mark.parametrize(
-    "gen, message",
-    [({"logit_bias": "3"}, "token:factor"), ({"repetition": 0}, "repetition=0"), ({"frequency": 2}, r"\(0, 1\]"),
-     ({"pad": 4, "k": 3}, "pad=4"), ({"q_row": "inf"}, "q_row='inf'"), ({"zero_token": 1, "draft_probs": 0}, "need"),
-     ({"repetition": 2, "temperature": 0}, "temperature 0"), ({"pad": 1, "method": "block"}, "method=block"),
-     ({"pad": 1, "repetition": 2}, "pad with penalties")],
-)  # fmt: skip
-def test_bad_processor_and_verifier_settings_are_refused(gen, message):
-    with pytest.raises(CaseError, match=message):
-        vllm.check(gen)
-        vllm.law(CASE, gen, 2)
 
 
 @served

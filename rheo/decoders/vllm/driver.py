@@ -64,6 +64,7 @@ from rheo.decoders import device as _device
 DEVICE = _device.prepare(hide_cuda=True)
 ON: Any = "cpu"  # the torch device every tensor handed to vLLM is built on (main: `_device.require(DEVICE)`)
 
+PENALTIES = ("repetition_penalty", "frequency_penalty", "presence_penalty")  # a request's penalty settings
 ZERO_LOGIT = -1.0e4  # log 0: finite, as TableLM does (exp(-1e4 / T) is exactly 0 in float32 for T < 90)
 
 
@@ -122,7 +123,7 @@ def _sampling(specs: list[dict], gens: dict, drafts: list[list[int]], V: int, de
         else torch.tensor([k if 0 < k < V else V for k in ks], dtype=torch.int32, device=device)
     )
     top_p = None if all(p >= 1.0 for p in ps) else torch.tensor(ps, dtype=torch.float32, device=device)
-    penal = any(k in s for s in specs for k in ("repetition_penalty", "frequency_penalty", "presence_penalty"))
+    penal = any(k in s for s in specs for k in PENALTIES)
     return SamplingMetadata(
         temperature=temp,
         all_greedy=all(greedy),
@@ -328,7 +329,7 @@ def v2_processing(req: dict, context: list[int], emitted: dict, live: list[int])
     None when the request sets none of them."""
     (spec,) = req["requests"]
     words, min_p, bias = spec.get("bad_words"), spec.get("min_p"), spec.get("logit_bias")
-    penal = any(k in spec for k in ("repetition_penalty", "frequency_penalty", "presence_penalty"))
+    penal = any(k in spec for k in PENALTIES)
     if not words and not min_p and not bias and not penal:
         return None
     import torch
@@ -496,7 +497,7 @@ def check_v2(req: dict) -> None:
     """Settings the V2 path here cannot give vLLM: the V1 RejectionSampler applied them; without it, name it."""
     specs = req["requests"]
     v2 = req.get("runner") == "v2"  # logit bias, penalties, bad words, min-p: the V2 runner's own functions
-    processors = ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty")
+    processors = ("logit_bias", *PENALTIES)
     extra = sorted({k for s in specs for k in (*(() if v2 else processors), "pad", "zero_token", "q_row") if k in s})
     if extra:
         moved(
