@@ -96,3 +96,20 @@ def test_without_cuda_a_real_run_exits_2_with_the_drivers_one_line(capsys, monke
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip() and "Warning" not in ln]
     assert code == 2 and len(err) == 1, err
     assert "--device cuda: torch.cuda.is_available() is false" in err[0] and "Traceback" not in err[0], err
+
+
+def test_python_m_dry_run_runs_end_to_end(tmp_path):
+    """`python -m rheo.decoders.cuda_rows --dry-run`, as a maintainer types it: a process of its own, its plan
+    written for every row; exit 0 when every environment is built, else 2 naming the missing one."""
+    import subprocess
+    import sys
+
+    from rheo.decoders.served import REPO
+
+    out = tmp_path / "plan.json"
+    proc = subprocess.run([sys.executable, "-m", "rheo.decoders.cuda_rows", "--dry-run", "--json", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    ready = all(env_missing_reason(e) is None for e in {r.env for r in cuda_rows.ROWS})
+    assert proc.returncode == (0 if ready else 2), proc.stderr[-2000:]
+    assert len(json.loads(out.read_text())["rows"]) == len(cuda_rows.ROWS)
+    assert "Traceback" not in proc.stderr

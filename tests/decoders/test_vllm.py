@@ -451,3 +451,26 @@ def test_slow_vllm_034_v2_rows(setting, request, monkeypatch):
     monkeypatch.setenv(PYTHON_VAR, str(REPO / ".venv-vllm034" / "bin" / "python"))
     r = verdict_row(NAME, setting, request.node.nodeid)
     assert (r["package"], r["version"]) == ("vllm", "0.34.0"), r
+
+
+@pytest.mark.slow
+@served034
+@pytest.mark.lossless
+def test_slow_the_documented_v2_processor_command_runs_end_to_end(tmp_path, monkeypatch):
+    """The command docs/THIRD_PARTY.md quotes for 0.34.0's own logit bias and penalties, run through the CLI as a user
+    would: `rheo gate --decoder vllm --python .venv-vllm034/bin/python --rows logit-bias-v2,penalties-v2 --seeds 1,2`;
+    both rows pass on both seeds (exact TV 0), recorded as vllm 0.34.0."""
+    import json
+
+    from rheo.cli.main import main
+    from rheo.decoders.served import REPO
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "rows.json"
+    argv = ["gate", "--decoder", "vllm", "--python", ".venv-vllm034/bin/python", "--rows", "logit-bias-v2,penalties-v2",
+            "--seeds", "1,2", "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    records = json.loads(out.read_text())
+    assert [r["setting"] for r in records] == ["logit-bias-v2", "penalties-v2"]
+    for r in records:
+        assert (r["version"], r["exact_tv"], r["verdicts"]) == ("0.34.0", "0", ["pass", "pass"]), r
