@@ -16,6 +16,7 @@ from rheo.decoders import decoders
 from rheo.decoders.sglang import exact_law, target_law
 from rheo.decoders.sglang.law import ChainLaw, Processing, plain_target_law, spec_target_law, top_p_keep
 from rheo.lossless.stats import seed_for
+from rheo_ref.errors import CaseError
 from rheo_ref.exact import tv
 from rheo_ref.models import load_case
 
@@ -113,3 +114,101 @@ def test_verdict_table(setting, request):
     """Each row on two seeds, δ = 0.2, α = 1e-3 for the whole table (helpers.verdict_row): a row whose exact TV is 0 passes, a row whose exact
     TV exceeds δ is rejected, a row that cannot run on CPU fails with its reason."""
     verdict_row(NAME, setting, request.node.nodeid, error="CUDA/HIP")
+
+
+# --- SGLang's own processors: a request's min-p, logit bias and penalties ----------------------------------------
+
+
+def _own(gen):
+    from rheo.decoders.sglang.law import OwnLaw, own_sampling, own_target_law
+
+    s = own_sampling(CASE.target.vocab_size, gen)
+    spec = OwnLaw(CASE.target, CASE.draft, s, num_steps=3)
+    return spec, lambda n: own_target_law(CASE.target, s, CASE.context, n)
+
+
+OWN_ROWS = [r for r in decoders()[NAME].table.rows if r.path and "penaltylib" in r.path]
+
+
+def test_the_own_processor_rows_are_the_tables():
+    assert [r.setting for r in OWN_ROWS] == [
+        "min-p 0.35", "logit bias 3:4, 0:1/2", "frequency 1/7", "presence 1/7", "repetition 2 T=1/2"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("setting", [r.setting for r in OWN_ROWS])
+def test_own_processors_exact_tv(setting):
+    """Exact TV of each row at 3 tokens: the logit bias (added at every position) is lossless, min-p (never read by the
+    verify) and the penalties (counted once a round) are lossy by more than the table's δ = 0.2; at 1 token the
+    penalties are still exact (the first round's rows count the output's first token, as the plain sampler does)."""
+    gen = dict(decoders()[NAME].table.row(setting).gen)
+    spec, target = _own(gen)
+    d3 = tv(spec.token_law(CASE.context, N_TOKENS), target(N_TOKENS))
+    d1 = tv(spec.token_law(CASE.context, 1), target(1))
+    if "logit_bias" in gen:
+        assert d3 == 0 and d1 == 0
+    elif "min_p" in gen:
+        assert d1 == F(1, 5) and d3 > F(2, 5)  # at 1 token: the two tokens of p = 1/10 below 0.35 · 1/2, cut
+    else:
+        assert d1 == 0 and d3 > F(7, 20)
+
+
+def test_penalties_counted_once_a_round_two_tokens_by_hand():
+    """The law of 2 tokens with frequency ρ = 1/7, written independently of `OwnLaw`'s state: the first round's rows are
+    penalised for the context's last token c; when that round emits one token x1 only, the second round's rows are
+    penalised for {c, x1}; when it emits two or more, the second token came from the first round's rows."""
+    from rheo.decoders.laws import processed_row
+    from rheo.decoders.sglang.law import own_sampling
+    from rheo_ref.models import TableModel
+
+    s = own_sampling(4, {"frequency": "1/7"})
+    c = CASE.context[-1]
+
+    def penalised(counted):
+        rows = {k: processed_row(r, s, counted, counted, "t") for k, r in CASE.target.probs.items()}
+        return TableModel(4, CASE.target.context_length, rows, "p")
+
+    first = ChainLaw(penalised((c,)), CASE.draft, Processing(), num_steps=3).round_law(tuple(CASE.context))
+    want: dict = {}
+    for out, w in first.items():
+        if len(out) >= 2:
+            want[out[:2]] = want.get(out[:2], 0) + w
+            continue
+        nxt = ChainLaw(penalised(tuple(sorted((c, out[0])))), CASE.draft, Processing(), num_steps=3)
+        for o2, w2 in nxt.round_law(tuple(CASE.context) + out, 1).items():
+            want[out + o2] = want.get(out + o2, 0) + w * w2
+    spec, _ = _own({"frequency": "1/7"})
+    assert spec.token_law(CASE.context, 2) == want
+
+
+@pytest.mark.parametrize(
+    "gen, message",
+    [
+        ({"frequency": "1/8"}, "frequency >= 0.1354"),
+        ({"repetition": 3}, "allowed: 1, 2"),
+        ({"repetition": 2, "presence": "1/2"}, "iteration order of a set"),
+        ({"min_p": 0.35, "top_k": 2}, "token-level verification and temperature only"),
+        ({"logit_bias": "3=4"}, "token:factor pairs"),
+        ({"logit_bias": "3:0"}, "factors > 0"),
+        ({"min_p": 1.5}, "min_p"),
+    ],
+)
+def test_bad_own_processor_settings_are_refused(gen, message):
+    from rheo.decoders.sglang import check
+
+    with pytest.raises(CaseError, match=message):
+        check({"num_steps": 3, **gen})
+
+
+@served
+@pytest.mark.lossless
+@pytest.mark.parametrize("setting, verdict", [("frequency 1/7", "REJECT"), ("logit bias 3:4, 0:1/2", "pass")])
+def test_quick_sglang_own_processors(setting, verdict, rheo_seed):
+    """SGLang's penalizer classes and logit bias, at δ = 0.2, α = 1e-3 (power 0.99): the frequency penalty counted once a
+    round (exact TV 0.41) is rejected and its samples fit SGLang's own law; the logit bias (exact TV 0) passes."""
+    r = gate_decoder(NAME, row_gen(NAME, setting), rheo_seed, tv=0.2)
+    assert r["verdict"] == verdict, r["summary"]
+    if verdict == "pass":
+        assert r["exact_tv"] == "0", r  # (the own law is the target law: no second test)
+    else:
+        assert r["own_law_p"] >= 1e-3, r

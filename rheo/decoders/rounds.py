@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from rheo.decoders.law_progress import LawProgress
 from rheo_ref import processing
@@ -31,20 +32,24 @@ def temper(row: Sequence[Fraction], temperature: float | Fraction) -> Row:
 
 
 def token_law(
-    round_law: Callable[[tuple[int, ...], int], Mapping[tuple[int, ...], Fraction]],
+    round_law: Callable[..., Mapping[Any, Fraction]],
     context: Sequence[int],
     n: int,
     *,
     label: str,
     key: Callable[[tuple[int, ...]], Hashable] | None = None,
     show: bool | None = None,
+    state: Hashable | None = None,
 ) -> Law:
     """The law of the first n tokens of rounds played from `context` (`rheo_ref.laws.compose`), with a
-    progress bar over the law's mass (`show`: None on a terminal only) and a stop report."""
+    progress bar over the law's mass (`show`: None on a terminal only) and a stop report. `state`: the
+    decoder's state at the start (then `round_law(ctx, m, state)` gives (tokens, state after) pairs)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CaseError(f"tokens={n!r} must be an integer >= 1")
     with LawProgress(f"{label} exact law", n, context, show=show) as progress:
-        return compose(round_law, context, n, key=key, progress=progress)
+        if state is None:
+            return compose(round_law, context, n, key=key, progress=progress)
+        return compose(round_law, context, n, key=key, progress=progress, state=state)
 
 
 def visible(context_length: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:

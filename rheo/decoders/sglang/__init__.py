@@ -12,8 +12,8 @@ from typing import Any
 from rheo_ref.models import Case
 
 from ..rows import Row, Table
-from ..served import Served
-from .law import ChainLaw, Processing, plain_target_law
+from ..served import Served, table_request
+from .law import OWN_KEYS, ChainLaw, OwnLaw, Processing, own_params, own_sampling, own_target_law, plain_target_law
 
 SUPPORTED = "==0.5.23"  # the releases this driver is known to drive (one: the pinned)
 VERSION = "0.5.23"
@@ -35,6 +35,9 @@ def processing(gen: Mapping[str, Any]) -> Processing:
 
 
 def exact_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
+    own = own_sampling(case.target.vocab_size, dict(gen))
+    if own is not None:
+        return OwnLaw(case.target, case.draft, own, num_steps=int(gen.get("num_steps", 3))).token_law(case.context, n)
     td = gen.get("draft_temperature")
     law = ChainLaw(
         case.target,
@@ -48,7 +51,11 @@ def exact_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
 
 
 def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
-    """What SGLang's plain sampler draws (for temperature only: p at T)."""
+    """What SGLang's plain sampler draws: the joint top-k / top-p row at T, or with the request's own processors
+    (`law.own_target_law`) every output token counted."""
+    own = own_sampling(case.target.vocab_size, dict(gen))
+    if own is not None:
+        return own_target_law(case.target, own, case.context, n)
     return plain_target_law(case.target, processing(gen), case.context, n)
 
 
@@ -59,15 +66,37 @@ def check(gen: Mapping[str, Any]) -> None:
     for key in ("draft_temperature", "threshold_single", "threshold_acc"):
         if gen.get(key) is not None:
             Fraction(str(gen[key]))
+    own_sampling(2**31, dict(gen))  # (the token ids of logit_bias are checked against the case's V in the law)
+
+
+def request(case: Case, context: list[int], n: int, seed: int, num_samples: int, gen: dict) -> dict:
+    """The driver's request: the tables, and SGLang `SamplingParams` keywords where --gen sets its own processors."""
+    req = table_request(case, context, n, seed, num_samples, gen)
+    own = own_sampling(case.target.vocab_size, dict(gen))
+    if own is not None:
+        req["sampling_params"] = own_params(own)
+    return req
 
 
 GEN_HELP = (
     "temperature (1/k), num_steps (drafts a round, default 3), block_verification (true: Sun et al.),\n"
     "top_k, top_p (renorm kernels: CUDA/HIP only), threshold_single, threshold_acc, draft_temperature\n"
-    "(the negative control: candidates drawn from q at this temperature, the kernel told q at T = 1)"
+    "(the negative control: candidates drawn from q at this temperature, the kernel told q at T = 1);\n"
+    "SGLang's own processors (a request's SamplingParams, token-level, T only): min_p, logit_bias t:f,...\n"
+    "(bias ln f), frequency ρ (frequency_penalty -ln ρ), presence π (presence_penalty -ln π), repetition θ"
 )
 
-DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check, pin=VERSION, supported=SUPPORTED).decoder(
+OWN_PATH = (
+    "sglang/srt/speculative/eagle_utils.py (eagle_sample, eagle_prepare_for_decode), "
+    "sglang/srt/sampling/penaltylib and reject_sampling.py"
+)
+COUNTED = (
+    "eagle_prepare_for_decode (eagle_utils.py lines 857-863) feeds the penalizers once a round with each request's "
+    "last output token only (schedule_batch.py lines 3715-3734), and eagle_sample adds the same accumulated penalty "
+    "at every draft position (lines 562-578): a token accepted inside a round is never counted"
+)
+SERVED = Served("sglang", "rheo.decoders.sglang.driver", request=request, check=check, pin=VERSION, supported=SUPPORTED)
+DECODER = SERVED.decoder(
     name="sglang",
     summary="SGLang 0.5.23 chain_speculative_sampling_triton (TRITON_INTERPRET=1), unmodified, in .venv-sglang",
     package="sglang",
@@ -83,6 +112,7 @@ DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check, pin=VERSI
         "draft_temperature",
         "top_k",
         "top_p",
+        *OWN_KEYS,
     ),
     exact_law=exact_law,
     target_law=target_law,
@@ -127,6 +157,44 @@ DECODER = Served("sglang", "rheo.decoders.sglang.driver", check=check, pin=VERSI
                 "(eagle_utils.py requires draft_probs to be the proposal distribution)",
                 cause="reject_sampling.py line 149: the ratio p/q uses the stated q, not the proposal's",
                 control=True,
+            ),
+            Row(
+                "min-p 0.35",
+                {"num_steps": 3, "min_p": 0.35},
+                "a request's min_p = 0.35: the plain sampler keeps p >= min_p·max, the speculative verify never applies it",
+                cause="eagle_utils.py lines 720-743: eagle_sample hands the kernel softmax(logits/T) with only top-k / "
+                "top-p renorm and never reads sampling_info.min_ps (the plain sampler applies it, layers/sampler.py "
+                "lines 407-411)",
+                path=OWN_PATH,
+            ),
+            Row(
+                "logit bias 3:4, 0:1/2",
+                {"num_steps": 3, "logit_bias": "3:4,0:1/2"},
+                "a request's logit_bias {3: ln 4, 0: -ln 2}, added at every draft position (eagle_utils.py lines "
+                "579-584) as the plain sampler adds it",
+                path=OWN_PATH,
+            ),
+            Row(
+                "frequency 1/7",
+                {"num_steps": 3, "frequency": "1/7"},
+                "frequency_penalty = ln 7 through SGLang's BatchedFrequencyPenalizer",
+                cause=COUNTED,
+                path=OWN_PATH,
+            ),
+            Row(
+                "presence 1/7",
+                {"num_steps": 3, "presence": "1/7"},
+                "presence_penalty = ln 7 through SGLang's BatchedPresencePenalizer",
+                cause=COUNTED,
+                path=OWN_PATH,
+            ),
+            Row(
+                "repetition 2 T=1/2",
+                {"num_steps": 3, "repetition": 2, "temperature": 0.5},
+                "repetition_penalty = 2 (SGLang's largest) through SGLang's BatchedRepetitionPenalizer and "
+                "apply_scaling_penalties, at T = 1/2",
+                cause=COUNTED,
+                path=OWN_PATH,
             ),
         ),
     ),

@@ -4,7 +4,8 @@ probs with `F.softmax(logits / T)` (no `sglang.kernels.ops.sampling.softmax` yet
 kernel in `sglang/srt/speculative/reject_sampling.py`, and before 0.5.22 it has no `block_verification` (a
 block row exits with status MOVED naming it).
 
-Request (JSON on stdin): target, draft (table JSON), context, tokens, num_samples, seed, gen with
+Request (JSON on stdin): target, draft (table JSON), context, tokens, num_samples, seed, sampling_params
+(SGLang `SamplingParams` keywords of SGLang's own processors, below; absent: none), gen with
 temperature (T, default 1), num_steps (draft tokens a round, default 3), block_verification (default
 false), threshold_single / threshold_acc (passed through as SGLang's verify passes them), and
 draft_temperature (the temperature the candidates are drawn at; default T: the negative control sets
@@ -18,6 +19,21 @@ temperatures)` (on CPU: logits / T, then torch.softmax), coins `torch.rand` in [
 before triton is imported). The draft side (SGLang's draft worker) is the harness: candidates are drawn
 with torch.multinomial from the draft probs at `draft_temperature`. A chain of num_steps drafts is one
 round; the samples of a batch run as the batch's rows, one kernel launch per round.
+
+SGLang's own processors (`sampling_params` in the request: a request's logit bias, penalties, min-p as SGLang's
+`SamplingParams` carries them, one request per sample): its penalizer classes (`BatchedPenalizerOrchestrator`
+with `BatchedFrequencyPenalizer`, `BatchedPresencePenalizer`, `BatchedRepetitionPenalizer`,
+`BatchedMinNewTokensPenalizer`, the set `SamplingBatchInfo.from_schedule_batch` builds) and
+`apply_scaling_penalties`, unmodified. What calls them is written here from SGLang's lines, because the
+modules that hold those lines need the whole server (`managers/schedule_batch.py` imports transformers,
+`sampling_batch_info.from_schedule_batch` reads the server's global config): once a round, before the
+verify, each request's last output token (`origin_input_ids[-1]` before any) is fed to the penalizers
+(`ScheduleBatch.cumulate_penalty_output_tokens`, lines 3715-3734, called by `eagle_prepare_for_decode`);
+the accumulated penalties are read as `SamplingBatchInfo.update_penalties` reads them (lines 409-424),
+and added to every draft position of the round as `eagle_sample` does (eagle_utils.py lines 562-584:
+additive, scaling, then the logit bias tensor `from_schedule_batch` builds, lines 174-196). `min_p` is
+in the request's `SamplingParams`, which the verify never reads. The case's context is a request one
+token into its output: its last token is the first output token, the rest the prompt.
 
 The device (`rheo gate --device`, `rheo.decoders.device`): cpu, the default, is the above; with cuda
 TRITON_INTERPRET is not set, every tensor (and the drafter's and the coins' generators) is on the GPU, and
@@ -103,6 +119,66 @@ def renorm(target: torch.Tensor, gen: dict) -> torch.Tensor:
     return flat.reshape(B, S, V)
 
 
+class Own:
+    """SGLang's own processors of one batch of identical requests (module docstring)."""
+
+    def __init__(self, params: dict, num: int, context: list[int], vocab_size: int) -> None:
+        from sglang.srt.sampling.penaltylib import (
+            BatchedFrequencyPenalizer,
+            BatchedMinNewTokensPenalizer,
+            BatchedPenalizerOrchestrator,
+            BatchedPresencePenalizer,
+            BatchedRepetitionPenalizer,
+        )
+        from sglang.srt.sampling.penaltylib.repetition_penalty import apply_scaling_penalties
+        from sglang.srt.sampling.sampling_params import SamplingParams
+
+        self.apply_scaling_penalties = apply_scaling_penalties
+        sp = SamplingParams(**params)
+        sp.verify(vocab_size)
+        self.params = sp
+        self.reqs = [_Req(sp, context[:-1], context[-1:]) for _ in range(num)]
+        self.device = ON  # what the orchestrator reads of the batch: reqs, device
+        penalizers = {BatchedFrequencyPenalizer, BatchedMinNewTokensPenalizer, BatchedPresencePenalizer,
+                      BatchedRepetitionPenalizer}  # fmt: skip
+        self.orchestrator = BatchedPenalizerOrchestrator(vocab_size, self, penalizers)
+        self.bias = None
+        if sp.logit_bias is not None:  # from_schedule_batch lines 174-196: one row per request
+            self.bias = torch.zeros(num, vocab_size, device=ON)
+            for token, value in {int(k): v for k, v in sp.logit_bias.items()}.items():
+                self.bias[:, token] = value
+        self.V = vocab_size
+
+    def cumulate(self) -> None:
+        """`ScheduleBatch.cumulate_penalty_output_tokens` (lines 3715-3734): each request's last output token."""
+        if not self.orchestrator.is_required:
+            return
+        last = [r.output_ids[-1] if len(r.output_ids) else r.origin_input_ids[-1] for r in self.reqs]
+        self.orchestrator.cumulate_output_tokens(torch.tensor(last, dtype=torch.int64, device=ON))
+
+    def apply(self, logits: torch.Tensor, live: list[int], S: int) -> None:
+        """eagle_sample lines 562-584 on the live requests' [B*S, V] logits, in place."""
+        index = torch.tensor(live, dtype=torch.int64, device=ON)
+        if self.orchestrator.is_required:  # SamplingBatchInfo.update_penalties (lines 409-424)
+            additive = torch.zeros((len(self.reqs), self.V), dtype=torch.float32, device=ON)
+            self.orchestrator.accumulate_additive_penalties(additive)
+            scaling = self.orchestrator.accumulate_scaling_penalties()
+            logits.add_(torch.repeat_interleave(additive[index], S, dim=0))
+            if scaling is not None:
+                self.apply_scaling_penalties(logits, torch.repeat_interleave(scaling[index], S, dim=0))
+        if self.bias is not None:
+            logits.add_(torch.repeat_interleave(self.bias[index], S, dim=0))
+
+
+class _Req:
+    """What the penalizers and `cumulate_penalty_output_tokens` read of a request (`Req`)."""
+
+    def __init__(self, sampling_params: object, origin_input_ids: list[int], output_ids: list[int]) -> None:
+        self.sampling_params = sampling_params
+        self.origin_input_ids = list(origin_input_ids)
+        self.output_ids = list(output_ids)
+
+
 def run(req: dict) -> dict:
     p_rows = Rows(TableModel.from_json(req["target"], "target"))
     q_rows = Rows(TableModel.from_json(req["draft"], "draft"))
@@ -114,6 +190,11 @@ def run(req: dict) -> dict:
     thr_single = float(gen.get("threshold_single", 1.0))
     thr_acc = float(gen.get("threshold_acc", 1.0))
     n, num, context = int(req["tokens"]), int(req["num_samples"]), list(req["context"])
+    own = (
+        None
+        if req.get("sampling_params") is None
+        else Own(req["sampling_params"], num, context, p_rows.table.vocab_size)
+    )
     gen_rng = torch.Generator(device=ON).manual_seed(int(req["seed"]))
     torch.manual_seed(int(req["seed"]) + 1)  # the coins: torch.rand, as _verify_coins draws them unseeded
     out: list[list[int]] = [[] for _ in range(num)]
@@ -134,9 +215,20 @@ def run(req: dict) -> dict:
             picked = torch.multinomial(draw, 1, generator=gen_rng).squeeze(1).tolist()  # [B]
             for d, x in zip(drafts, picked):
                 d.append(int(x))
-        target = torch.stack(
-            [probs(p_rows, [c + d[:j] for c, d in zip(ctx0, drafts)], T) for j in range(S)], dim=1
-        )  # [B, S, V]
+        if own is None:
+            target = torch.stack(
+                [probs(p_rows, [c + d[:j] for c, d in zip(ctx0, drafts)], T) for j in range(S)], dim=1
+            )  # [B, S, V]
+        else:  # eagle_prepare_for_decode's cumulate, then eagle_sample's processing of the logits, then softmax
+            own.cumulate()
+            logits = torch.stack(
+                [torch.stack([p_rows.logits(c + d[:j]) for j in range(S)]) for c, d in zip(ctx0, drafts)]
+            )
+            flat = logits.reshape(B * S, -1).clone()  # [B*S, V]
+            own.apply(flat, live, S)
+            temps = torch.full((B * S, 1), T, dtype=torch.float32, device=ON)  # expanded_temperature
+            target = sglang_softmax(flat, temperatures=temps) if sglang_softmax else torch.softmax(flat / temps, -1)
+            target = target.reshape(B, S, -1)  # [B, S, V]
         target = renorm(target, gen)  # [B, S, V]
         last = [c[-1] if c else 0 for c in ctx0]
         candidates = torch.tensor([[r, *d] for r, d in zip(last, drafts)], dtype=torch.int64, device=ON)  # [B, S]
@@ -166,6 +258,8 @@ def run(req: dict) -> dict:
         pred, acc, num_acc = predicts.tolist(), accept_index.tolist(), accept_num.tolist()
         for b, i in enumerate(live):
             out[i].extend(pred[acc[b][j]] for j in range(num_acc[b] + 1))
+            if own is not None:
+                own.reqs[i].output_ids.extend(pred[acc[b][j]] for j in range(num_acc[b] + 1))
         rounds += 1
         done = sum(1 for o in out if len(o) >= n)
         print(f"sglang driver: round {rounds}, {done}/{num} samples done", file=sys.stderr, flush=True)

@@ -24,13 +24,31 @@ cumulative sum is >= 1 − top_p, lines 122-130). Its plain sampler (`sglang/srt
 `top_k_top_p_sampling_from_probs(..., filter_apply_order="joint")`) keeps the tokens in *both* the top-k
 set and the top-p set of the same softmax: `plain_row` below. With top-k and top-p together the
 speculative path applies top-p to the top-k-renormalised row instead: `spec_row`.
+
+SGLang's own processors (`OwnLaw`, `own_target_law`): a request's logit bias, frequency / presence /
+repetition penalties and min-p. The case's context is a request one token into its output: its last
+token is the output's first (the prefill's), the root of the first verify round; the rest is the prompt.
+- The speculative verify (`eagle_sample`, eagle_utils.py lines 562-584, "a relaxed version of penalties
+  for speculative decoding") adds the request's accumulated additive penalties (frequency, presence), then
+  `apply_scaling_penalties` (repetition: logit·θ where the logit is < 0), then the logit bias, to every
+  draft position of the round alike. The penalizers are fed once a round: `eagle_prepare_for_decode`
+  (lines 857-863) calls `ScheduleBatch.cumulate_penalty_output_tokens` (managers/schedule_batch.py
+  lines 3715-3734), which counts each request's *last* output token only. So the counted tokens are the
+  output's first and each round's last; a token accepted inside a round is never counted. The state of
+  a round is that multiset (`compose`'s state).
+- min-p: `eagle_sample` never reads `min_ps` (the verify applies temperature, top-k and top-p only, lines
+  720-743): the verified tokens and the bonus come from the row without it.
+- The plain sampler (the target): every output token counted before the next is drawn
+  (`prepare_for_decode` lines 3769-3770 without the overlap scheduler), SGLang's penalties on the output
+  only (not the prompt: the penalizers' tensors start at 0 / 1), then the logit bias, softmax(·/T), and
+  min-p (keep p >= min_p·max, layers/sampler.py lines 407-411).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from rheo_ref import processing
@@ -38,6 +56,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
+from ..laws import processed_row
 from ..rounds import RowMemo, single_token_law, temper, token_law, visible
 
 
@@ -255,3 +274,129 @@ def spec_target_law(target: TableModel, proc: Processing, context: Sequence[int]
 def plain_target_law(target: TableModel, proc: Processing, context: Sequence[int], n: int) -> Law:
     """The law SGLang's plain (non-speculative) sampler draws: tokens from `plain_row`."""
     return single_token_law(lambda c: proc.plain_row(target.row(c)), context, n)
+
+
+OWN_KEYS = ("min_p", "logit_bias", "frequency", "presence", "repetition")  # --gen keys of SGLang's own processors
+
+
+def own_sampling(vocab_size: int, gen: dict) -> processing.Sampling | None:
+    """The request's own processors from --gen (None: none set), checked: logit_bias "t:f,..." (the bias
+    ln f, f > 0), frequency ρ and presence π in [0.1354, 1] (frequency_penalty = −ln ρ, presence_penalty = −ln π: SGLang
+    allows [−2, 2]), repetition θ = 1 or 2 (repetition_penalty = θ: SGLang allows (0, 2], the law needs an integer), min_p in [0, 1]; at T = 1/k, without top-k
+    or top-p. Repetition is refused beside an additive processor: SGLang's plain sampler applies its
+    penalizers in the iteration order of a set of classes (`penaltylib` orchestrator, `self.penalizers`),
+    so which of logit·θ and logit − c comes first is not fixed there."""
+    from rheo.decoders.settings import sampling
+
+    if not any(gen.get(k) is not None for k in OWN_KEYS):
+        return None
+    if gen.get("top_k") is not None or gen.get("top_p") is not None or gen.get("block_verification"):
+        raise CaseError(
+            f"{next(k for k in OWN_KEYS if gen.get(k) is not None)} with top_k, top_p or block_verification: "
+            "SGLang's own processors are modelled with token-level verification and temperature only"
+        )
+    if gen.get("draft_temperature") is not None:
+        raise CaseError("draft_temperature (the negative control) is modelled without SGLang's own processors")
+    bias: dict[int, Fraction] = {}
+    if gen.get("logit_bias") is not None:
+        for part in str(gen["logit_bias"]).split(","):
+            tok, sep, f = part.partition(":")
+            try:
+                factor = Fraction(f.strip())
+            except (ValueError, ZeroDivisionError):
+                factor = Fraction(-1)
+            if not sep or not tok.strip().isdigit() or factor <= 0:
+                raise CaseError(
+                    f"logit_bias={gen['logit_bias']!r}: write token:factor pairs with factors > 0 (the bias ln "
+                    "factor), e.g. 3:4,0:1/2"
+                )
+            bias[int(tok)] = factor
+    additive = bias or gen.get("frequency") is not None or gen.get("presence") is not None
+    if gen.get("repetition") not in (None, 1) and additive:
+        raise CaseError(
+            "repetition with logit_bias, frequency or presence: SGLang's plain sampler applies its penalizers in the "
+            "iteration order of a set of classes, so the order of logit·θ and logit − c is not fixed; set one"
+        )
+
+    def num(k: str) -> Fraction | None:
+        v = gen.get(k)
+        return None if v is None else Fraction(str(v))
+
+    for name in ("frequency", "presence"):  # SamplingParams.verify: frequency / presence_penalty in [-2, 2]
+        if gen.get(name) is not None and not Fraction(str(gen[name])) >= Fraction(13534, 100000):
+            raise CaseError(f"{name}={gen[name]!r}: SGLang allows a penalty −ln {name[0]} <= 2, so {name} >= 0.1354")
+    if gen.get("repetition") not in (None, 1, 2):
+        raise CaseError(f"repetition={gen['repetition']!r}: SGLang allows repetition_penalty in (0, 2]; allowed: 1, 2")
+    s = sampling(
+        vocab_size,
+        temperature=float(Fraction(str(gen.get("temperature", 1)))),
+        min_p=num("min_p"),
+        repetition=gen.get("repetition"),
+        frequency=num("frequency"),
+        presence=num("presence"),
+        logit_bias=bias or None,
+        order="sglang",
+    )
+    return s
+
+
+def own_params(s: processing.Sampling) -> dict:
+    """SGLang `SamplingParams` keywords of the exact settings (floats: what a request carries)."""
+    import math
+
+    out: dict = {"temperature": float(s.temperature), "min_p": float(s.min_p)}
+    out["frequency_penalty"] = -math.log(s.penalty)
+    out["presence_penalty"] = -math.log(s.presence)
+    out["repetition_penalty"] = float(s.repetition)
+    if s.bias:
+        out["logit_bias"] = {str(t): math.log(f) for t, f in s.bias}
+    return out
+
+
+def _counted_row(raw: Row, s: processing.Sampling, counted: tuple[int, ...], where: str) -> Row:
+    """The processed row with `counted` (a multiset of output tokens) as the penalties' output."""
+    return processed_row(tuple(raw), s, counted, counted, where)
+
+
+class OwnLaw(ChainLaw):
+    """Token-level verification with the request's own processors as SGLang's verify applies them (module
+    docstring): the penalties read the counted tokens (the round's state), the same at every position of a
+    round; min-p is dropped (the verify never reads it). State: the counted tokens, sorted."""
+
+    def __init__(self, target: TableModel, draft: TableModel, own: processing.Sampling, *, num_steps: int) -> None:
+        super().__init__(target, draft, Processing(temperature=own.temperature), num_steps=num_steps)
+        self.own = replace(own, min_p=ZERO)  # eagle_sample never reads min_ps
+        self._counted: tuple[int, ...] = ()
+
+    def p_row(self, ctx: tuple[int, ...]) -> Row:
+        counted = self._counted
+        where = f"row {list(ctx)} (counted {list(counted)})"
+        return self._rows.get(f"p{counted}", ctx, lambda: _counted_row(self.p.row(ctx), self.own, counted, where))
+
+    def counted_round(
+        self, ctx: tuple[int, ...], limit: int, counted: tuple[int, ...]
+    ) -> dict[tuple[tuple[int, ...], tuple[int, ...]], Fraction]:
+        """One round from ctx with `counted` fed to the penalizers: (tokens, counted after the round's last)."""
+        self._counted = counted
+        law = self._token_round(ctx, limit)
+        return {(s, tuple(sorted(counted + s[-1:]))): w for s, w in law.items()}
+
+    def token_law(self, context: Sequence[int], n: int) -> Law:
+        if not context:
+            raise CaseError("SGLang's own processors need a context: its last token is the output's first")
+        first = (context[-1],)  # the prefill's token: counted by the first round's cumulate (output_ids[-1])
+        return token_law(self.counted_round, context, n, label="sglang", key=self.visible, state=first)
+
+
+def own_target_law(target: TableModel, s: processing.Sampling, context: Sequence[int], n: int) -> Law:
+    """SGLang's plain sampler with the request's own processors: every output token counted (the context's
+    last among them, module docstring), penalties, logit bias, softmax(·/T), min-p."""
+    if not context:
+        raise CaseError("SGLang's own processors need a context: its last token is the output's first")
+    lead = len(context) - 1
+
+    def row_of(c: tuple[int, ...]) -> Row:
+        out = tuple(c[lead:])
+        return _counted_row(target.row(list(c)), s, out, f"target row after {list(c)}")
+
+    return single_token_law(row_of, context, n)
