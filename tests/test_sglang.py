@@ -132,7 +132,7 @@ OWN_ROWS = [r for r in decoders()[NAME].table.rows if r.path and "penaltylib" in
 
 def test_the_own_processor_rows_are_the_tables():
     assert [r.setting for r in OWN_ROWS] == [
-        "min-p 0.35", "logit bias 3:4, 0:1/2", "frequency 1/7", "presence 1/7", "repetition 2 T=1/2"
+        "min-p 0.35", "logit bias 3:4 0:1/2", "frequency 1/7", "presence 1/7", "repetition 2 T=1/2"
     ]  # fmt: skip
 
 
@@ -202,7 +202,7 @@ def test_bad_own_processor_settings_are_refused(gen, message):
 
 @served
 @pytest.mark.lossless
-@pytest.mark.parametrize("setting, verdict", [("frequency 1/7", "REJECT"), ("logit bias 3:4, 0:1/2", "pass")])
+@pytest.mark.parametrize("setting, verdict", [("frequency 1/7", "REJECT"), ("logit bias 3:4 0:1/2", "pass")])
 def test_quick_sglang_own_processors(setting, verdict, rheo_seed):
     """SGLang's penalizer classes and logit bias, at δ = 0.2, α = 1e-3 (power 0.99): the frequency penalty counted once a
     round (exact TV 0.41) is rejected and its samples fit SGLang's own law; the logit bias (exact TV 0) passes."""

@@ -168,7 +168,7 @@ DECODER = SERVED.decoder(
                 path=OWN_PATH,
             ),
             Row(
-                "logit bias 3:4, 0:1/2",
+                "logit bias 3:4 0:1/2",
                 {"num_steps": 3, "logit_bias": "3:4,0:1/2"},
                 "a request's logit_bias {3: ln 4, 0: -ln 2}, added at every draft position (eagle_utils.py lines "
                 "579-584) as the plain sampler adds it",
