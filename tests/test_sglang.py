@@ -212,3 +212,26 @@ def test_quick_sglang_own_processors(setting, verdict, rheo_seed):
         assert r["exact_tv"] == "0", r  # (the own law is the target law: no second test)
     else:
         assert r["own_law_p"] >= 1e-3, r
+
+
+@pytest.mark.slow
+@served
+def test_slow_the_documented_own_processor_command_runs_end_to_end(tmp_path, monkeypatch):
+    """The command docs/THIRD_PARTY.md quotes for SGLang's own processors, through the CLI as a user runs it:
+    `rheo gate --decoder sglang --rows 'min-p 0.35,logit bias 3:4 0:1/2,frequency 1/7,presence 1/7,repetition 2
+    T=1/2' --seeds 1,2` (about 3 minutes): the logit bias passes on both seeds, the other four are rejected on both,
+    recorded as sglang 0.5.23, and the exit status says every verdict is the one the exact TV promises."""
+    import json
+
+    from rheo.cli.main import main
+    from rheo.decoders.served import REPO
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "rows.json"
+    rows = "min-p 0.35,logit bias 3:4 0:1/2,frequency 1/7,presence 1/7,repetition 2 T=1/2"
+    assert main(["gate", "--decoder", NAME, "--rows", rows, "--seeds", "1,2", "--json", str(out)]) == 0
+    records = {r["setting"]: r for r in json.loads(out.read_text())}
+    assert list(records) == rows.split(",")
+    for setting, r in records.items():
+        want = ["pass", "pass"] if setting.startswith("logit bias") else ["REJECT", "REJECT"]
+        assert (r["version"], r["verdicts"]) == ("0.5.23", want), r

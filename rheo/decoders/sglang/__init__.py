@@ -1,6 +1,8 @@
 """SGLang 0.5.23's EAGLE verify sampler on CPU: `chain_speculative_sampling_triton` (token-level and block
 verification, the ROCm default path) in Triton's interpreter, with its top-k / top-p renormalisation
-(docs/THIRD_PARTY.md, "SGLang"). `driver` runs in .venv-sglang; `law` is the exact law as written.
+(docs/THIRD_PARTY.md, "SGLang"), and a request's own processors around it (min-p, logit bias, SGLang's
+penalizers: docs/THIRD_PARTY.md, "SGLang 0.5.23's own processors"). `driver` runs in .venv-sglang; `law` is the
+exact law as written.
 """
 
 from __future__ import annotations
