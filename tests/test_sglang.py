@@ -235,3 +235,57 @@ def test_slow_the_documented_own_processor_command_runs_end_to_end(tmp_path, mon
     for setting, r in records.items():
         want = ["pass", "pass"] if setting.startswith("logit bias") else ["REJECT", "REJECT"]
         assert (r["version"], r["verdicts"]) == ("0.5.23", want), r
+
+
+# --- the stated q rows of a degenerate drafter -------------------------------------------------------------------
+
+STATED_ROWS = ["q-zero", "q-row-zero", "q-row-nan", "block q-zero"]
+
+
+@pytest.mark.parametrize("setting", STATED_ROWS)
+def test_degenerate_stated_q_rows_are_lossless_exactly(setting):
+    """A stated q(x) = 0 for a token the drafter draws, an all-zero and an all-NaN q row: the kernel rejects a draft
+    whose stated q is not in (0, 1] and reads such entries as 0 in the residual, so the law is the target's."""
+    gen = row_gen(NAME, setting)
+    assert tv(exact_law(CASE, gen, N_TOKENS), target_law(CASE, gen, N_TOKENS)) == 0
+
+
+@pytest.mark.parametrize("q_row", ["zero", "nan"])
+def test_a_rejected_row_emits_one_token_from_p(q_row):
+    """Every draft of a zero or NaN row is rejected: a round is one token, drawn from p."""
+    law = ChainLaw(CASE.target, CASE.draft, Processing(), num_steps=3, q_row=q_row).round_law(tuple(CASE.context))
+    assert law == {(v,): x for v, x in enumerate(CASE.target.row(list(CASE.context))) if x}
+
+
+def test_an_underflowed_q_changes_the_rounds_not_the_law():
+    """q(1) stated 0 (token 1 is drawn w.p. 2/5 after 0): the round law changes (fewer tokens a round), the token law
+    does not."""
+    plain = ChainLaw(CASE.target, CASE.draft, Processing(), num_steps=3).round_law(tuple(CASE.context))
+    zero = ChainLaw(CASE.target, CASE.draft, Processing(), num_steps=3, zero_token=1).round_law(tuple(CASE.context))
+    assert tv(plain, zero) > F(1, 10)
+
+
+@pytest.mark.parametrize(
+    "gen, message",
+    [
+        ({"q_row": "inf"}, "allowed: zero, nan"),
+        ({"zero_token": -1}, "must be a token id"),
+        ({"q_row": "nan", "block_verification": True}, "token-level verification"),
+        ({"q_row": "zero", "zero_token": 1}, "set one"),
+        ({"q_row": "zero", "frequency": "1/2"}, "without draft_temperature and SGLang's own processors"),
+    ],
+)
+def test_bad_stated_rows_are_refused(gen, message):
+    from rheo.decoders.sglang import check
+
+    with pytest.raises(CaseError, match=message):
+        check({"num_steps": 3, **gen})
+
+
+@served
+@pytest.mark.lossless
+def test_quick_sglang_all_nan_q_rows_pass(rheo_seed):
+    """All-NaN stated q rows at δ = 0.2, α = 1e-3 (power 0.99): SGLang's kernel guards them (exact TV 0: it passes),
+    where vLLM 0.33.0's sampler turns them into token 0 (exact TV 177/184 on its case)."""
+    r = gate_decoder(NAME, row_gen(NAME, "q-row-nan"), rheo_seed, tv=0.2)
+    assert r["exact_tv"] == "0" and r["verdict"] == "pass", r["summary"]

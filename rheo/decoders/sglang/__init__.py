@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from rheo_ref.errors import CaseError
 from rheo_ref.models import Case
 
 from ..rows import Row, Table
@@ -48,6 +49,7 @@ def exact_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
         num_steps=int(gen.get("num_steps", 3)),
         block=bool(gen.get("block_verification", False)),
         draft_temperature=None if td is None else Fraction(str(td)),
+        **stated(gen),
     )
     return law.token_law(case.context, n)
 
@@ -61,6 +63,30 @@ def target_law(case: Case, gen: Mapping[str, Any], n: int) -> dict:
     return plain_target_law(case.target, processing(gen), case.context, n)
 
 
+STATED_KEYS = ("zero_token", "q_row")  # the stated q rows an engine's degenerate drafter hands over
+
+
+def stated(gen: Mapping[str, Any]) -> dict[str, Any]:
+    """zero_token (a token id whose stated q is 0) and q_row (zero, nan) of --gen, checked."""
+    out: dict[str, Any] = {}
+    z = gen.get("zero_token")
+    if z is not None:
+        if isinstance(z, bool) or not isinstance(z, int) or z < 0:
+            raise CaseError(f"zero_token={z!r} must be a token id")
+        out["zero_token"] = z
+    if gen.get("q_row") is not None:
+        if gen["q_row"] not in ("zero", "nan"):
+            raise CaseError(f"q_row={gen['q_row']!r}; allowed: zero, nan")
+        out["q_row"] = gen["q_row"]
+    if out and (gen.get("draft_temperature") is not None or any(gen.get(k) is not None for k in OWN_KEYS)):
+        raise CaseError(f"{sorted(out)[0]} is modelled without draft_temperature and SGLang's own processors")
+    if len(out) > 1:
+        raise CaseError("zero_token and q_row: set one")
+    if gen.get("block_verification") and out.get("q_row") == "nan":
+        raise CaseError("q_row=nan is modelled with token-level verification (block_verification false)")
+    return out
+
+
 def check(gen: Mapping[str, Any]) -> None:
     """Every setting parses (a bad value raises before the driver starts)."""
     processing(gen)
@@ -68,6 +94,7 @@ def check(gen: Mapping[str, Any]) -> None:
     for key in ("draft_temperature", "threshold_single", "threshold_acc"):
         if gen.get(key) is not None:
             Fraction(str(gen[key]))
+    stated(gen)
     own_sampling(2**31, dict(gen))  # (the token ids of logit_bias are checked against the case's V in the law)
 
 
@@ -85,7 +112,8 @@ GEN_HELP = (
     "top_k, top_p (renorm kernels: CUDA/HIP only), threshold_single, threshold_acc, draft_temperature\n"
     "(the negative control: candidates drawn from q at this temperature, the kernel told q at T = 1);\n"
     "SGLang's own processors (a request's SamplingParams, token-level, T only): min_p, logit_bias t:f,...\n"
-    "(bias ln f), frequency ρ (frequency_penalty -ln ρ), presence π (presence_penalty -ln π), repetition θ"
+    "(bias ln f), frequency ρ (frequency_penalty -ln ρ), presence π (presence_penalty -ln π), repetition θ;\n"
+    "the stated q rows of a degenerate drafter: zero_token (q(t) stated 0, not renormalised), q_row (zero, nan)"
 )
 
 OWN_PATH = (
@@ -115,6 +143,7 @@ DECODER = SERVED.decoder(
         "top_k",
         "top_p",
         *OWN_KEYS,
+        *STATED_KEYS,
     ),
     exact_law=exact_law,
     target_law=target_law,
@@ -159,6 +188,28 @@ DECODER = SERVED.decoder(
                 "(eagle_utils.py requires draft_probs to be the proposal distribution)",
                 cause="reject_sampling.py line 149: the ratio p/q uses the stated q, not the proposal's",
                 control=True,
+            ),
+            Row(
+                "q-zero",
+                {"num_steps": 3, "zero_token": 1},
+                "the drafter draws token 1 (q = 2/5 after 0) and states q(1) = 0, as an underflowed probability: "
+                "rejected (line 148), and the residual reads the stated row",
+            ),
+            Row(
+                "q-row-zero",
+                {"num_steps": 3, "q_row": "zero"},
+                "every stated q row all 0: every draft rejected, the residual is p",
+            ),
+            Row(
+                "q-row-nan",
+                {"num_steps": 3, "q_row": "nan"},
+                "every stated q row all NaN: rejected (line 148: NaN > 0 is false), and the residual clamps NaN to 0 "
+                "(lines 192-194, 220-222): a draw from p",
+            ),
+            Row(
+                "block q-zero",
+                {"num_steps": 3, "zero_token": 1, "block_verification": True},
+                "block verification with q(1) stated 0: r_i = 0 at a draft of token 1 (line 72)",
             ),
             Row(
                 "min-p 0.35",

@@ -9,8 +9,9 @@ Request (JSON on stdin): target, draft (table JSON), context, tokens, num_sample
 temperature (T, default 1), num_steps (draft tokens a round, default 3), block_verification (default
 false), threshold_single / threshold_acc (passed through as SGLang's verify passes them), and
 draft_temperature (the temperature the candidates are drawn at; default T: the negative control sets
-it apart from the T of the draft probabilities handed to the kernel). Reply: {"samples": [[tokens]],
-"seconds": wall time, "sglang": version}.
+it apart from the T of the draft probabilities handed to the kernel), zero_token (the stated q of this token
+set to 0 after the candidates are drawn, the row not renormalised) and q_row (zero, nan: every stated q
+row). Reply: {"samples": [[tokens]], "seconds": wall time, "sglang": version}.
 
 What runs as SGLang's EAGLE verify runs it (`sglang/srt/speculative/eagle_utils.py`, `eagle_sample`,
 rejection-sampling branch): target probs from `sglang.kernels.ops.sampling.softmax(logits,
@@ -186,6 +187,7 @@ def run(req: dict) -> dict:
     T = float(gen.get("temperature", 1.0))
     T_draw = float(gen.get("draft_temperature", T))
     gamma = int(gen.get("num_steps", 3))
+    zero_token = gen.get("zero_token")
     block = bool(gen.get("block_verification", False))
     thr_single = float(gen.get("threshold_single", 1.0))
     thr_acc = float(gen.get("threshold_acc", 1.0))
@@ -212,6 +214,8 @@ def run(req: dict) -> dict:
             ctxs = [c + d for c, d in zip(ctx0, drafts)]
             draw = probs(q_rows, ctxs, T_draw)  # [B, V]: what the candidates are drawn from
             draft_probs[:, j] = draw if T_draw == T else probs(q_rows, ctxs, T)  # [B, V]: what the kernel is told
+            if zero_token is not None:  # a probability that underflowed: stated 0, the row not renormalised
+                draft_probs[:, j, zero_token] = 0.0
             picked = torch.multinomial(draw, 1, generator=gen_rng).squeeze(1).tolist()  # [B]
             for d, x in zip(drafts, picked):
                 d.append(int(x))
@@ -230,6 +234,8 @@ def run(req: dict) -> dict:
             target = sglang_softmax(flat, temperatures=temps) if sglang_softmax else torch.softmax(flat / temps, -1)
             target = target.reshape(B, S, -1)  # [B, S, V]
         target = renorm(target, gen)  # [B, S, V]
+        if gen.get("q_row") is not None:  # a degenerate drafter's rows: all 0 or all NaN
+            draft_probs.fill_(0.0 if gen["q_row"] == "zero" else math.nan)
         last = [c[-1] if c else 0 for c in ctx0]
         candidates = torch.tensor([[r, *d] for r, d in zip(last, drafts)], dtype=torch.int64, device=ON)  # [B, S]
         retrive_index = torch.arange(B * S, dtype=torch.int64, device=ON).reshape(B, S)  # [B, S]

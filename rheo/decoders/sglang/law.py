@@ -13,7 +13,10 @@ apart); coins u are uniform on [0, 1).
   h_i = R_i/(R_i + 1 − r_i), R_i = Σ_v (r_i·p_i(v) − q_i(v))+, when 0 < r_i < 1, else w.p. r_i;
 - then (lines 164-239): after all γ accepted, a token from p_γ; else from (s·p_i − q_i)+ normalised
   at the row i of the first rejection (s = r_i in block mode, 1 at token level), q clamped to 0 outside
-  [0, 1]; a residual of mass 0 gives token V − 1 (the CDF walk finds no cell: lines 200-205).
+  [0, 1] and NaN (lines 192-194, 220-222); a residual of mass 0 gives token V − 1 (the CDF walk finds no cell: lines 198-206).
+The stated q rows may be what an engine's drafter hands over when it degenerates (`zero_token`: q(x) stated 0
+for a token the drafter still draws, a probability that underflowed; `q_row`: every entry 0 or NaN): a draft
+whose stated q(x) is not in (0, 1] is rejected, and the residual reads such entries as 0.
 `threshold_single` and `threshold_acc` are arguments of `chain_speculative_sampling_triton` (lines 254-255)
 that the function never passes to the kernel: they do not enter the law.
 
@@ -116,6 +119,11 @@ class Processing:
         return _kept(r, keep)
 
 
+# A NaN in a stated q row, exactly: every range test the kernel makes is false for it (q > 0 and q <= 1 at the
+# acceptance, lines 71 and 148; q >= 0 and q <= 1 where the residual clamps q to 0, lines 194 and 222), as it is for −1.
+NOT_A_PROBABILITY = Fraction(-1)
+
+
 def _clamp(q: Fraction) -> Fraction:
     return q if 0 <= q <= 1 else ZERO
 
@@ -140,7 +148,19 @@ class ChainLaw:
         num_steps: int,
         block: bool = False,
         draft_temperature: Fraction | None = None,
+        zero_token: int | None = None,
+        q_row: str | None = None,
     ) -> None:
+        if q_row not in (None, "zero", "nan"):
+            raise CaseError(f"q_row={q_row!r}; allowed: zero, nan")
+        if zero_token is not None and not 0 <= zero_token < draft.vocab_size:
+            raise CaseError(f"zero_token={zero_token}; allowed: 0..{draft.vocab_size - 1}")
+        if block and q_row == "nan":
+            raise CaseError(
+                "q_row=nan is modelled with token-level verification: the block branch sums max(r·p − q, 0) over the "
+                "unclamped q (reject_sampling.py lines 89-110), where a NaN's fate is the maximum's NaN rule"
+            )
+        self.zero_token, self.stated = zero_token, q_row
         if isinstance(num_steps, bool) or not isinstance(num_steps, int) or not 1 <= num_steps <= 6:
             raise CaseError(
                 f"num_steps={num_steps!r} must be an integer in 1..6 (the law enumerates V^num_steps drafts)"
@@ -162,8 +182,15 @@ class ChainLaw:
         return self._row("p", ctx)
 
     def q_row(self, ctx: tuple[int, ...]) -> Row:
-        """The stated draft row: q at T (SGLang's draft probs are not top-k / top-p processed here)."""
-        return self._row("q", ctx)
+        """The stated draft row handed to the kernel: q at T (SGLang's draft probs are not top-k / top-p processed
+        here), with q(zero_token) stated 0 (not renormalised: a probability that underflowed), or every entry 0,
+        or every entry NaN (`NOT_A_PROBABILITY`)."""
+        q = self._row("q", ctx)
+        if self.stated is not None:
+            return tuple(ZERO if self.stated == "zero" else NOT_A_PROBABILITY for _ in q)
+        if self.zero_token is not None:
+            return tuple(ZERO if y == self.zero_token else x for y, x in enumerate(q))
+        return q
 
     def draw_row(self, ctx: tuple[int, ...]) -> Row:
         return self._row("draw", ctx)
