@@ -289,3 +289,22 @@ def test_quick_sglang_all_nan_q_rows_pass(rheo_seed):
     where vLLM 0.33.0's sampler turns them into token 0 (exact TV 177/184 on its case)."""
     r = gate_decoder(NAME, row_gen(NAME, "q-row-nan"), rheo_seed, tv=0.2)
     assert r["exact_tv"] == "0" and r["verdict"] == "pass", r["summary"]
+
+
+@pytest.mark.slow
+@served
+def test_slow_the_documented_stated_row_command_runs_end_to_end(tmp_path, monkeypatch):
+    """The command docs/THIRD_PARTY.md quotes for the stated q rows, through the CLI: `rheo gate --decoder sglang --rows
+    'q-zero,q-row-zero,q-row-nan,block q-zero' --seeds 1,2` (about 3 minutes): every row passes on both seeds."""
+    import json
+
+    from rheo.cli.main import main
+    from rheo.decoders.served import REPO
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "rows.json"
+    rows = ",".join(STATED_ROWS)
+    assert main(["gate", "--decoder", NAME, "--rows", rows, "--seeds", "1,2", "--json", str(out)]) == 0
+    records = json.loads(out.read_text())
+    assert [r["setting"] for r in records] == STATED_ROWS
+    assert all((r["version"], r["exact_tv"], r["verdicts"]) == ("0.5.23", "0", ["pass", "pass"]) for r in records)

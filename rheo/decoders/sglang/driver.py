@@ -33,7 +33,9 @@ verify, each request's last output token (`origin_input_ids[-1]` before any) is 
 the accumulated penalties are read as `SamplingBatchInfo.update_penalties` reads them (lines 409-424),
 and added to every draft position of the round as `eagle_sample` does (eagle_utils.py lines 562-584:
 additive, scaling, then the logit bias tensor `from_schedule_batch` builds, lines 174-196). `min_p` is
-in the request's `SamplingParams`, which the verify never reads. The case's context is a request one
+in the request's `SamplingParams`, which the verify never reads. These are 0.5.23's lines; 0.5.21 and 0.5.22 have
+the same penaltylib (byte for byte) and the same calls at other line numbers; before 0.5.21 the path exits
+MOVED (not read there). The case's context is a request one
 token into its output: its last token is the first output token, the rest the prompt.
 
 The device (`rheo gate --device`, `rheo.decoders.device`): cpu, the default, is the above; with cuda
@@ -284,8 +286,16 @@ def run(req: dict) -> dict:
 BLOCK_KEY = "block_verification" in inspect.signature(chain_speculative_sampling_triton).parameters  # 0.5.22 on
 
 
+OWN_FROM = (0, 5, 21)  # the releases whose eagle_sample and penaltylib the own-processor path follows (read: the same)
+
+
 def main() -> None:
     req = json.load(sys.stdin)
+    if req.get("sampling_params") is not None and RELEASE < OWN_FROM:
+        sys.stdout.write(json.dumps({"missing": "the own-processor path (a request's min-p, logit bias, penalties) "
+                                     "follows eagle_sample and penaltylib of 0.5.21-0.5.23; this release's are not "
+                                     "read"}, allow_nan=False) + "\n")  # fmt: skip
+        raise SystemExit(MOVED)
     if req.get("gen", {}).get("block_verification") and not BLOCK_KEY:
         sys.stdout.write(json.dumps({"missing": "chain_speculative_sampling_triton has no block_verification "
                                      "(added in 0.5.22)"}, allow_nan=False) + "\n")  # fmt: skip
