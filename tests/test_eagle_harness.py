@@ -139,3 +139,17 @@ def test_triton_walk_fails_in_the_interpreter():
 def test_verdict_table(setting, request):
     """Each row on two seeds, δ = 0.1 (the control at 0.03), α = 1e-3 for the whole table (helpers.verdict_row)."""
     verdict_row(NAME, setting, request.node.nodeid, error="mask has unsupported dtype")
+
+
+SPARSE = load_case(str(SERVED_CASE.parent / "served-sparse-draft.json"))
+
+
+@pytest.mark.parametrize(
+    "gen", [{"children": 3, "depth": 2}, {"children": 4, "depth": 2}, {"children": 2, "depth": 3, "temperature": 0.5}]
+)
+def test_a_draft_with_zeros_is_lossless_exactly(gen):
+    """A drafter with zeros (each row's q > 0 on 1 or 2 tokens; p > 0 everywhere), more children than its support: the
+    slots past the support are never accepted and the residual carries the tokens q never proposes; lossless in exact
+    arithmetic, while the reused-coin control stays lossy on the same case."""
+    assert tv(exact_law(SPARSE, gen, 3), target_law(SPARSE, gen, 3)) == 0
+    assert tv(exact_law(SPARSE, {"children": 3, "depth": 2, "reuse_coin": True}, 3), target_law(SPARSE, {}, 3)) > 0

@@ -122,3 +122,13 @@ def test_a_row_whose_name_holds_a_comma_is_selected_whole():
     table = decoders()[NAME].table
     assert [r.setting for r in table.select("rejection T=1, batch 64")] == ["rejection T=1, batch 64"]
     assert [r.setting for r in table.select(CONTROL)] == [CONTROL]
+
+
+SPARSE = load_case(str(SERVED_CASE.parent / "served-sparse-draft.json"))
+
+
+@pytest.mark.parametrize("gen", [{"gamma": 3}, {"gamma": 3, "batch": 64}, {"gamma": 2, "temperature": 0.5}])
+def test_a_draft_with_zeros_is_lossless_exactly(gen):
+    """A draft model with zeros (each row's q > 0 on 1 or 2 tokens; p > 0 everywhere): lossless in exact arithmetic
+    (rejection_step and rejection_sample read q's zeros as zeros: the residual carries those tokens)."""
+    assert tv(exact_law(SPARSE, gen, 3), target_law(SPARSE, gen, 3)) == 0

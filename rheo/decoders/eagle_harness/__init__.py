@@ -75,6 +75,13 @@ DECODER = Served(
             Row("k=3 d=2 T=1", {"children": 3, "depth": 2}, "3 children per node, 2 levels"),
             Row("k=2 d=3 T=1/2", {"children": 2, "depth": 3, "temperature": 0.5}, "2 children, 3 levels, T = 1/2"),
             Row(
+                "k=3 d=2, q with zeros",
+                {"children": 3, "depth": 2},
+                "a drafter whose rows put q > 0 on 1 or 2 tokens (logits -inf elsewhere), 3 children a node: the "
+                "slots past the support are drawn with q = 0 and never accepted (sampled_tree.py line 91: q_y > 0)",
+                case="tests/cases/served-sparse-draft.json",
+            ),
+            Row(
                 "Triton tree walk",
                 {"children": 2, "depth": 2, "walk": "triton"},
                 "kernels/sampled_tree.sample_tree",

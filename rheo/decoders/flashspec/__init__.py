@@ -76,6 +76,13 @@ DECODER = Served("flashspec", "rheo.decoders.flashspec.driver", check=check, pin
             Row("rejection T=1/2, batch 1", {"gamma": 3, "temperature": 0.5}, "rejection_step, T = 1/2"),
             Row("rejection T=1, batch 64", {"gamma": 3, "batch": 64}, "context loop: rejection_sample"),
             Row(
+                "rejection T=1, batch 1, q with zeros",
+                {"gamma": 3},
+                "a draft model whose rows put q > 0 on 1 or 2 tokens (TableLM logits -1e4 elsewhere: q underflows to "
+                "0 in float32), where p > 0: the residual must carry those tokens",
+                case="tests/cases/served-sparse-draft.json",
+            ),
+            Row(
                 "rejection top_p=0.9, batch 64",
                 {"gamma": 3, "top_p": 0.9, "batch": 64, "ties": "low"},  # the claim's nucleus: lower ids first
                 "SamplingConfig(top_p=0.9), documented as the nucleus threshold",
