@@ -202,3 +202,24 @@ def test_flashspec_every_release(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     pinned = [r for r in records if r["release"] == "0.3.1"]
     assert pinned and all(r["as_expected"] for r in pinned)
     assert {r["release"] for r in records} >= {"0.3.0", "0.3.1"}
+
+
+@pytest.mark.slow
+@pytest.mark.served
+def test_sglang_own_processor_rows_on_0_5_21_and_0_5_22(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The command docs/THIRD_PARTY.md quotes ("SGLang's own processors and the NaN q row, by release"), as a user runs
+    it: `rheo releases --decoder sglang --versions 0.5.21,0.5.22 --rows "min-p 0.35;frequency 1/7;logit bias 3:4
+    0:1/2;q-row-nan" --seeds 1,2` (downloads two wheels once; about 5 minutes): min-p and the frequency penalty are
+    rejected on both seeds of both releases, the logit bias and the NaN q rows pass."""
+    monkeypatch.undo()  # pip and the user's cache allowed
+    out = tmp_path / "releases.json"
+    rows = "min-p 0.35;frequency 1/7;logit bias 3:4 0:1/2;q-row-nan"
+    main(["releases", "--decoder", "sglang", "--versions", "0.5.21,0.5.22", "--rows", rows, "--seeds", "1,2",
+          "--json", str(out)])  # fmt: skip
+    records = json.loads(out.read_text())
+    assert sorted((r["release"], r["setting"]) for r in records) == sorted(
+        (v, s) for v in ("0.5.21", "0.5.22") for s in rows.split(";")
+    )
+    for r in records:
+        want = ["REJECT", "REJECT"] if r["setting"] in ("min-p 0.35", "frequency 1/7") else ["pass", "pass"]
+        assert r["verdicts"] == want and r["as_expected"], r
