@@ -15,7 +15,6 @@ Standard library only: drivers import it in the served environment, before anyth
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any, NoReturn
@@ -51,8 +50,9 @@ def prepare(*, hide_cuda: bool = False) -> str:
 
 def no_device(reason: str) -> NoReturn:
     """Exit with status NO_DEVICE and one JSON line saying why (read by `rheo.decoders.served.run_driver`)."""
-    sys.stdout.write(json.dumps({"no_device": reason}, allow_nan=False) + "\n")
-    sys.stdout.flush()
+    from rheo.decoders.driver_io import reply  # (a driver: it claimed its stdout when it started)
+
+    reply({"no_device": reason})
     raise SystemExit(NO_DEVICE)
 
 

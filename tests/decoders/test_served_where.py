@@ -248,3 +248,24 @@ def test_each_driver_finds_no_cuda_device_and_says_so_in_one_line(name, argv, ca
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert code == 2 and len(err) == 1, err
     assert "--device cuda: torch.cuda.is_available() is false in" in err[0] and "Traceback" not in err[0], err
+
+
+def test_a_driver_keeps_stdout_for_its_reply_whatever_the_package_prints():
+    """vLLM 0.24-0.29 log a warning to stdout when imported on CPU, which once left the gate with "no JSON reply":
+    a driver imports `rheo.decoders.driver_io` first, so its stdout is the one JSON line and the package's prints
+    (Python's and C-level writes to fd 1) reach stderr."""
+    import subprocess
+    import sys
+
+    code = (
+        "from rheo.decoders import driver_io\n"
+        "import os, sys\n"
+        "print('WARNING a package logs to stdout')\n"
+        "sys.stdout.flush()\n"
+        "os.write(1, b'a C-level write\\n')\n"
+        "driver_io.reply({'samples': [[1, 2]]})\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == '{"samples": [[1, 2]]}\n'
+    assert "WARNING a package logs to stdout" in r.stderr and "a C-level write" in r.stderr

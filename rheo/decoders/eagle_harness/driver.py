@@ -30,6 +30,7 @@ import sys
 import time
 
 from rheo.decoders import device as _device
+from rheo.decoders import driver_io as _driver_io  # first: stdout carries only the reply (module docstring)
 
 os.environ.update(_device.settings())  # cpu: TRITON_INTERPRET=1, before triton is imported; cuda: nothing
 
@@ -135,7 +136,7 @@ def run(req: dict) -> dict:
 
 
 def main() -> None:
-    json.dump(run(json.load(sys.stdin)), sys.stdout, allow_nan=False)
+    _driver_io.reply(run(json.load(sys.stdin)))
 
 
 if __name__ == "__main__":

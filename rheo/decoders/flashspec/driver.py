@@ -30,6 +30,9 @@ import json
 import sys
 import time
 
+from rheo.decoders import driver_io as _driver_io  # first: stdout carries only the reply (its docstring)
+
+# isort: split
 import torch
 from flashspec.engine.hf_drafter import HuggingFaceDrafter
 from flashspec.engine.speculative import SpeculativeEngine
@@ -109,7 +112,7 @@ def run(req: dict) -> dict:
 
 
 def main() -> None:
-    json.dump(run(json.load(sys.stdin)), sys.stdout, allow_nan=False)
+    _driver_io.reply(run(json.load(sys.stdin)))
 
 
 if __name__ == "__main__":

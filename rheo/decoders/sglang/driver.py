@@ -50,6 +50,7 @@ from __future__ import annotations
 import os
 
 from rheo.decoders import device as _device
+from rheo.decoders import driver_io as _driver_io  # first: stdout carries only the reply (module docstring)
 
 os.environ.update(_device.settings())  # cpu: TRITON_INTERPRET=1, before triton is imported; cuda: nothing
 
@@ -292,15 +293,15 @@ OWN_FROM = (0, 5, 21)  # the releases whose eagle_sample and penaltylib the own-
 def main() -> None:
     req = json.load(sys.stdin)
     if req.get("sampling_params") is not None and RELEASE < OWN_FROM:
-        sys.stdout.write(json.dumps({"missing": "the own-processor path (a request's min-p, logit bias, penalties) "
+        _driver_io.reply({"missing": "the own-processor path (a request's min-p, logit bias, penalties) "
                                      "follows eagle_sample and penaltylib of 0.5.21-0.5.23; this release's are not "
-                                     "read"}, allow_nan=False) + "\n")  # fmt: skip
+                                     "read"})  # fmt: skip
         raise SystemExit(MOVED)
     if req.get("gen", {}).get("block_verification") and not BLOCK_KEY:
-        sys.stdout.write(json.dumps({"missing": "chain_speculative_sampling_triton has no block_verification "
-                                     "(added in 0.5.22)"}, allow_nan=False) + "\n")  # fmt: skip
+        _driver_io.reply({"missing": "chain_speculative_sampling_triton has no block_verification "
+                                     "(added in 0.5.22)"})  # fmt: skip
         raise SystemExit(MOVED)
-    json.dump(run(req), sys.stdout, allow_nan=False)
+    _driver_io.reply(run(req))
 
 
 if __name__ == "__main__":

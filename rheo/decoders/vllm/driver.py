@@ -39,7 +39,7 @@ stdout (`rheo.decoders.served.run_driver`). What is vLLM's and what is this harn
   handed to vLLM on the GPU (the request generators too; the harness's drafter still draws on the CPU), leaves
   `PIN_MEMORY` as vLLM's platform has it, and ends with one line (exit 2 in the gate) where this interpreter's torch
   sees no CUDA device. Every reply's `path` records the device and whether Triton's interpreter ran.
-No rheo module beyond `rheo.decoders.device` (standard library only) is needed here.
+No rheo module beyond `rheo.decoders.device` and `rheo.decoders.driver_io` (standard library only) is needed here.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from rheo.decoders import device as _device
+from rheo.decoders import driver_io as _driver_io  # first: stdout carries only the reply (module docstring)
 
 # Before triton and vLLM are imported: on cpu (the default) TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES="" (with which
 # vLLM keeps Triton enabled with no GPU driver); on cuda (`rheo gate --device cuda`) neither: the compiled kernels.
@@ -206,8 +207,7 @@ MOVED = 3  # rheo.decoders.served.MOVED: the installed release moved a piece thi
 
 def moved(missing: str) -> NoReturn:
     """Exit with status MOVED and one JSON line naming the missing piece (rheo.decoders.served.run_driver)."""
-    sys.stdout.write(json.dumps({"missing": missing}, allow_nan=False) + "\n")
-    sys.stdout.flush()
+    _driver_io.reply({"missing": missing})
     raise SystemExit(MOVED)
 
 
@@ -644,7 +644,7 @@ def main() -> None:
         if req.get("method", "token") != "block":
             check_v2(req)
         reply = decode_v2(req)
-    sys.stdout.write(json.dumps(reply, allow_nan=False) + "\n")
+    _driver_io.reply(reply)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import time
 from fractions import Fraction
 from typing import Any
 
+from rheo.decoders import driver_io as _driver_io  # first: stdout carries only the reply
 from rheo.decoders.vllm import driver as _driver  # sets TRITON_INTERPRET=1 (cpu) before triton is imported
 
 DEVICE = _driver.DEVICE
@@ -106,7 +107,7 @@ def run(req: dict) -> dict:
 def main() -> None:
     with open(sys.argv[1]) as f:
         req: Any = json.load(f)
-    print(json.dumps(run(req), allow_nan=False))
+    _driver_io.reply(run(req))
 
 
 if __name__ == "__main__":
