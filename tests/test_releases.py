@@ -223,3 +223,24 @@ def test_sglang_own_processor_rows_on_0_5_21_and_0_5_22(monkeypatch: pytest.Monk
     for r in records:
         want = ["REJECT", "REJECT"] if r["setting"] in ("min-p 0.35", "frequency 1/7") else ["pass", "pass"]
         assert r["verdicts"] == want and r["as_expected"], r
+
+
+@pytest.mark.slow
+@pytest.mark.served
+def test_vllm_0_24_to_0_32_draft_probs_and_synthetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The command docs/THIRD_PARTY.md quotes for vLLM's earlier releases, as a user runs it: `rheo releases --decoder
+    vllm --versions '>=0.24.0,<0.33' --rows 'draft-probs;synthetic' --seeds 1,2` (eleven 310-330 MB wheels, downloaded
+    once; about 12 minutes): every release drives the current driver unmodified, passes the lossless row and rejects
+    its synthetic method, and the synthetic samples fit rheo's law of 0.33.0's code (own-law p >= 1e-3)."""
+    monkeypatch.undo()  # pip and the user's cache allowed
+    out = tmp_path / "releases.json"
+    main(["releases", "--decoder", "vllm", "--versions", ">=0.24.0,<0.33", "--rows", "draft-probs;synthetic", "--seeds",
+          "1,2", "--json", str(out)])  # fmt: skip
+    records = json.loads(out.read_text())
+    releases = {r["release"] for r in records}
+    assert releases == {"0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
+                        "0.31.0", "0.32.0"}  # fmt: skip
+    for r in records:
+        want = ["pass", "pass"] if r["setting"] == "draft-probs" else ["REJECT", "REJECT"]
+        assert r["verdicts"] == want and r["as_expected"], r
+        assert r["setting"] == "draft-probs" or min(r["own_law_p"]) >= 1e-3, r
