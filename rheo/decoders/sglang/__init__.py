@@ -125,6 +125,13 @@ COUNTED = (
     "last output token only (schedule_batch.py lines 3715-3734), and eagle_sample adds the same accumulated penalty "
     "at every draft position (lines 562-578): a token accepted inside a round is never counted"
 )
+
+
+def _counted_row(setting: str, gen: dict[str, Any], note: str) -> Row:
+    """A penalty row: 3 drafts a round, the penalizers fed once a round (`COUNTED`)."""
+    return Row(setting, {"num_steps": 3, **gen}, note, cause=COUNTED, path=OWN_PATH)
+
+
 SERVED = Served("sglang", "rheo.decoders.sglang.driver", request=request, check=check, pin=VERSION, supported=SUPPORTED)
 DECODER = SERVED.decoder(
     name="sglang",
@@ -227,27 +234,19 @@ DECODER = SERVED.decoder(
                 "579-584) as the plain sampler adds it",
                 path=OWN_PATH,
             ),
-            Row(
+            _counted_row(
                 "frequency 1/7",
-                {"num_steps": 3, "frequency": "1/7"},
+                {"frequency": "1/7"},
                 "frequency_penalty = ln 7 through SGLang's BatchedFrequencyPenalizer",
-                cause=COUNTED,
-                path=OWN_PATH,
             ),
-            Row(
-                "presence 1/7",
-                {"num_steps": 3, "presence": "1/7"},
-                "presence_penalty = ln 7 through SGLang's BatchedPresencePenalizer",
-                cause=COUNTED,
-                path=OWN_PATH,
+            _counted_row(
+                "presence 1/7", {"presence": "1/7"}, "presence_penalty = ln 7 through SGLang's BatchedPresencePenalizer"
             ),
-            Row(
+            _counted_row(
                 "repetition 2 T=1/2",
-                {"num_steps": 3, "repetition": 2, "temperature": 0.5},
-                "repetition_penalty = 2 (SGLang's largest) through SGLang's BatchedRepetitionPenalizer and "
-                "apply_scaling_penalties, at T = 1/2",
-                cause=COUNTED,
-                path=OWN_PATH,
+                {"repetition": 2, "temperature": 0.5},
+                "repetition_penalty = 2 (SGLang's "
+                "largest) through SGLang's BatchedRepetitionPenalizer and apply_scaling_penalties, at T = 1/2",
             ),
         ),
     ),
