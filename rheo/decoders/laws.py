@@ -334,6 +334,24 @@ def _bonus(out: Law, head: tuple[int, ...], prob: Fraction, r: Row) -> None:
                 out[head + (y,)] += prob * ry
 
 
+def parse_logit_bias(text: object) -> tuple[tuple[int, Fraction], ...]:
+    """--gen logit_bias of a served decoder: "t:f,t:f" token:factor pairs, the bias ln f on token t (f > 0, a
+    rational: 4, 1/2, 0.25), as (token, factor) pairs in the order given."""
+    pairs = []
+    for part in str(text).split(","):
+        tok, sep, f = part.partition(":")
+        try:
+            factor = Fraction(f.strip())
+        except (ValueError, ZeroDivisionError):
+            factor = Fraction(-1)
+        if not sep or not tok.strip().isdigit() or factor <= 0:
+            raise CaseError(
+                f"logit_bias={text!r}: write token:factor pairs with factors > 0 (the bias ln factor), e.g. 3:4,0:1/2"
+            )
+        pairs.append((int(tok), factor))
+    return tuple(pairs)
+
+
 def check_exact_float(value: Any, name: str) -> Fraction:
     """A float option read as the rational it denotes (0.4 -> 2/5 when that is within 1e-12)."""
     f = Fraction(value).limit_denominator(10**6)

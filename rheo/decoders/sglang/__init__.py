@@ -16,7 +16,17 @@ from rheo_ref.models import Case
 
 from ..rows import Row, Table
 from ..served import Served, table_request
-from .law import OWN_KEYS, ChainLaw, OwnLaw, Processing, own_params, own_sampling, own_target_law, plain_target_law
+from .law import (
+    OWN_KEYS,
+    ChainLaw,
+    OwnLaw,
+    Processing,
+    check_stated,
+    own_params,
+    own_sampling,
+    own_target_law,
+    plain_target_law,
+)
 
 SUPPORTED = "==0.5.23"  # the releases this driver is known to drive (one: the pinned)
 VERSION = "0.5.23"
@@ -67,23 +77,11 @@ STATED_KEYS = ("zero_token", "q_row")  # the stated q rows an engine's degenerat
 
 
 def stated(gen: Mapping[str, Any]) -> dict[str, Any]:
-    """zero_token (a token id whose stated q is 0) and q_row (zero, nan) of --gen, checked."""
-    out: dict[str, Any] = {}
-    z = gen.get("zero_token")
-    if z is not None:
-        if isinstance(z, bool) or not isinstance(z, int) or z < 0:
-            raise CaseError(f"zero_token={z!r} must be a token id")
-        out["zero_token"] = z
-    if gen.get("q_row") is not None:
-        if gen["q_row"] not in ("zero", "nan"):
-            raise CaseError(f"q_row={gen['q_row']!r}; allowed: zero, nan")
-        out["q_row"] = gen["q_row"]
+    """zero_token (a token id whose stated q is 0) and q_row (zero, nan) of --gen, checked (`law.check_stated`)."""
+    out = {k: gen[k] for k in STATED_KEYS if gen.get(k) is not None}
     if out and (gen.get("draft_temperature") is not None or any(gen.get(k) is not None for k in OWN_KEYS)):
         raise CaseError(f"{sorted(out)[0]} is modelled without draft_temperature and SGLang's own processors")
-    if len(out) > 1:
-        raise CaseError("zero_token and q_row: set one")
-    if gen.get("block_verification") and out.get("q_row") == "nan":
-        raise CaseError("q_row=nan is modelled with token-level verification (block_verification false)")
+    check_stated(out.get("zero_token"), out.get("q_row"), block=bool(gen.get("block_verification")))
     return out
 
 

@@ -140,7 +140,6 @@ class Own:
         self.apply_scaling_penalties = apply_scaling_penalties
         sp = SamplingParams(**params)
         sp.verify(vocab_size)
-        self.params = sp
         self.reqs = [_Req(sp, context[:-1], context[-1:]) for _ in range(num)]
         self.device = ON  # what the orchestrator reads of the batch: reqs, device
         penalizers = {BatchedFrequencyPenalizer, BatchedMinNewTokensPenalizer, BatchedPresencePenalizer,
@@ -266,9 +265,10 @@ def run(req: dict) -> dict:
         )
         pred, acc, num_acc = predicts.tolist(), accept_index.tolist(), accept_num.tolist()
         for b, i in enumerate(live):
-            out[i].extend(pred[acc[b][j]] for j in range(num_acc[b] + 1))
+            emitted = [pred[acc[b][j]] for j in range(num_acc[b] + 1)]
+            out[i].extend(emitted)
             if own is not None:
-                own.reqs[i].output_ids.extend(pred[acc[b][j]] for j in range(num_acc[b] + 1))
+                own.reqs[i].output_ids.extend(emitted)
         rounds += 1
         done = sum(1 for o in out if len(o) >= n)
         print(f"sglang driver: round {rounds}, {done}/{num} samples done", file=sys.stderr, flush=True)

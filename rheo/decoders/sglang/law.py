@@ -59,7 +59,7 @@ from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
 from rheo_ref.models import TableModel
 
-from ..laws import processed_row
+from ..laws import parse_logit_bias, processed_row
 from ..rounds import RowMemo, single_token_law, temper, token_law, visible
 
 
@@ -124,6 +124,28 @@ class Processing:
 NOT_A_PROBABILITY = Fraction(-1)
 
 
+def check_stated(zero_token: object, q_row: object, *, block: bool, vocab_size: int | None = None) -> None:
+    """The stated q rows `ChainLaw` models: zero_token a token id (below `vocab_size` where it is known), q_row
+    None, "zero" or "nan" (token-level verification only), not both."""
+    if zero_token is not None and (
+        isinstance(zero_token, bool)
+        or not isinstance(zero_token, int)
+        or zero_token < 0
+        or (vocab_size is not None and zero_token >= vocab_size)
+    ):
+        top = "" if vocab_size is None else f" in 0..{vocab_size - 1}"
+        raise CaseError(f"zero_token={zero_token!r} must be a token id{top}")
+    if q_row not in (None, "zero", "nan"):
+        raise CaseError(f"q_row={q_row!r}; allowed: zero, nan")
+    if zero_token is not None and q_row is not None:
+        raise CaseError("zero_token and q_row: set one")
+    if block and q_row == "nan":
+        raise CaseError(
+            "q_row=nan is modelled with token-level verification: the block branch sums max(r·p − q, 0) over the "
+            "unclamped q (reject_sampling.py lines 89-110), where a NaN's fate is the maximum's NaN rule"
+        )
+
+
 def _clamp(q: Fraction) -> Fraction:
     return q if 0 <= q <= 1 else ZERO
 
@@ -151,15 +173,7 @@ class ChainLaw:
         zero_token: int | None = None,
         q_row: str | None = None,
     ) -> None:
-        if q_row not in (None, "zero", "nan"):
-            raise CaseError(f"q_row={q_row!r}; allowed: zero, nan")
-        if zero_token is not None and not 0 <= zero_token < draft.vocab_size:
-            raise CaseError(f"zero_token={zero_token}; allowed: 0..{draft.vocab_size - 1}")
-        if block and q_row == "nan":
-            raise CaseError(
-                "q_row=nan is modelled with token-level verification: the block branch sums max(r·p − q, 0) over the "
-                "unclamped q (reject_sampling.py lines 89-110), where a NaN's fate is the maximum's NaN rule"
-            )
+        check_stated(zero_token, q_row, block=block, vocab_size=draft.vocab_size)
         self.zero_token, self.stated = zero_token, q_row
         if isinstance(num_steps, bool) or not isinstance(num_steps, int) or not 1 <= num_steps <= 6:
             raise CaseError(
@@ -324,20 +338,7 @@ def own_sampling(vocab_size: int, gen: dict) -> processing.Sampling | None:
         )
     if gen.get("draft_temperature") is not None:
         raise CaseError("draft_temperature (the negative control) is modelled without SGLang's own processors")
-    bias: dict[int, Fraction] = {}
-    if gen.get("logit_bias") is not None:
-        for part in str(gen["logit_bias"]).split(","):
-            tok, sep, f = part.partition(":")
-            try:
-                factor = Fraction(f.strip())
-            except (ValueError, ZeroDivisionError):
-                factor = Fraction(-1)
-            if not sep or not tok.strip().isdigit() or factor <= 0:
-                raise CaseError(
-                    f"logit_bias={gen['logit_bias']!r}: write token:factor pairs with factors > 0 (the bias ln "
-                    "factor), e.g. 3:4,0:1/2"
-                )
-            bias[int(tok)] = factor
+    bias = dict(parse_logit_bias(gen["logit_bias"])) if gen.get("logit_bias") is not None else {}
     additive = bias or gen.get("frequency") is not None or gen.get("presence") is not None
     if gen.get("repetition") not in (None, 1) and additive:
         raise CaseError(
@@ -350,11 +351,12 @@ def own_sampling(vocab_size: int, gen: dict) -> processing.Sampling | None:
         return None if v is None else Fraction(str(v))
 
     for name in ("frequency", "presence"):  # SamplingParams.verify: frequency / presence_penalty in [-2, 2]
-        if gen.get(name) is not None and not Fraction(str(gen[name])) >= Fraction(13534, 100000):
+        factor = num(name)
+        if factor is not None and not factor >= Fraction(13534, 100000):
             raise CaseError(f"{name}={gen[name]!r}: SGLang allows a penalty −ln {name[0]} <= 2, so {name} >= 0.1354")
     if gen.get("repetition") not in (None, 1, 2):
         raise CaseError(f"repetition={gen['repetition']!r}: SGLang allows repetition_penalty in (0, 2]; allowed: 1, 2")
-    s = sampling(
+    return sampling(
         vocab_size,
         temperature=float(Fraction(str(gen.get("temperature", 1)))),
         min_p=num("min_p"),
@@ -364,7 +366,6 @@ def own_sampling(vocab_size: int, gen: dict) -> processing.Sampling | None:
         logit_bias=bias or None,
         order="sglang",
     )
-    return s
 
 
 def own_params(s: processing.Sampling) -> dict:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rheo.decoders.laws import Processing
+from rheo.decoders.laws import Processing, parse_logit_bias
 from rheo.decoders.rounds import token_law
 from rheo_ref.errors import CaseError
 from rheo_ref.laws import ONE, ZERO, Law, Row, normalise
@@ -133,15 +133,16 @@ def bad_words_row(row: Row, words: Sequence[tuple[int, ...]], out: Sequence[int]
     return normalise(kept)
 
 
-def _factor(name: str, v: object, *, upper: bool) -> Fraction:
+def _factor(name: str, v: object) -> Fraction:
+    """A penalty's factor in (0, 1] (frequency ρ, presence π)."""
     if isinstance(v, bool) or not isinstance(v, (int, float, str, Fraction)):
         raise CaseError(f"{name}={v!r} must be a rational factor, e.g. 1/2")
     try:
         f = Fraction(str(v))
     except (ValueError, ZeroDivisionError):
         raise CaseError(f"{name}={v!r} must be a rational factor, e.g. 1/2") from None
-    if not f > 0 or (upper and f > 1):
-        raise CaseError(f"{name}={v} must lie in {'(0, 1]' if upper else '(0, inf)'}")
+    if not 0 < f <= 1:
+        raise CaseError(f"{name}={v} must lie in (0, 1]")
     return f
 
 
@@ -151,13 +152,7 @@ def _penalties(gen: dict) -> dict:
     in (0, 1] (vLLM's frequency_penalty = -ln ρ, presence_penalty = -ln π)."""
     out: dict = {}
     if gen.get("logit_bias") is not None:
-        pairs = []
-        for part in str(gen["logit_bias"]).split(","):
-            tok, sep, f = part.partition(":")
-            if not sep or not tok.strip().isdigit():
-                raise CaseError(f"logit_bias={gen['logit_bias']!r}: write token:factor pairs, e.g. 3:4,0:1/2")
-            pairs.append((int(tok), _factor("logit_bias factor", f.strip(), upper=False)))
-        out["bias"] = tuple(pairs)
+        out["bias"] = parse_logit_bias(gen["logit_bias"])
     r = gen.get("repetition")
     if r is not None:
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:
@@ -165,8 +160,8 @@ def _penalties(gen: dict) -> dict:
         if r != 1:
             out["repetition"] = r
     for name in ("frequency", "presence"):
-        if gen.get(name) is not None and _factor(name, gen[name], upper=True) != 1:
-            out[name] = _factor(name, gen[name], upper=True)
+        if gen.get(name) is not None and _factor(name, gen[name]) != 1:
+            out[name] = _factor(name, gen[name])
     return out
 
 
