@@ -153,3 +153,22 @@ def test_a_draft_with_zeros_is_lossless_exactly(gen):
     arithmetic, while the reused-coin control stays lossy on the same case."""
     assert tv(exact_law(SPARSE, gen, 3), target_law(SPARSE, gen, 3)) == 0
     assert tv(exact_law(SPARSE, {"children": 3, "depth": 2, "reuse_coin": True}, 3), target_law(SPARSE, {}, 3)) > 0
+
+
+@pytest.mark.slow
+@served
+def test_slow_the_documented_zeros_row_command_runs_end_to_end(tmp_path, monkeypatch):
+    """`rheo gate --decoder eagle-harness --rows 'k=3 d=2, q with zeros' --seeds 1,2`, as docs/THIRD_PARTY.md quotes it:
+    pass on both seeds, exact TV 0."""
+    import json
+
+    from rheo.cli.main import main
+    from rheo.decoders.served import REPO
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "rows.json"
+    assert (
+        main(["gate", "--decoder", NAME, "--rows", "k=3 d=2, q with zeros", "--seeds", "1,2", "--json", str(out)]) == 0
+    )
+    (r,) = json.loads(out.read_text())
+    assert (r["exact_tv"], r["verdicts"]) == ("0", ["pass", "pass"]), r

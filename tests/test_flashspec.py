@@ -132,3 +132,21 @@ def test_a_draft_with_zeros_is_lossless_exactly(gen):
     """A draft model with zeros (each row's q > 0 on 1 or 2 tokens; p > 0 everywhere): lossless in exact arithmetic
     (rejection_step and rejection_sample read q's zeros as zeros: the residual carries those tokens)."""
     assert tv(exact_law(SPARSE, gen, 3), target_law(SPARSE, gen, 3)) == 0
+
+
+@pytest.mark.slow
+@served
+def test_slow_the_documented_zeros_row_command_runs_end_to_end(tmp_path, monkeypatch):
+    """`rheo gate --decoder flashspec --rows 'rejection T=1, batch 1, q with zeros' --seeds 1,2`, as docs/THIRD_PARTY.md
+    quotes it: pass on both seeds, exact TV 0."""
+    import json
+
+    from rheo.cli.main import main
+    from rheo.decoders.served import REPO
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "rows.json"
+    rows = "rejection T=1, batch 1, q with zeros"
+    assert main(["gate", "--decoder", NAME, "--rows", rows, "--seeds", "1,2", "--json", str(out)]) == 0
+    (r,) = json.loads(out.read_text())
+    assert (r["exact_tv"], r["verdicts"]) == ("0", ["pass", "pass"]), r

@@ -308,3 +308,28 @@ def test_slow_the_documented_stated_row_command_runs_end_to_end(tmp_path, monkey
     records = json.loads(out.read_text())
     assert [r["setting"] for r in records] == STATED_ROWS
     assert all((r["version"], r["exact_tv"], r["verdicts"]) == ("0.5.23", "0", ["pass", "pass"]) for r in records)
+
+
+@pytest.mark.slow
+@served
+@pytest.mark.parametrize(
+    "dask", [[], ["--scheduler", "local", "--workers", "2", "--chunk", "383"]], ids=["here", "dask"]
+)
+def test_slow_the_quoted_dask_commands_run_end_to_end(dask, capsys, monkeypatch):
+    """The timing the closing note quotes, through the CLI: `rheo gate tests/cases/served.json --decoder sglang --gen
+    num_steps=3 --tv 0.2 --tokens 3 --seed 1`, in this process and with `--scheduler local --workers 2 --chunk 383`
+    (N = 766 in two chunks, one per worker): a pass, exact TV 0, the Dask record with its scheduler and chunk."""
+    import json
+
+    from rheo.cli.main import main
+    from rheo.decoders.served import REPO
+
+    monkeypatch.chdir(REPO)
+    argv = ["gate", "tests/cases/served.json", "--decoder", NAME, "--gen", "num_steps=3", "--tv", "0.2", "--tokens", "3",
+            "--seed", "1", *dask]  # fmt: skip
+    code = main(argv)
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    r = json.loads(out.out.strip().splitlines()[-1])
+    assert (r["verdict"], r["N"], r["exact_tv"]) == ("pass", 766, "0"), r
+    assert (r.get("scheduler"), r.get("chunk")) == (("local", 383) if dask else (None, None)), r
